@@ -1,0 +1,19 @@
+//! The project's own protobuf APIs, compiled from `proto/` by `build.rs`.
+
+/// `xdsfed.policy.v1`: the example custom resource type.
+pub mod policy {
+    /// Version 1.
+    #[allow(missing_docs, clippy::all)]
+    pub mod v1 {
+        tonic::include_proto!("xdsfed.policy.v1");
+    }
+}
+
+/// `xdsfed.testbed.v1`: the testbed control API.
+pub mod testbed {
+    /// Version 1.
+    #[allow(missing_docs, clippy::all)]
+    pub mod v1 {
+        tonic::include_proto!("xdsfed.testbed.v1");
+    }
+}
