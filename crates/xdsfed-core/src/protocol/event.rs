@@ -1,0 +1,101 @@
+//! What the protocol core tells the cache.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::types::{Decoded, ValidationError};
+
+/// A resource's identity in the cache: its type URL and its cache key (the
+/// canonical `xdstp:` URN, or an old-style name as it is; see
+/// [`crate::name::canonical_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceKey {
+    /// e.g. `type.googleapis.com/envoy.config.cluster.v3.Cluster`.
+    pub type_url: Arc<str>,
+    /// The cache key.
+    pub name: Arc<str>,
+}
+
+impl ResourceKey {
+    /// A key from a type URL and a cache key.
+    pub fn new(type_url: impl Into<Arc<str>>, name: impl Into<Arc<str>>) -> Self {
+        ResourceKey {
+            type_url: type_url.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ResourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.type_url, self.name)
+    }
+}
+
+/// An event for the cache, produced by one ADS stream's protocol core.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CoreEvent {
+    /// A subscribed resource arrived and passed validation. Identical bytes to
+    /// the cached copy are still reported (the cache decides who to wake).
+    Upsert {
+        /// Which resource.
+        key: ResourceKey,
+        /// The validated resource and its bytes.
+        resource: Decoded,
+        /// The resource's version (delta) or the response's version (SotW).
+        version: Arc<str>,
+        /// The resource's TTL, when the server set one.
+        ttl: Option<Duration>,
+    },
+    /// A subscribed resource failed validation and was NACKed; the last good
+    /// copy, if any, keeps serving.
+    Invalid {
+        /// Which resource.
+        key: ResourceKey,
+        /// Why it was rejected.
+        error: ValidationError,
+        /// The version of the rejected response.
+        version: Arc<str>,
+    },
+    /// The server deleted the resource (delta `removed_resources`, absence
+    /// from a SotW LDS/CDS response) or its TTL expired.
+    Removed {
+        /// Which resource.
+        key: ResourceKey,
+        /// Why.
+        reason: RemovedReason,
+    },
+    /// The does-not-exist timer expired (gRFC A57).
+    DoesNotExist {
+        /// Which resource.
+        key: ResourceKey,
+    },
+    /// The server reported an error for this resource (TP3 `resource_errors`).
+    ResourceError {
+        /// Which resource.
+        key: ResourceKey,
+        /// The status code the server sent.
+        code: i32,
+        /// The server's message.
+        message: Arc<str>,
+    },
+    /// The stream failed (A57: connection failure, or ended before any
+    /// response). Resources of this stream keep their cached copies; watchers
+    /// get an ambient error (or an error, if nothing is cached).
+    StreamFailed {
+        /// What happened, naming the server.
+        error: Arc<str>,
+    },
+    /// The stream received its first response after being (re)established.
+    StreamHealthy,
+}
+
+/// Why a resource left the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemovedReason {
+    /// The server deleted it.
+    Deleted,
+    /// Its TTL passed without a refresh.
+    TtlExpired,
+}

@@ -1,0 +1,148 @@
+//! Resource types: how bytes from a server become validated resources.
+//!
+//! Every resource type is described by a [`ResourceType`]: its type URL,
+//! whether state-of-the-world responses carry the full set of its resources
+//! (LDS and CDS do), and how to decode and validate its bytes. The protocol
+//! core works with type-erased [`ErasedType`]s looked up in a
+//! [`TypeRegistry`], so users can register types of their own.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// Why a resource was rejected. The message names the field that is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValidationError(pub String);
+
+impl ValidationError {
+    /// An error about `field`: `"{field}: {why}"`.
+    pub fn field(field: impl fmt::Display, why: impl fmt::Display) -> Self {
+        ValidationError(format!("{field}: {why}"))
+    }
+}
+
+/// A resource type the client can subscribe to.
+pub trait ResourceType: Send + Sync + 'static {
+    /// The type URL, e.g. `type.googleapis.com/envoy.config.cluster.v3.Cluster`.
+    const TYPE_URL: &'static str;
+    /// Whether a state-of-the-world response carries every resource of this
+    /// type, so that a resource missing from it has been deleted (LDS, CDS).
+    const SOTW_FULL_STATE: bool;
+    /// The decoded, validated resource.
+    type Resource: Send + Sync + 'static;
+    /// Decodes and validates `bytes` (the `value` of the resource's `Any`).
+    fn decode(bytes: &[u8]) -> Result<Self::Resource, ValidationError>;
+}
+
+/// A decoded and validated resource, together with the bytes it came from.
+///
+/// Only [`ErasedType::decode`] builds one, so whatever holds a `Decoded` holds
+/// data that passed validation.
+#[derive(Clone)]
+pub struct Decoded {
+    value: Arc<dyn Any + Send + Sync>,
+    raw: Bytes,
+}
+
+impl Decoded {
+    /// The bytes the resource was decoded from, shared, not copied.
+    pub fn raw(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// The decoded resource, if it is a `T`.
+    pub fn downcast<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        Arc::clone(&self.value).downcast::<T>().ok()
+    }
+
+    /// The decoded resource, type-erased.
+    pub fn value(&self) -> &Arc<dyn Any + Send + Sync> {
+        &self.value
+    }
+}
+
+impl fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoded")
+            .field("bytes", &self.raw.len())
+            .finish()
+    }
+}
+
+/// A [`ResourceType`] with its type parameter erased, as the protocol core
+/// and the cache use it.
+pub trait ErasedType: Send + Sync + fmt::Debug {
+    /// The type URL.
+    fn type_url(&self) -> &'static str;
+    /// See [`ResourceType::SOTW_FULL_STATE`].
+    fn sotw_full_state(&self) -> bool;
+    /// Decodes and validates one resource.
+    fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError>;
+}
+
+/// Erases a [`ResourceType`].
+pub struct Erased<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Erased<T> {
+    /// The erased form of `T`.
+    pub fn new() -> Self {
+        Erased(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for Erased<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: ResourceType> fmt::Debug for Erased<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::TYPE_URL)
+    }
+}
+
+impl<T: ResourceType> ErasedType for Erased<T> {
+    fn type_url(&self) -> &'static str {
+        T::TYPE_URL
+    }
+    fn sotw_full_state(&self) -> bool {
+        T::SOTW_FULL_STATE
+    }
+    fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
+        let value = T::decode(&raw)?;
+        Ok(Decoded {
+            value: Arc::new(value),
+            raw,
+        })
+    }
+}
+
+/// The resource types a client knows, by type URL.
+#[derive(Debug, Clone, Default)]
+pub struct TypeRegistry {
+    by_url: HashMap<&'static str, Arc<dyn ErasedType>>,
+}
+
+impl TypeRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the type `T`.
+    pub fn register<T: ResourceType>(&mut self) -> &mut Self {
+        self.by_url
+            .insert(T::TYPE_URL, Arc::new(Erased::<T>::new()));
+        self
+    }
+
+    /// The type with this URL.
+    pub fn get(&self, type_url: &str) -> Option<&Arc<dyn ErasedType>> {
+        self.by_url.get(type_url)
+    }
+}
