@@ -36,6 +36,10 @@ pub trait ResourceType: Send + Sync + 'static {
     type Resource: Send + Sync + 'static;
     /// Decodes and validates `bytes` (the `value` of the resource's `Any`).
     fn decode(bytes: &[u8]) -> Result<Self::Resource, ValidationError>;
+    /// The name the resource carries inside itself (`Listener.name`,
+    /// `ClusterLoadAssignment.cluster_name`, …). State-of-the-world responses
+    /// without the `Resource` wrapper identify resources only by this.
+    fn name(resource: &Self::Resource) -> Option<&str>;
 }
 
 /// A decoded and validated resource, together with the bytes it came from.
@@ -46,6 +50,7 @@ pub trait ResourceType: Send + Sync + 'static {
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,
     raw: Bytes,
+    name: Option<Arc<str>>,
 }
 
 impl Decoded {
@@ -62,6 +67,11 @@ impl Decoded {
     /// The decoded resource, type-erased.
     pub fn value(&self) -> &Arc<dyn Any + Send + Sync> {
         &self.value
+    }
+
+    /// The name inside the resource, see [`ResourceType::name`].
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 }
 
