@@ -125,9 +125,11 @@ impl<T: ResourceType> ErasedType for Erased<T> {
     }
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
         let value = T::decode(&raw)?;
+        let name = T::name(&value).map(Arc::from);
         Ok(Decoded {
             value: Arc::new(value),
             raw,
+            name,
         })
     }
 }
