@@ -158,3 +158,72 @@ impl TypeRegistry {
         self.by_url.get(type_url)
     }
 }
+
+mod cluster;
+mod endpoint;
+mod listener;
+mod route;
+#[cfg(test)]
+mod tests_support;
+
+pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
+pub use endpoint::EndpointType;
+pub use listener::{ListenerType, http_connection_manager};
+pub use route::RouteConfigurationType;
+
+impl TypeRegistry {
+    /// A registry holding the four built-in types: [`ListenerType`],
+    /// [`RouteConfigurationType`], [`ClusterType`] and [`EndpointType`].
+    pub fn with_builtin() -> Self {
+        let mut registry = TypeRegistry::new();
+        registry
+            .register::<ListenerType>()
+            .register::<RouteConfigurationType>()
+            .register::<ClusterType>()
+            .register::<EndpointType>();
+        registry
+    }
+}
+
+/// Decodes a protobuf message, naming the type on failure.
+fn decode_message<M: prost::Message + Default>(
+    bytes: &[u8],
+    what: &str,
+) -> Result<M, ValidationError> {
+    M::decode(bytes).map_err(|e| ValidationError(format!("not a valid {what}: {e}")))
+}
+
+/// Unpacks an `Any` that must hold a message of type `M`.
+fn unpack_any<M: prost::Message + prost::Name + Default>(
+    any: &envoy_types::pb::google::protobuf::Any,
+    field: &str,
+) -> Result<M, ValidationError> {
+    let expected = M::type_url();
+    if any.type_url != expected {
+        return Err(ValidationError::field(
+            field,
+            format_args!("expected {expected}, got {:?}", any.type_url),
+        ));
+    }
+    M::decode(any.value.as_slice())
+        .map_err(|e| ValidationError::field(field, format_args!("not a valid {}: {e}", M::NAME)))
+}
+
+/// Checks that a `ConfigSource` pointing at a dynamic resource is one gRPC
+/// accepts: `ads` or `self` (gRFC A27).
+fn check_config_source(
+    source: Option<&envoy_types::pb::envoy::config::core::v3::ConfigSource>,
+    field: &str,
+) -> Result<(), ValidationError> {
+    use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+    let Some(source) = source else {
+        return Err(ValidationError::field(field, "missing"));
+    };
+    match source.config_source_specifier {
+        Some(ConfigSourceSpecifier::Ads(_)) | Some(ConfigSourceSpecifier::Self_(_)) => Ok(()),
+        _ => Err(ValidationError::field(
+            field,
+            "must be `ads` or `self` (the resource comes over the same ADS stream)",
+        )),
+    }
+}

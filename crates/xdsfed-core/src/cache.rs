@@ -1,0 +1,581 @@
+//! The resource cache: the latest state of every watched resource.
+//!
+//! The cache is fed by the ADS streams (through [`Cache::apply`]) and read by
+//! watchers. Each entry owns a `tokio::sync::watch` channel holding the
+//! resource's latest [`ResourceState`]: a stream never waits on a watcher, a
+//! slow watcher simply sees the newest state when it looks (latest-value
+//! delivery), and identical bytes wake nobody.
+//!
+//! How events become watcher-visible states follows gRFC A88, with the
+//! server features of gRFC A53/A88 (`ignore_resource_deletion`,
+//! `fail_on_data_errors`):
+//!
+//! | event | cached copy | without one |
+//! | --- | --- | --- |
+//! | valid update | replaced (wakes only if the bytes differ) | stored |
+//! | NACK | kept, ambient error (dropped with `fail_on_data_errors`) | error |
+//! | deletion by the server | dropped, does not exist (kept with `ignore_resource_deletion`) | does not exist |
+//! | does-not-exist timer | — | does not exist |
+//! | TP3 resource error | kept, ambient error | error (does not exist for NOT_FOUND) |
+//! | stream failure (A57) | kept, ambient error | error |
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use tokio::sync::{Notify, watch};
+
+use crate::error::{ErrorKind, XdsError};
+use crate::protocol::event::RemovedReason;
+use crate::protocol::{CoreEvent, ResourceKey};
+use crate::types::Decoded;
+
+/// A resource's status, as CSDS (`envoy.admin.v3.ClientResourceStatus`) names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ResourceStatus {
+    /// Subscribed, nothing received yet.
+    Requested,
+    /// The server says it does not exist, or the does-not-exist timer fired.
+    DoesNotExist,
+    /// Received and accepted.
+    Acked,
+    /// The last update was rejected; a previous good copy may still serve.
+    Nacked,
+    /// The server reported an error for it (TP3).
+    ReceivedError,
+    /// The does-not-exist timer fired while the server was known to be slow
+    /// (`resource_timer_indicates_transient_failure`).
+    Timeout,
+}
+
+impl ResourceStatus {
+    /// The CSDS enum value (`envoy.admin.v3.ClientResourceStatus`).
+    pub fn to_csds(self) -> i32 {
+        match self {
+            ResourceStatus::Requested => 1,
+            ResourceStatus::DoesNotExist => 2,
+            ResourceStatus::Acked => 3,
+            ResourceStatus::Nacked => 4,
+            ResourceStatus::ReceivedError => 5,
+            ResourceStatus::Timeout => 6,
+        }
+    }
+
+    /// All statuses, in CSDS order.
+    pub const ALL: [ResourceStatus; 6] = [
+        ResourceStatus::Requested,
+        ResourceStatus::DoesNotExist,
+        ResourceStatus::Acked,
+        ResourceStatus::Nacked,
+        ResourceStatus::ReceivedError,
+        ResourceStatus::Timeout,
+    ];
+
+    /// The CSDS name, e.g. `ACKED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceStatus::Requested => "REQUESTED",
+            ResourceStatus::DoesNotExist => "DOES_NOT_EXIST",
+            ResourceStatus::Acked => "ACKED",
+            ResourceStatus::Nacked => "NACKED",
+            ResourceStatus::ReceivedError => "RECEIVED_ERROR",
+            ResourceStatus::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// The latest state of one resource, as watchers and the status dump see it.
+#[derive(Debug, Clone)]
+pub struct ResourceState {
+    /// The last good copy, if any.
+    pub resource: Option<Decoded>,
+    /// The version of the last good copy.
+    pub version: Option<Arc<str>>,
+    /// The CSDS status.
+    pub status: ResourceStatus,
+    /// The last error, cleared by the next good update.
+    pub error: Option<XdsError>,
+    /// When the last good copy arrived.
+    pub last_updated: Option<SystemTime>,
+    /// The version of the last rejected update, for CSDS.
+    pub failed_version: Option<Arc<str>>,
+}
+
+impl ResourceState {
+    fn requested() -> Self {
+        ResourceState {
+            resource: None,
+            version: None,
+            status: ResourceStatus::Requested,
+            error: None,
+            last_updated: None,
+            failed_version: None,
+        }
+    }
+}
+
+/// Where a resource comes from, for the status dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// The resource's authority (`None` for old-style names).
+    pub authority: Option<Arc<str>>,
+    /// The server the subscription is on.
+    pub server: Arc<str>,
+}
+
+/// Server behaviour that changes how events become states (server features).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataErrorPolicy {
+    /// `ignore_resource_deletion` (gRFC A53): keep a deleted resource.
+    pub ignore_resource_deletion: bool,
+    /// `fail_on_data_errors` (gRFC A88): drop the cached copy on a NACK.
+    pub fail_on_data_errors: bool,
+    /// `resource_timer_indicates_transient_failure` (gRFC A88).
+    pub timer_is_transient: bool,
+}
+
+impl DataErrorPolicy {
+    /// The policy that a server's features ask for.
+    pub fn from_features(features: &[String]) -> Self {
+        let has = |f: &str| features.iter().any(|x| x == f);
+        DataErrorPolicy {
+            ignore_resource_deletion: has("ignore_resource_deletion"),
+            fail_on_data_errors: has("fail_on_data_errors"),
+            timer_is_transient: has("resource_timer_indicates_transient_failure"),
+        }
+    }
+}
+
+struct Entry {
+    tx: watch::Sender<ResourceState>,
+    /// Explicit watchers; entries with none are held for wildcard watchers.
+    watchers: usize,
+    provenance: Provenance,
+    policy: DataErrorPolicy,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<ResourceKey, Entry>,
+    /// Keys per server, so a stream failure touches only that server's entries.
+    by_server: HashMap<Arc<str>, HashSet<ResourceKey>>,
+    /// Wildcard watchers per type URL.
+    wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
+}
+
+/// Names changed since a wildcard watcher last looked, and a wake-up.
+#[derive(Debug, Default)]
+pub(crate) struct WildcardQueue {
+    pub(crate) dirty: Mutex<indexmap_lite::Dirty>,
+    pub(crate) notify: Notify,
+}
+
+/// The cache. Cheap to share; every method takes `&self`.
+#[derive(Default)]
+pub struct Cache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("entries", &self.lock().entries.len())
+            .finish()
+    }
+}
+
+impl Cache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave an entry half-written
+        // in a way later readers could misread, so poisoning is ignored.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a watcher of `key`. Returns the receiver and whether this is the
+    /// first watcher (the caller then subscribes on the stream).
+    pub fn add_watcher(
+        &self,
+        key: &ResourceKey,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> (watch::Receiver<ResourceState>, bool) {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let first;
+        let entry = match inner.entries.get_mut(key) {
+            Some(entry) => {
+                first = entry.watchers == 0;
+                entry
+            }
+            None => {
+                first = true;
+                inner
+                    .by_server
+                    .entry(Arc::clone(&provenance.server))
+                    .or_default()
+                    .insert(key.clone());
+                inner.entries.entry(key.clone()).or_insert_with(|| Entry {
+                    tx: watch::Sender::new(ResourceState::requested()),
+                    watchers: 0,
+                    provenance,
+                    policy,
+                })
+            }
+        };
+        entry.watchers += 1;
+        let mut rx = entry.tx.subscribe();
+        if entry.tx.borrow().status != ResourceStatus::Requested {
+            // A late joiner sees what is cached at once.
+            rx.mark_changed();
+        }
+        (rx, first)
+    }
+
+    /// Removes a watcher of `key`. Returns true when it was the last one (the
+    /// caller then unsubscribes); the entry is dropped then.
+    pub fn remove_watcher(&self, key: &ResourceKey) -> bool {
+        let mut inner = self.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return false;
+        };
+        entry.watchers = entry.watchers.saturating_sub(1);
+        if entry.watchers > 0 || inner.wildcard.contains_key(&key.type_url) {
+            return false;
+        }
+        if let Some(entry) = inner.entries.remove(key) {
+            if let Some(keys) = inner.by_server.get_mut(&entry.provenance.server) {
+                keys.remove(key);
+            }
+        }
+        true
+    }
+
+    /// The current state of `key`, if it is in the cache.
+    pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
+        self.lock().entries.get(key).map(|e| e.tx.borrow().clone())
+    }
+
+    /// Calls `f` with every entry's key, provenance and state.
+    pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
+        let inner = self.lock();
+        for (key, entry) in &inner.entries {
+            f(key, &entry.provenance, &entry.tx.borrow());
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn add_wildcard(
+        &self,
+        type_url: &str,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> (Arc<WildcardQueue>, bool) {
+        let mut inner = self.lock();
+        let queue = Arc::new(WildcardQueue::default());
+        {
+            // Everything already cached of this type counts as changed.
+            let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, entry) in &inner.entries {
+                if &*key.type_url == type_url
+                    && entry.tx.borrow().status != ResourceStatus::Requested
+                {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
+        }
+        let type_url: Arc<str> = type_url.into();
+        let list = inner.wildcard.entry(Arc::clone(&type_url)).or_default();
+        let first = list.is_empty();
+        list.push(Arc::clone(&queue));
+        let _ = (provenance, policy);
+        (queue, first)
+    }
+
+    pub(crate) fn remove_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) -> bool {
+        let mut inner = self.lock();
+        let Some(list) = inner.wildcard.get_mut(type_url) else {
+            return false;
+        };
+        list.retain(|q| !Arc::ptr_eq(q, queue));
+        if !list.is_empty() {
+            return false;
+        }
+        inner.wildcard.remove(type_url);
+        // Entries held only for the wildcard go with it.
+        let orphaned: Vec<ResourceKey> = inner
+            .entries
+            .iter()
+            .filter(|(k, e)| &*k.type_url == type_url && e.watchers == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in orphaned {
+            if let Some(entry) = inner.entries.remove(&key) {
+                if let Some(keys) = inner.by_server.get_mut(&entry.provenance.server) {
+                    keys.remove(&key);
+                }
+            }
+        }
+        true
+    }
+
+    /// Applies what one server's stream reported.
+    pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
+        let mut inner = self.lock();
+        for event in events {
+            inner.apply_one(server, policy, event);
+        }
+    }
+}
+
+impl Inner {
+    fn apply_one(&mut self, server: &Arc<str>, policy: DataErrorPolicy, event: CoreEvent) {
+        match event {
+            CoreEvent::Upsert {
+                key,
+                resource,
+                version,
+                ..
+            } => {
+                let entry = self.entry_for_wildcard(&key, server, policy);
+                let Some(entry) = entry else { return };
+                let changed = entry.tx.send_if_modified(|state| {
+                    let same_bytes =
+                        state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
+                    let woke = !same_bytes
+                        || state.error.is_some()
+                        || state.status != ResourceStatus::Acked;
+                    state.version = Some(version);
+                    state.status = ResourceStatus::Acked;
+                    state.error = None;
+                    state.failed_version = None;
+                    if !same_bytes {
+                        state.resource = Some(resource);
+                        state.last_updated = Some(SystemTime::now());
+                    }
+                    woke
+                });
+                if changed {
+                    self.mark_wildcard_dirty(&key);
+                }
+            }
+            CoreEvent::Invalid {
+                key,
+                error,
+                version,
+            } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let fail = entry.policy.fail_on_data_errors;
+                let message = format!(
+                    "{} {} rejected (NACKed) from server {}: {}",
+                    short_type(&key.type_url),
+                    key.name,
+                    server,
+                    error
+                );
+                entry.tx.send_modify(|state| {
+                    state.status = ResourceStatus::Nacked;
+                    state.failed_version = Some(version);
+                    state.error = Some(XdsError::new(ErrorKind::Nacked, message));
+                    if fail {
+                        state.resource = None;
+                    }
+                });
+                self.mark_wildcard_dirty(&key);
+            }
+            CoreEvent::Removed { key, reason } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let keep =
+                    entry.policy.ignore_resource_deletion && reason == RemovedReason::Deleted;
+                let why = match reason {
+                    RemovedReason::Deleted => "deleted by",
+                    RemovedReason::TtlExpired => "expired (TTL) from",
+                };
+                let message = format!(
+                    "{} {} {why} server {}",
+                    short_type(&key.type_url),
+                    key.name,
+                    server
+                );
+                entry.tx.send_modify(|state| {
+                    if keep && state.resource.is_some() {
+                        state.error = Some(XdsError::new(ErrorKind::NotFound, message));
+                    } else {
+                        state.resource = None;
+                        state.version = None;
+                        state.status = ResourceStatus::DoesNotExist;
+                        state.error = Some(XdsError::new(ErrorKind::NotFound, message));
+                    }
+                });
+                self.mark_wildcard_dirty(&key);
+            }
+            CoreEvent::DoesNotExist { key } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let transient = entry.policy.timer_is_transient;
+                let message = format!(
+                    "{} {} not received from server {} before the does-not-exist timer fired",
+                    short_type(&key.type_url),
+                    key.name,
+                    server
+                );
+                entry.tx.send_modify(|state| {
+                    if state.resource.is_some() {
+                        return; // A57: the timer never applies to cached resources.
+                    }
+                    if transient {
+                        state.status = ResourceStatus::Timeout;
+                        state.error = Some(XdsError::new(ErrorKind::Transient, message));
+                    } else {
+                        state.status = ResourceStatus::DoesNotExist;
+                        state.error = Some(XdsError::new(ErrorKind::NotFound, message));
+                    }
+                });
+                self.mark_wildcard_dirty(&key);
+            }
+            CoreEvent::ResourceError { key, code, message } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let text = format!(
+                    "server {} reported an error for {} {}: {} (code {code})",
+                    server,
+                    short_type(&key.type_url),
+                    key.name,
+                    message
+                );
+                // NOT_FOUND (5) and PERMISSION_DENIED (7) may drop a cached copy (A88).
+                let drop_cached = entry.policy.fail_on_data_errors && (code == 5 || code == 7);
+                entry.tx.send_modify(|state| {
+                    if drop_cached {
+                        state.resource = None;
+                    }
+                    if state.resource.is_none() && code == 5 {
+                        state.status = ResourceStatus::DoesNotExist;
+                        state.error = Some(XdsError::new(ErrorKind::NotFound, text));
+                    } else {
+                        state.status = ResourceStatus::ReceivedError;
+                        state.error = Some(XdsError::new(ErrorKind::ServerError, text));
+                    }
+                });
+                self.mark_wildcard_dirty(&key);
+            }
+            CoreEvent::StreamFailed { error } => {
+                let Some(keys) = self.by_server.get(server) else {
+                    return;
+                };
+                let error = XdsError::new(ErrorKind::Transient, error);
+                let mut touched = Vec::new();
+                for key in keys {
+                    if let Some(entry) = self.entries.get(key) {
+                        entry
+                            .tx
+                            .send_modify(|state| state.error = Some(error.clone()));
+                        touched.push(key.clone());
+                    }
+                }
+                for key in touched {
+                    self.mark_wildcard_dirty(&key);
+                }
+            }
+            CoreEvent::StreamHealthy => {}
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+
+    /// The entry for `key`, created when a wildcard watcher of its type wants it.
+    fn entry_for_wildcard(
+        &mut self,
+        key: &ResourceKey,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+    ) -> Option<&mut Entry> {
+        if !self.entries.contains_key(key) {
+            if !self.wildcard.contains_key(&key.type_url) {
+                return None;
+            }
+            self.by_server
+                .entry(Arc::clone(server))
+                .or_default()
+                .insert(key.clone());
+            self.entries.insert(
+                key.clone(),
+                Entry {
+                    tx: watch::Sender::new(ResourceState::requested()),
+                    watchers: 0,
+                    provenance: Provenance {
+                        authority: crate::name::authority_of(&key.name).map(Arc::from),
+                        server: Arc::clone(server),
+                    },
+                    policy,
+                },
+            );
+        }
+        self.entries.get_mut(key)
+    }
+
+    fn mark_wildcard_dirty(&self, key: &ResourceKey) {
+        if let Some(list) = self.wildcard.get(&key.type_url) {
+            for queue in list {
+                queue
+                    .dirty
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(Arc::clone(&key.name));
+                queue.notify.notify_one();
+            }
+        }
+    }
+}
+
+/// `envoy.config.cluster.v3.Cluster` from its type URL.
+pub(crate) fn short_type(type_url: &str) -> &str {
+    type_url.rsplit('/').next().unwrap_or(type_url)
+}
+
+/// A small insertion-ordered set of names without duplicates.
+pub(crate) mod indexmap_lite {
+    use std::collections::{HashSet, VecDeque};
+    use std::sync::Arc;
+
+    /// Names in the order they first changed.
+    #[derive(Debug, Default)]
+    pub(crate) struct Dirty {
+        order: VecDeque<Arc<str>>,
+        set: HashSet<Arc<str>>,
+    }
+
+    impl Dirty {
+        pub(crate) fn insert(&mut self, name: Arc<str>) {
+            if self.set.insert(Arc::clone(&name)) {
+                self.order.push_back(name);
+            }
+        }
+
+        pub(crate) fn pop(&mut self) -> Option<Arc<str>> {
+            let name = self.order.pop_front()?;
+            self.set.remove(&name);
+            Some(name)
+        }
+    }
+}

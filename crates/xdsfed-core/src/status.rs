@@ -1,0 +1,110 @@
+//! The CSDS-style status dump of a client: every resource, where it came
+//! from, its version, status and last error.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::cache::{Cache, ResourceStatus};
+
+/// One resource in the dump.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceStatusEntry {
+    /// The type URL.
+    pub type_url: String,
+    /// The cache key (canonical name).
+    pub name: String,
+    /// The authority (`null` for old-style names).
+    pub authority: Option<String>,
+    /// The server the subscription is on.
+    pub server: String,
+    /// The version of the cached copy.
+    pub version: Option<String>,
+    /// The CSDS status.
+    pub status: ResourceStatus,
+    /// When the cached copy arrived, in milliseconds since the Unix epoch.
+    pub last_updated_unix_ms: Option<u64>,
+    /// The last error, if any.
+    pub error: Option<String>,
+    /// The version of the last rejected update, if any.
+    pub failed_version: Option<String>,
+    /// Whether a cached copy is serving.
+    pub cached: bool,
+}
+
+/// Counters of one server's connection, named after gRFC A78's metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStatus {
+    /// The server.
+    pub server: String,
+    /// `grpc.xds_client.connected`: whether the stream is up and has had a response.
+    pub connected: bool,
+    /// `grpc.xds_client.server_failure`.
+    pub server_failure: u64,
+    /// `grpc.xds_client.resource_updates_valid`.
+    pub resource_updates_valid: u64,
+    /// `grpc.xds_client.resource_updates_invalid`.
+    pub resource_updates_invalid: u64,
+    /// Resources of authorities this server does not serve, ignored.
+    pub foreign_resources_ignored: u64,
+    /// `delta` or `sotw`.
+    pub variant: String,
+}
+
+/// The whole dump. `serde_json::to_string_pretty(&status)` gives the JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientStatus {
+    /// The node id the client presents.
+    pub node_id: String,
+    /// Every cached or requested resource, sorted by type and name.
+    pub resources: Vec<ResourceStatusEntry>,
+    /// Every server connection.
+    pub servers: Vec<ServerStatus>,
+}
+
+impl ClientStatus {
+    /// The dump as pretty JSON.
+    pub fn to_json(&self) -> String {
+        // Serialising plain strings, numbers and enums cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// `grpc.xds_client.resources`: the number of resources per authority,
+    /// type and cache state.
+    pub fn resource_counts(&self) -> Vec<((String, String, ResourceStatus), u64)> {
+        let mut counts = std::collections::BTreeMap::new();
+        for r in &self.resources {
+            let authority = r.authority.clone().unwrap_or_else(|| "#old".into());
+            *counts
+                .entry((authority, r.type_url.clone(), r.status))
+                .or_insert(0) += 1;
+        }
+        counts.into_iter().collect()
+    }
+}
+
+pub(crate) fn resources_of(cache: &Cache) -> Vec<ResourceStatusEntry> {
+    let mut out = Vec::with_capacity(cache.len());
+    cache.for_each(|key, provenance, state| {
+        out.push(ResourceStatusEntry {
+            type_url: key.type_url.to_string(),
+            name: key.name.to_string(),
+            authority: provenance.authority.as_deref().map(str::to_owned),
+            server: provenance.server.to_string(),
+            version: state.version.as_deref().map(str::to_owned),
+            status: state.status,
+            last_updated_unix_ms: state.last_updated.and_then(unix_ms),
+            error: state.error.as_ref().map(ToString::to_string),
+            failed_version: state.failed_version.as_deref().map(str::to_owned),
+            cached: state.resource.is_some(),
+        });
+    });
+    out.sort_by(|a, b| (&a.type_url, &a.name).cmp(&(&b.type_url, &b.name)));
+    out
+}
+
+fn unix_ms(t: SystemTime) -> Option<u64> {
+    t.duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_millis()).ok())
+}

@@ -1,0 +1,212 @@
+//! `envoy.config.cluster.v3.Cluster`, validated as gRPC validates it
+//! (gRFC A27, A37 aggregate clusters, A47 federation), plus STATIC clusters.
+
+use envoy_types::pb::envoy::config::cluster::v3::{
+    Cluster,
+    cluster::{ClusterDiscoveryType, DiscoveryType},
+};
+use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
+
+use super::{ResourceType, ValidationError, check_config_source, decode_message, unpack_any};
+
+/// The name of the aggregate cluster extension (gRFC A37).
+pub const AGGREGATE_CLUSTER_TYPE: &str = "envoy.clusters.aggregate";
+
+/// The CDS resource type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClusterType;
+
+impl ResourceType for ClusterType {
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+    const SOTW_FULL_STATE: bool = true;
+    type Resource = Cluster;
+
+    fn decode(bytes: &[u8]) -> Result<Cluster, ValidationError> {
+        let cluster: Cluster = decode_message(bytes, "Cluster")?;
+        validate_cluster(&cluster)?;
+        Ok(cluster)
+    }
+
+    fn name(resource: &Cluster) -> Option<&str> {
+        Some(resource.name.as_str()).filter(|n| !n.is_empty())
+    }
+}
+
+/// The child cluster names of an aggregate cluster, or `None` when `cluster`
+/// is not an aggregate cluster.
+pub fn aggregate_children(cluster: &Cluster) -> Option<Result<Vec<String>, ValidationError>> {
+    let Some(ClusterDiscoveryType::ClusterType(custom)) = &cluster.cluster_discovery_type else {
+        return None;
+    };
+    if custom.name != AGGREGATE_CLUSTER_TYPE {
+        return None;
+    }
+    let Some(any) = custom.typed_config.as_ref() else {
+        return Some(Err(ValidationError::field(
+            "cluster_type.typed_config",
+            "missing",
+        )));
+    };
+    Some(unpack_any::<ClusterConfig>(any, "cluster_type.typed_config").map(|c| c.clusters))
+}
+
+fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
+    if let Some(lrs) = cluster.lrs_server.as_ref() {
+        if !matches!(
+            lrs.config_source_specifier,
+            Some(ConfigSourceSpecifier::Self_(_))
+        ) {
+            return Err(ValidationError::field("lrs_server", "must be `self`"));
+        }
+    }
+    match &cluster.cluster_discovery_type {
+        Some(ClusterDiscoveryType::ClusterType(custom)) => {
+            if custom.name != AGGREGATE_CLUSTER_TYPE {
+                return Err(ValidationError::field(
+                    "cluster_type.name",
+                    format_args!("unsupported custom cluster type {:?}", custom.name),
+                ));
+            }
+            let children = aggregate_children(cluster).unwrap_or(Ok(Vec::new()))?;
+            if children.is_empty() {
+                return Err(ValidationError::field(
+                    "cluster_type.typed_config.clusters",
+                    "an aggregate cluster needs at least one child",
+                ));
+            }
+            if let Some(i) = children.iter().position(String::is_empty) {
+                return Err(ValidationError::field(
+                    format_args!("cluster_type.typed_config.clusters[{i}]"),
+                    "empty",
+                ));
+            }
+            Ok(())
+        }
+        Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
+            Ok(DiscoveryType::Eds) => validate_eds(cluster),
+            Ok(DiscoveryType::LogicalDns) => validate_logical_dns(cluster),
+            Ok(DiscoveryType::Static) => validate_static(cluster),
+            Ok(other) => Err(ValidationError::field(
+                "type",
+                format_args!("unsupported discovery type {}", other.as_str_name()),
+            )),
+            Err(_) => Err(ValidationError::field(
+                "type",
+                format_args!("unknown value {t}"),
+            )),
+        },
+        // The proto default for `type` is STATIC (0).
+        None => validate_static(cluster),
+    }
+}
+
+fn validate_eds(cluster: &Cluster) -> Result<(), ValidationError> {
+    let Some(eds) = cluster.eds_cluster_config.as_ref() else {
+        return Err(ValidationError::field(
+            "eds_cluster_config",
+            "missing for an EDS cluster",
+        ));
+    };
+    check_config_source(eds.eds_config.as_ref(), "eds_cluster_config.eds_config")?;
+    // gRFC A47: an xdstp cluster cannot default its EDS name to its own name,
+    // because the cluster's name is of the CDS type, not the EDS type.
+    if cluster.name.starts_with("xdstp:") && eds.service_name.is_empty() {
+        return Err(ValidationError::field(
+            "eds_cluster_config.service_name",
+            "must be set when the cluster name is an xdstp name",
+        ));
+    }
+    if eds.service_name.starts_with("xdstp:")
+        && !eds
+            .service_name
+            .contains("/envoy.config.endpoint.v3.ClusterLoadAssignment/")
+    {
+        return Err(ValidationError::field(
+            "eds_cluster_config.service_name",
+            "an xdstp name here must be of type envoy.config.endpoint.v3.ClusterLoadAssignment",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_logical_dns(cluster: &Cluster) -> Result<(), ValidationError> {
+    let Some(cla) = cluster.load_assignment.as_ref() else {
+        return Err(ValidationError::field(
+            "load_assignment",
+            "missing for a LOGICAL_DNS cluster",
+        ));
+    };
+    let endpoints: usize = cla.endpoints.iter().map(|l| l.lb_endpoints.len()).sum();
+    if cla.endpoints.len() != 1 || endpoints != 1 {
+        return Err(ValidationError::field(
+            "load_assignment",
+            format_args!(
+                "a LOGICAL_DNS cluster needs exactly one locality with one endpoint, got {} localities and {endpoints} endpoints",
+                cla.endpoints.len()
+            ),
+        ));
+    }
+    super::endpoint::validate_load_assignment(cla)
+        .map_err(|e| ValidationError(format!("load_assignment.{}", e.0)))
+}
+
+fn validate_static(cluster: &Cluster) -> Result<(), ValidationError> {
+    let Some(cla) = cluster.load_assignment.as_ref() else {
+        return Err(ValidationError::field(
+            "load_assignment",
+            "missing for a STATIC cluster",
+        ));
+    };
+    super::endpoint::validate_load_assignment(cla)
+        .map_err(|e| ValidationError(format!("load_assignment.{}", e.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::tests_support::*;
+    use prost::Message;
+
+    #[test]
+    fn eds_cluster_decodes() {
+        let c = eds_cluster("c1", "");
+        let out = ClusterType::decode(&c.encode_to_vec()).expect("valid");
+        assert_eq!(ClusterType::name(&out), Some("c1"));
+    }
+
+    #[test]
+    fn xdstp_eds_cluster_without_service_name_is_rejected() {
+        let c = eds_cluster("xdstp://a/envoy.config.cluster.v3.Cluster/c1", "");
+        let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+        assert!(
+            err.0.starts_with("eds_cluster_config.service_name:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn eds_cluster_with_non_ads_config_source_is_rejected() {
+        let mut c = eds_cluster("c1", "");
+        if let Some(eds) = c.eds_cluster_config.as_mut() {
+            eds.eds_config = Some(Default::default());
+        }
+        let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+        assert!(err.0.starts_with("eds_cluster_config.eds_config:"), "{err}");
+    }
+
+    #[test]
+    fn aggregate_cluster_without_children_is_rejected() {
+        let c = aggregate_cluster("agg", &[]);
+        let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+        assert!(err.0.contains("at least one child"), "{err}");
+    }
+
+    #[test]
+    fn aggregate_cluster_lists_its_children() {
+        let c = aggregate_cluster("agg", &["a", "b"]);
+        let out = ClusterType::decode(&c.encode_to_vec()).expect("valid");
+        let children = aggregate_children(&out).expect("aggregate").expect("valid");
+        assert_eq!(children, ["a", "b"]);
+    }
+}

@@ -1,0 +1,162 @@
+//! `envoy.config.endpoint.v3.ClusterLoadAssignment`, validated as gRPC
+//! validates it (gRFC A27).
+
+use std::collections::HashSet;
+
+use envoy_types::pb::envoy::config::core::v3::{address::Address, socket_address::PortSpecifier};
+use envoy_types::pb::envoy::config::endpoint::v3::{
+    ClusterLoadAssignment, lb_endpoint::HostIdentifier,
+};
+
+use super::{ResourceType, ValidationError, decode_message};
+
+/// The EDS resource type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EndpointType;
+
+impl ResourceType for EndpointType {
+    const TYPE_URL: &'static str =
+        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+    const SOTW_FULL_STATE: bool = false;
+    type Resource = ClusterLoadAssignment;
+
+    fn decode(bytes: &[u8]) -> Result<ClusterLoadAssignment, ValidationError> {
+        let cla: ClusterLoadAssignment = decode_message(bytes, "ClusterLoadAssignment")?;
+        validate_load_assignment(&cla)?;
+        Ok(cla)
+    }
+
+    fn name(resource: &ClusterLoadAssignment) -> Option<&str> {
+        Some(resource.cluster_name.as_str()).filter(|n| !n.is_empty())
+    }
+}
+
+/// Validates endpoints, from EDS or inline in a cluster. Errors start with the
+/// path of the bad field below the load assignment.
+pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<(), ValidationError> {
+    let mut priorities = Vec::new();
+    let mut seen_localities = HashSet::new();
+    for (l, locality) in cla.endpoints.iter().enumerate() {
+        let at = format!("endpoints[{l}]");
+        // A locality with weight 0 is ignored by gRPC, not rejected; but the
+        // same locality twice in one priority is ambiguous.
+        let id = locality.locality.as_ref().map(|loc| {
+            (
+                loc.region.as_str(),
+                loc.zone.as_str(),
+                loc.sub_zone.as_str(),
+            )
+        });
+        if !seen_localities.insert((locality.priority, id)) {
+            return Err(ValidationError::field(
+                format_args!("{at}.locality"),
+                format_args!(
+                    "duplicate locality {id:?} in priority {}",
+                    locality.priority
+                ),
+            ));
+        }
+        priorities.push(locality.priority);
+        let mut weight_sum: u64 = 0;
+        for (e, lb) in locality.lb_endpoints.iter().enumerate() {
+            let at = format!("{at}.lb_endpoints[{e}]");
+            let weight = lb.load_balancing_weight.as_ref().map_or(1, |w| w.value);
+            if weight == 0 {
+                return Err(ValidationError::field(
+                    format_args!("{at}.load_balancing_weight"),
+                    "must be at least 1",
+                ));
+            }
+            weight_sum += u64::from(weight);
+            validate_host(lb.host_identifier.as_ref(), &at)?;
+        }
+        if weight_sum > u64::from(u32::MAX) {
+            return Err(ValidationError::field(
+                format_args!("{at}.lb_endpoints"),
+                "endpoint weights add up to more than 4294967295",
+            ));
+        }
+    }
+    // Priorities must be 0..=N without holes.
+    priorities.sort_unstable();
+    priorities.dedup();
+    if let Some((i, p)) = priorities
+        .iter()
+        .enumerate()
+        .find(|(i, p)| **p as usize != *i)
+    {
+        return Err(ValidationError::field(
+            "endpoints",
+            format_args!(
+                "priorities are not contiguous: priority {p} found where {i} was expected"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_host(host: Option<&HostIdentifier>, at: &str) -> Result<(), ValidationError> {
+    let Some(HostIdentifier::Endpoint(endpoint)) = host else {
+        return Err(ValidationError::field(
+            format_args!("{at}.endpoint"),
+            "missing",
+        ));
+    };
+    let Some(Address::SocketAddress(sa)) =
+        endpoint.address.as_ref().and_then(|a| a.address.as_ref())
+    else {
+        return Err(ValidationError::field(
+            format_args!("{at}.endpoint.address.socket_address"),
+            "missing",
+        ));
+    };
+    if sa.address.is_empty() {
+        return Err(ValidationError::field(
+            format_args!("{at}.endpoint.address.socket_address.address"),
+            "empty",
+        ));
+    }
+    match sa.port_specifier {
+        Some(PortSpecifier::PortValue(p)) if p <= 65535 => Ok(()),
+        Some(PortSpecifier::PortValue(p)) => Err(ValidationError::field(
+            format_args!("{at}.endpoint.address.socket_address.port_value"),
+            format_args!("{p} is not a port"),
+        )),
+        _ => Err(ValidationError::field(
+            format_args!("{at}.endpoint.address.socket_address.port_value"),
+            "missing",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::tests_support::*;
+    use prost::Message;
+
+    #[test]
+    fn load_assignment_decodes() {
+        let cla = load_assignment("c1", &[("10.0.0.1", 80), ("10.0.0.2", 80)]);
+        let out = EndpointType::decode(&cla.encode_to_vec()).expect("valid");
+        assert_eq!(EndpointType::name(&out), Some("c1"));
+    }
+
+    #[test]
+    fn endpoint_port_above_65535_is_rejected_naming_the_endpoint() {
+        let cla = load_assignment("c1", &[("10.0.0.1", 80), ("10.0.0.2", 70000)]);
+        let err = EndpointType::decode(&cla.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "endpoints[0].lb_endpoints[1].endpoint.address.socket_address.port_value: 70000 is not a port"
+        );
+    }
+
+    #[test]
+    fn non_contiguous_priorities_are_rejected() {
+        let mut cla = load_assignment("c1", &[("10.0.0.1", 80)]);
+        cla.endpoints[0].priority = 1;
+        let err = EndpointType::decode(&cla.encode_to_vec()).unwrap_err();
+        assert!(err.0.contains("priorities are not contiguous"), "{err}");
+    }
+}

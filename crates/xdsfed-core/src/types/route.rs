@@ -1,0 +1,151 @@
+//! `envoy.config.route.v3.RouteConfiguration`, validated as gRPC validates it
+//! (gRFC A27, A28).
+
+use envoy_types::pb::envoy::config::route::v3::{
+    RouteAction, RouteConfiguration, route::Action, route_action::ClusterSpecifier,
+    route_match::PathSpecifier,
+};
+
+use super::{ResourceType, ValidationError, decode_message};
+
+/// The RDS resource type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RouteConfigurationType;
+
+impl ResourceType for RouteConfigurationType {
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+    const SOTW_FULL_STATE: bool = false;
+    type Resource = RouteConfiguration;
+
+    fn decode(bytes: &[u8]) -> Result<RouteConfiguration, ValidationError> {
+        let rc: RouteConfiguration = decode_message(bytes, "RouteConfiguration")?;
+        validate_route_configuration(&rc)?;
+        Ok(rc)
+    }
+
+    fn name(resource: &RouteConfiguration) -> Option<&str> {
+        Some(resource.name.as_str()).filter(|n| !n.is_empty())
+    }
+}
+
+/// Validates a route configuration, inline or from RDS. Errors start with the
+/// path of the bad field below the route configuration.
+pub(crate) fn validate_route_configuration(rc: &RouteConfiguration) -> Result<(), ValidationError> {
+    for (v, vhost) in rc.virtual_hosts.iter().enumerate() {
+        if vhost.domains.is_empty() {
+            return Err(ValidationError::field(
+                format_args!("virtual_hosts[{v}] ({:?}).domains", vhost.name),
+                "empty",
+            ));
+        }
+        for (r, route) in vhost.routes.iter().enumerate() {
+            let at = format!("virtual_hosts[{v}].routes[{r}]");
+            let Some(m) = route.r#match.as_ref() else {
+                return Err(ValidationError::field(
+                    format_args!("{at}.match"),
+                    "missing",
+                ));
+            };
+            if let Some(PathSpecifier::SafeRegex(re)) = &m.path_specifier {
+                if re.regex.is_empty() {
+                    return Err(ValidationError::field(
+                        format_args!("{at}.match.safe_regex.regex"),
+                        "empty",
+                    ));
+                }
+            }
+            if let Some(Action::Route(action)) = &route.action {
+                validate_route_action(action, &format!("{at}.route"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_route_action(action: &RouteAction, at: &str) -> Result<(), ValidationError> {
+    match &action.cluster_specifier {
+        Some(ClusterSpecifier::Cluster(name)) if name.is_empty() => Err(ValidationError::field(
+            format_args!("{at}.cluster"),
+            "empty",
+        )),
+        Some(ClusterSpecifier::ClusterHeader(header)) if header.is_empty() => Err(
+            ValidationError::field(format_args!("{at}.cluster_header"), "empty"),
+        ),
+        Some(ClusterSpecifier::WeightedClusters(wc)) => {
+            if wc.clusters.is_empty() {
+                return Err(ValidationError::field(
+                    format_args!("{at}.weighted_clusters.clusters"),
+                    "empty",
+                ));
+            }
+            // gRPC sums weights in 32 bits and refuses a zero or overflowing total.
+            let mut total: u64 = 0;
+            for (i, c) in wc.clusters.iter().enumerate() {
+                if c.name.is_empty() && c.cluster_header.is_empty() {
+                    return Err(ValidationError::field(
+                        format_args!("{at}.weighted_clusters.clusters[{i}].name"),
+                        "empty",
+                    ));
+                }
+                total += u64::from(c.weight.as_ref().map_or(0, |w| w.value));
+            }
+            if total == 0 || total > u64::from(u32::MAX) {
+                return Err(ValidationError::field(
+                    format_args!("{at}.weighted_clusters"),
+                    format_args!("total weight {total} is not in 1..=4294967295"),
+                ));
+            }
+            Ok(())
+        }
+        None => Err(ValidationError::field(
+            format_args!("{at}.cluster_specifier"),
+            "missing",
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::tests_support::*;
+    use envoy_types::pb::envoy::config::route::v3::{
+        WeightedCluster, weighted_cluster::ClusterWeight,
+    };
+    use prost::Message;
+
+    #[test]
+    fn route_configuration_with_one_cluster_decodes() {
+        let rc = route_config("r", &["c1"]);
+        let out = RouteConfigurationType::decode(&rc.encode_to_vec()).expect("valid");
+        assert_eq!(RouteConfigurationType::name(&out), Some("r"));
+    }
+
+    #[test]
+    fn weighted_clusters_with_zero_total_are_rejected() {
+        let mut rc = route_config("r", &["c1"]);
+        let action = route_action_mut(&mut rc);
+        action.cluster_specifier = Some(ClusterSpecifier::WeightedClusters(WeightedCluster {
+            clusters: vec![ClusterWeight {
+                name: "a".into(),
+                weight: Some(envoy_types::pb::google::protobuf::UInt32Value { value: 0 }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }));
+        let err = RouteConfigurationType::decode(&rc.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "virtual_hosts[0].routes[0].route.weighted_clusters: total weight 0 is not in 1..=4294967295"
+        );
+    }
+
+    #[test]
+    fn virtual_host_without_domains_is_rejected() {
+        let mut rc = route_config("r", &["c1"]);
+        rc.virtual_hosts[0].domains.clear();
+        let err = RouteConfigurationType::decode(&rc.encode_to_vec()).unwrap_err();
+        assert!(err.0.starts_with("virtual_hosts[0]"), "{err}");
+        assert!(err.0.ends_with(".domains: empty"), "{err}");
+    }
+}

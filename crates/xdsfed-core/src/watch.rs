@@ -1,0 +1,213 @@
+//! Watch handles: how users receive resources.
+//!
+//! A [`Watch<T>`] observes one resource's latest state. Events follow gRFC
+//! A88: [`WatchEvent::Changed`] with a new resource, [`WatchEvent::DoesNotExist`],
+//! [`WatchEvent::Error`] when there is no cached copy to keep serving, and
+//! [`WatchEvent::AmbientError`] when the cached copy keeps serving despite an
+//! error. Delivery is latest-value: a watcher that falls behind sees the
+//! newest state, never a backlog, and never slows a stream down.
+//!
+//! Dropping the last handle of a resource unsubscribes it.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::cache::{ResourceState, ResourceStatus, WildcardQueue};
+use crate::error::{ErrorKind, XdsError};
+use crate::protocol::ResourceKey;
+use crate::types::ResourceType;
+
+/// What a watcher learns about its resource.
+#[derive(Debug, Clone)]
+pub enum WatchEvent<T> {
+    /// A new version of the resource.
+    Changed(Arc<T>),
+    /// The resource does not exist (deleted, or never sent in time).
+    DoesNotExist,
+    /// An error, and no cached copy to fall back on.
+    Error(XdsError),
+    /// An error; the cached copy (see [`Watch::current`]) keeps serving.
+    AmbientError(XdsError),
+}
+
+impl<T> PartialEq for WatchEvent<T>
+where
+    T: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (WatchEvent::Changed(a), WatchEvent::Changed(b)) => a == b,
+            (WatchEvent::DoesNotExist, WatchEvent::DoesNotExist) => true,
+            (WatchEvent::Error(a), WatchEvent::Error(b)) => a == b,
+            (WatchEvent::AmbientError(a), WatchEvent::AmbientError(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Gives a subscription back when its last handle goes.
+pub(crate) trait Release: Send + Sync + 'static {
+    fn release(&self, key: &ResourceKey);
+    fn release_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>);
+}
+
+pub(crate) struct Guard {
+    pub(crate) owner: Arc<dyn Release>,
+    pub(crate) key: ResourceKey,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.owner.release(&self.key);
+    }
+}
+
+/// A watch of one resource of type `T`. See the [module docs](self).
+///
+/// ```no_run
+/// # async fn run(client: xdsfed_core::client::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
+/// use xdsfed_core::types::ClusterType;
+/// use xdsfed_core::watch::WatchEvent;
+///
+/// let mut watch = client.watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
+/// while let Some(event) = watch.next().await {
+///     match event {
+///         WatchEvent::Changed(cluster) => println!("cluster {} updated", cluster.name),
+///         WatchEvent::DoesNotExist => println!("gone"),
+///         WatchEvent::Error(e) | WatchEvent::AmbientError(e) => println!("{e}"),
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Watch<T: ResourceType> {
+    rx: watch::Receiver<ResourceState>,
+    _guard: Arc<Guard>,
+    key: ResourceKey,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: ResourceType> std::fmt::Debug for Watch<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("key", &self.key).finish()
+    }
+}
+
+impl<T: ResourceType> Watch<T> {
+    pub(crate) fn new(rx: watch::Receiver<ResourceState>, guard: Arc<Guard>) -> Self {
+        let key = guard.key.clone();
+        Watch {
+            rx,
+            _guard: guard,
+            key,
+            _type: PhantomData,
+        }
+    }
+
+    /// The resource's cache key.
+    pub fn key(&self) -> &ResourceKey {
+        &self.key
+    }
+
+    /// The next event; `None` once the client is gone.
+    pub async fn next(&mut self) -> Option<WatchEvent<T::Resource>> {
+        loop {
+            self.rx.changed().await.ok()?;
+            let state = self.rx.borrow_and_update();
+            if let Some(event) = event_of::<T>(&state, &self.key) {
+                return Some(event);
+            }
+        }
+    }
+
+    /// The cached copy, if any, without waiting.
+    pub fn current(&self) -> Option<Arc<T::Resource>> {
+        self.rx
+            .borrow()
+            .resource
+            .as_ref()
+            .and_then(|r| r.downcast::<T::Resource>())
+    }
+
+    /// The full latest state (status, version, error), without waiting.
+    pub fn state(&self) -> ResourceState {
+        self.rx.borrow().clone()
+    }
+}
+
+/// The event a state means to a watcher; `None` while nothing is known.
+pub(crate) fn event_of<T: ResourceType>(
+    state: &ResourceState,
+    key: &ResourceKey,
+) -> Option<WatchEvent<T::Resource>> {
+    match (&state.resource, &state.error) {
+        (Some(resource), None) => Some(match resource.downcast::<T::Resource>() {
+            Some(value) => WatchEvent::Changed(value),
+            None => WatchEvent::Error(XdsError::new(
+                ErrorKind::Watch,
+                format!("{key}: cached resource is not a {}", T::TYPE_URL),
+            )),
+        }),
+        (Some(_), Some(error)) => Some(WatchEvent::AmbientError(error.clone())),
+        (None, _) if state.status == ResourceStatus::DoesNotExist => Some(WatchEvent::DoesNotExist),
+        (None, Some(error)) => Some(WatchEvent::Error(error.clone())),
+        (None, None) => None,
+    }
+}
+
+pub(crate) struct WildcardGuard {
+    pub(crate) owner: Arc<dyn Release>,
+    pub(crate) type_url: &'static str,
+    pub(crate) queue: Arc<WildcardQueue>,
+}
+
+impl Drop for WildcardGuard {
+    fn drop(&mut self) {
+        self.owner.release_wildcard(self.type_url, &self.queue);
+    }
+}
+
+/// A wildcard watch: every resource of type `T` the server has (LDS/CDS
+/// style). Yields `(name, event)` pairs, latest value per name.
+pub struct WildcardWatch<T: ResourceType> {
+    pub(crate) guard: WildcardGuard,
+    pub(crate) cache: Arc<crate::cache::Cache>,
+    pub(crate) _type: PhantomData<fn() -> T>,
+}
+
+impl<T: ResourceType> std::fmt::Debug for WildcardWatch<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WildcardWatch")
+            .field("type_url", &T::TYPE_URL)
+            .finish()
+    }
+}
+
+impl<T: ResourceType> WildcardWatch<T> {
+    /// The next changed resource and what happened to it.
+    pub async fn next(&mut self) -> Option<(Arc<str>, WatchEvent<T::Resource>)> {
+        loop {
+            let notified = self.guard.queue.notify.notified();
+            let popped = self
+                .guard
+                .queue
+                .dirty
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop();
+            match popped {
+                Some(name) => {
+                    let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+                    let Some(state) = self.cache.state(&key) else {
+                        continue;
+                    };
+                    if let Some(event) = event_of::<T>(&state, &key) {
+                        return Some((name, event));
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+}
