@@ -248,10 +248,10 @@ impl Cache {
         if entry.watchers > 0 || inner.wildcard.contains_key(&key.type_url) {
             return false;
         }
-        if let Some(entry) = inner.entries.remove(key) {
-            if let Some(keys) = inner.by_server.get_mut(&entry.provenance.server) {
-                keys.remove(key);
-            }
+        if let Some(entry) = inner.entries.remove(key)
+            && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
+        {
+            keys.remove(key);
         }
         true
     }
@@ -324,10 +324,10 @@ impl Cache {
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphaned {
-            if let Some(entry) = inner.entries.remove(&key) {
-                if let Some(keys) = inner.by_server.get_mut(&entry.provenance.server) {
-                    keys.remove(&key);
-                }
+            if let Some(entry) = inner.entries.remove(&key)
+                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
+            {
+                keys.remove(&key);
             }
         }
         true

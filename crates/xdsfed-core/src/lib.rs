@@ -19,7 +19,12 @@
 
 pub mod authority;
 pub mod bootstrap;
+pub mod cache;
+pub mod client;
+pub mod error;
 pub mod name;
 pub mod protocol;
+pub mod status;
 pub mod transport;
 pub mod types;
+pub mod watch;

@@ -1,68 +1,243 @@
 //! The bootstrap: which servers to talk to, for which authorities, as whom.
 //!
-//! Placeholder for parsing: the naming issue adds gRPC A47 JSON, YAML and
-//! Envoy-style `config_sources`. The data model below is the contract the
-//! transport and the authority registry rely on; extend it, keep its names.
+//! One model, three ways to write it:
+//!
+//! ```text
+//! gRPC bootstrap JSON (gRFC A27/A47) ─┐
+//! the same schema in YAML ────────────┼─► generic document ─► validation ─► Bootstrap
+//! Envoy-style config_sources (YAML) ──┘   (exact field paths)
+//! ```
+//!
+//! ```
+//! use xdsfed_core::bootstrap::{ApiVariant, Bootstrap};
+//!
+//! let bootstrap = Bootstrap::from_yaml_str(r#"
+//! node: { id: client-1 }
+//! xds_servers:
+//!   - server_uri: 127.0.0.1:18000
+//!     channel_creds: [{ type: insecure }]
+//! authorities:
+//!   cloud.example:
+//!     xds_servers:
+//!       - server_uri: 127.0.0.1:18001
+//!         channel_creds: [{ type: insecure }]
+//! "#)?;
+//! let cloud = &bootstrap.authorities["cloud.example"];
+//! assert_eq!(cloud.xds_servers[0].server_uri, "127.0.0.1:18001");
+//! assert_eq!(
+//!     cloud.client_listener_resource_name_template,
+//!     "xdstp://cloud.example/envoy.config.listener.v3.Listener/%s"
+//! );
+//! assert_eq!(bootstrap.xds_servers[0].api, ApiVariant::Delta);
+//! # Ok::<(), xdsfed_core::bootstrap::BootstrapError>(())
+//! ```
+//!
+//! Validation is strict about what it understands and lenient about what
+//! it does not: a wrong type, a missing required field or an inconsistent
+//! value is an error naming the field's path (`xds_servers[0].channel_creds`,
+//! `authorities."cloud.example".client_listener_resource_name_template`);
+//! an unknown field is ignored, as gRPC does, so that one file can serve
+//! clients of different versions. `docs/bootstrap.md` documents every field.
 
-use std::path::PathBuf;
+mod certs;
+mod document;
+mod envoy;
+mod error;
+mod grpc;
+mod node;
+mod server;
+mod walk;
 
-/// How the client speaks ADS with a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ApiVariant {
-    /// `AGGREGATED_DELTA_GRPC`: incremental ADS. The default; the transport
-    /// falls back to SotW when the server answers UNIMPLEMENTED, unless pinned.
-    #[default]
-    Delta,
-    /// `AGGREGATED_GRPC`: state-of-the-world ADS.
-    Sotw,
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+pub use certs::{CertificateProvider, DEFAULT_REFRESH_INTERVAL, FileWatcherConfig};
+pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
+pub use node::{Locality, Node, USER_AGENT_NAME};
+pub use server::{ApiVariant, ChannelCreds, ServerConfig, features};
+
+use walk::At;
+
+/// The environment variable holding a bootstrap file's path.
+pub const ENV_BOOTSTRAP_FILE: &str = "GRPC_XDS_BOOTSTRAP";
+/// The environment variable holding a bootstrap's JSON contents.
+pub const ENV_BOOTSTRAP_CONFIG: &str = "GRPC_XDS_BOOTSTRAP_CONFIG";
+
+/// gRFC A47's default for `client_default_listener_resource_name_template`.
+pub const DEFAULT_LISTENER_TEMPLATE: &str = "%s";
+
+/// One entry of `authorities`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorityConfig {
+    /// The template for `xds://<authority>/<service>` targets; defaults to
+    /// `xdstp://<authority>/envoy.config.listener.v3.Listener/%s`.
+    pub client_listener_resource_name_template: String,
+    /// The authority's servers in order of preference; empty means the
+    /// top-level [`Bootstrap::xds_servers`].
+    pub xds_servers: Vec<ServerConfig>,
 }
 
-/// Credentials for the channel to a management server.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ChannelCreds {
-    /// Plaintext HTTP/2.
-    Insecure,
-    /// TLS with rustls (gRFC A65 `tls` credentials).
-    Tls {
-        /// PEM file of the CAs that sign the server's certificate; the
-        /// platform's roots are not used, so this is required.
-        ca_certificate_file: Option<PathBuf>,
-        /// PEM certificate chain for mTLS.
-        certificate_file: Option<PathBuf>,
-        /// PEM private key for mTLS.
-        private_key_file: Option<PathBuf>,
-    },
+/// A validated bootstrap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bootstrap {
+    /// Who this client is.
+    pub node: Node,
+    /// The top-level servers, in order of preference: for old-style names,
+    /// and for authorities without servers of their own. Never empty in a
+    /// gRPC-schema bootstrap; empty in an Envoy-style one without
+    /// `default_config_source`.
+    pub xds_servers: Vec<ServerConfig>,
+    /// Authority name (percent-encoding normalised) → its configuration.
+    pub authorities: BTreeMap<String, AuthorityConfig>,
+    /// The template for `xds:///<service>` targets; defaults to `%s`.
+    pub client_default_listener_resource_name_template: String,
+    /// gRFC A36's template for xDS-enabled servers, if given.
+    pub server_listener_resource_name_template: Option<String>,
+    /// Certificate provider instances by name.
+    pub certificate_providers: BTreeMap<String, CertificateProvider>,
 }
 
-/// One management server.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ServerConfig {
-    /// The target, e.g. `127.0.0.1:18000`, `http://host:port` or `https://host:port`.
-    pub server_uri: String,
-    /// The first supported entry of `channel_creds`.
-    pub channel_creds: ChannelCreds,
-    /// `server_features`, e.g. `ignore_resource_deletion`, `trusted_xds_server`.
-    pub server_features: Vec<String>,
-    /// Delta or SotW.
-    pub api: ApiVariant,
-    /// Whether `api` was given explicitly (no automatic fall back to SotW).
-    pub api_pinned: bool,
-}
+impl Bootstrap {
+    /// Parses a bootstrap in JSON (gRPC's schema, or the Envoy-style keys).
+    pub fn from_json_str(text: &str) -> Result<Self, BootstrapError> {
+        Self::from_document(&document::parse_json(text)?)
+    }
 
-impl ServerConfig {
-    /// An insecure delta ADS server at `server_uri`, with nothing pinned.
-    pub fn insecure(server_uri: impl Into<String>) -> Self {
-        ServerConfig {
-            server_uri: server_uri.into(),
-            channel_creds: ChannelCreds::Insecure,
-            server_features: Vec::new(),
-            api: ApiVariant::Delta,
-            api_pinned: false,
+    /// Parses a bootstrap in YAML (gRPC's schema, or Envoy-style
+    /// `config_sources` / `default_config_source`).
+    pub fn from_yaml_str(text: &str) -> Result<Self, BootstrapError> {
+        Self::from_document(&document::parse_yaml(text)?)
+    }
+
+    /// Parses `text` in `format`.
+    pub fn from_str_as(text: &str, format: Format) -> Result<Self, BootstrapError> {
+        match format {
+            Format::Json => Self::from_json_str(text),
+            Format::Yaml => Self::from_yaml_str(text),
         }
     }
 
-    /// Whether `server_features` holds `feature`.
-    pub fn has_feature(&self, feature: &str) -> bool {
-        self.server_features.iter().any(|f| f == feature)
+    /// Reads a bootstrap file: YAML when its name ends in `.yaml` or `.yml`,
+    /// JSON otherwise. Errors name the file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, BootstrapError> {
+        let path = path.as_ref();
+        let origin = Origin::File(path.to_path_buf());
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            BootstrapError::new(BootstrapErrorKind::Read {
+                message: e.to_string(),
+            })
+            .with_origin(origin.clone())
+        })?;
+        // Editors on some platforms start UTF-8 files with a byte order mark,
+        // which neither JSON nor YAML parsers expect.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        Self::from_str_as(text, format_of(path)).map_err(|e| e.with_origin(origin))
+    }
+
+    /// Loads the bootstrap the way gRPC does: from the file named by
+    /// `GRPC_XDS_BOOTSTRAP` if it is set and not empty, else from the JSON
+    /// in `GRPC_XDS_BOOTSTRAP_CONFIG`, else an error.
+    pub fn from_env() -> Result<Self, BootstrapError> {
+        Self::from_env_with(|name| std::env::var_os(name))
+    }
+
+    /// [`Bootstrap::from_env`] with the environment given as a function
+    /// (for tests, and for callers with their own configuration layer).
+    pub fn from_env_with(
+        mut var: impl FnMut(&str) -> Option<OsString>,
+    ) -> Result<Self, BootstrapError> {
+        if let Some(path) = var(ENV_BOOTSTRAP_FILE).filter(|v| !v.is_empty()) {
+            return Self::from_file(PathBuf::from(path));
+        }
+        if let Some(contents) = var(ENV_BOOTSTRAP_CONFIG).filter(|v| !v.is_empty()) {
+            let origin = Origin::EnvVar(ENV_BOOTSTRAP_CONFIG);
+            let Some(text) = contents.to_str() else {
+                return Err(BootstrapError::new(BootstrapErrorKind::Read {
+                    message: "the variable is not valid UTF-8".to_owned(),
+                })
+                .with_origin(origin));
+            };
+            return Self::from_json_str(text).map_err(|e| e.with_origin(origin));
+        }
+        Err(BootstrapError::new(BootstrapErrorKind::NotConfigured))
+    }
+
+    /// The `envoy.config.core.v3.Node` to send to servers; see [`Node::to_proto`].
+    pub fn node_proto(&self) -> envoy_types::pb::envoy::config::core::v3::Node {
+        self.node.to_proto()
+    }
+
+    /// The servers of `authority` (normalised name), falling back to the
+    /// top-level list when the authority has none; `None` when the
+    /// authority is not configured.
+    pub fn servers_for_authority(&self, authority: &str) -> Option<&[ServerConfig]> {
+        let config = self.authorities.get(authority)?;
+        Some(if config.xds_servers.is_empty() {
+            &self.xds_servers
+        } else {
+            &config.xds_servers
+        })
+    }
+
+    fn from_document(doc: &serde_json::Value) -> Result<Self, BootstrapError> {
+        let root = At::root(doc);
+        root.object()?;
+        let envoy_style =
+            root.get("config_sources")?.is_some() || root.get("default_config_source")?.is_some();
+        let (xds_servers, authorities) = if envoy_style {
+            for key in ["xds_servers", "authorities"] {
+                if let Some(at) = root.get(key)? {
+                    return Err(at.error(
+                        "cannot be combined with config_sources or default_config_source: use one schema",
+                    ));
+                }
+            }
+            envoy::parse_config_sources(&root)?
+        } else {
+            (
+                grpc::parse_top_level_servers(&root)?,
+                grpc::parse_authorities(&root)?,
+            )
+        };
+        let node = match root.get("node")? {
+            Some(at) => node::parse_node(&at)?,
+            None => Node::default(),
+        };
+        let client_default_listener_resource_name_template =
+            match root.get("client_default_listener_resource_name_template")? {
+                Some(at) => grpc::default_template(&at)?,
+                None => DEFAULT_LISTENER_TEMPLATE.to_owned(),
+            };
+        let server_listener_resource_name_template =
+            match root.get("server_listener_resource_name_template")? {
+                Some(at) => Some(grpc::default_template(&at)?),
+                None => None,
+            };
+        let certificate_providers = match root.get("certificate_providers")? {
+            Some(at) => certs::parse_certificate_providers(&at)?,
+            None => BTreeMap::new(),
+        };
+        Ok(Bootstrap {
+            node,
+            xds_servers,
+            authorities,
+            client_default_listener_resource_name_template,
+            server_listener_resource_name_template,
+            certificate_providers,
+        })
     }
 }
+
+/// The format a file's extension announces.
+pub fn format_of(path: &Path) -> Format {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) if ext.eq_ignore_ascii_case("yaml") || ext.eq_ignore_ascii_case("yml") => {
+            Format::Yaml
+        }
+        _ => Format::Json,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -31,6 +31,10 @@ impl ResourceType for ClusterType {
     fn name(resource: &Cluster) -> Option<&str> {
         Some(resource.name.as_str()).filter(|n| !n.is_empty())
     }
+
+    fn name_of_invalid(bytes: &[u8]) -> Option<String> {
+        super::name_of_message::<Cluster>(bytes, |m| &m.name)
+    }
 }
 
 /// The child cluster names of an aggregate cluster, or `None` when `cluster`
@@ -52,13 +56,13 @@ pub fn aggregate_children(cluster: &Cluster) -> Option<Result<Vec<String>, Valid
 }
 
 fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
-    if let Some(lrs) = cluster.lrs_server.as_ref() {
-        if !matches!(
+    if let Some(lrs) = cluster.lrs_server.as_ref()
+        && !matches!(
             lrs.config_source_specifier,
             Some(ConfigSourceSpecifier::Self_(_))
-        ) {
-            return Err(ValidationError::field("lrs_server", "must be `self`"));
-        }
+        )
+    {
+        return Err(ValidationError::field("lrs_server", "must be `self`"));
     }
     match &cluster.cluster_discovery_type {
         Some(ClusterDiscoveryType::ClusterType(custom)) => {

@@ -29,6 +29,10 @@ impl ResourceType for EndpointType {
     fn name(resource: &ClusterLoadAssignment) -> Option<&str> {
         Some(resource.cluster_name.as_str()).filter(|n| !n.is_empty())
     }
+
+    fn name_of_invalid(bytes: &[u8]) -> Option<String> {
+        super::name_of_message::<ClusterLoadAssignment>(bytes, |m| &m.cluster_name)
+    }
 }
 
 /// Validates endpoints, from EDS or inline in a cluster. Errors start with the

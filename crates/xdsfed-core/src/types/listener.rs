@@ -27,6 +27,10 @@ impl ResourceType for ListenerType {
     fn name(resource: &Listener) -> Option<&str> {
         Some(resource.name.as_str()).filter(|n| !n.is_empty())
     }
+
+    fn name_of_invalid(bytes: &[u8]) -> Option<String> {
+        super::name_of_message::<Listener>(bytes, |m| &m.name)
+    }
 }
 
 /// The HttpConnectionManager of an API listener, or of the first filter chain
@@ -78,10 +82,10 @@ fn validate_listener(listener: &Listener) -> Result<(), ValidationError> {
         ));
     }
     // Every HttpConnectionManager must say where its routes come from.
-    if listener.api_listener.is_some() {
-        if let Some(hcm) = http_connection_manager(listener)? {
-            validate_hcm(&hcm, "api_listener.api_listener")?;
-        }
+    if listener.api_listener.is_some()
+        && let Some(hcm) = http_connection_manager(listener)?
+    {
+        validate_hcm(&hcm, "api_listener.api_listener")?;
     }
     for (c, chain) in listener.filter_chains.iter().enumerate() {
         for (f, filter) in chain.filters.iter().enumerate() {
@@ -149,10 +153,10 @@ mod tests {
     #[test]
     fn listener_with_wrong_any_type_is_rejected() {
         let mut l = api_listener_rds("l", "r");
-        if let Some(api) = l.api_listener.as_mut() {
-            if let Some(any) = api.api_listener.as_mut() {
-                any.type_url = "type.googleapis.com/google.protobuf.Empty".into();
-            }
+        if let Some(api) = l.api_listener.as_mut()
+            && let Some(any) = api.api_listener.as_mut()
+        {
+            any.type_url = "type.googleapis.com/google.protobuf.Empty".into();
         }
         let err = ListenerType::decode(&l.encode_to_vec()).unwrap_err();
         assert!(

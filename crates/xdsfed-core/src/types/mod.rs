@@ -40,6 +40,13 @@ pub trait ResourceType: Send + Sync + 'static {
     /// `ClusterLoadAssignment.cluster_name`, …). State-of-the-world responses
     /// without the `Resource` wrapper identify resources only by this.
     fn name(resource: &Self::Resource) -> Option<&str>;
+    /// The name inside bytes that failed [`decode`](Self::decode), if they
+    /// still parse far enough to say it. Only called on the failure path, so
+    /// a state-of-the-world NACK can name the resource it rejects.
+    fn name_of_invalid(bytes: &[u8]) -> Option<String> {
+        let _ = bytes;
+        None
+    }
 }
 
 /// A decoded and validated resource, together with the bytes it came from.
@@ -92,6 +99,8 @@ pub trait ErasedType: Send + Sync + fmt::Debug {
     fn sotw_full_state(&self) -> bool;
     /// Decodes and validates one resource.
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError>;
+    /// See [`ResourceType::name_of_invalid`].
+    fn name_of_invalid(&self, raw: &[u8]) -> Option<String>;
 }
 
 /// Erases a [`ResourceType`].
@@ -131,6 +140,9 @@ impl<T: ResourceType> ErasedType for Erased<T> {
             raw,
             name,
         })
+    }
+    fn name_of_invalid(&self, raw: &[u8]) -> Option<String> {
+        T::name_of_invalid(raw)
     }
 }
 
@@ -226,4 +238,13 @@ fn check_config_source(
             "must be `ads` or `self` (the resource comes over the same ADS stream)",
         )),
     }
+}
+
+/// The name field of a message that failed validation, for NACKs.
+fn name_of_message<M: prost::Message + Default>(
+    bytes: &[u8],
+    name: impl Fn(&M) -> &str,
+) -> Option<String> {
+    let message = M::decode(bytes).ok()?;
+    Some(name(&message).to_owned()).filter(|n| !n.is_empty())
 }

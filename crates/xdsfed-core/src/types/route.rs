@@ -26,6 +26,10 @@ impl ResourceType for RouteConfigurationType {
     fn name(resource: &RouteConfiguration) -> Option<&str> {
         Some(resource.name.as_str()).filter(|n| !n.is_empty())
     }
+
+    fn name_of_invalid(bytes: &[u8]) -> Option<String> {
+        super::name_of_message::<RouteConfiguration>(bytes, |m| &m.name)
+    }
 }
 
 /// Validates a route configuration, inline or from RDS. Errors start with the
@@ -46,13 +50,13 @@ pub(crate) fn validate_route_configuration(rc: &RouteConfiguration) -> Result<()
                     "missing",
                 ));
             };
-            if let Some(PathSpecifier::SafeRegex(re)) = &m.path_specifier {
-                if re.regex.is_empty() {
-                    return Err(ValidationError::field(
-                        format_args!("{at}.match.safe_regex.regex"),
-                        "empty",
-                    ));
-                }
+            if let Some(PathSpecifier::SafeRegex(re)) = &m.path_specifier
+                && re.regex.is_empty()
+            {
+                return Err(ValidationError::field(
+                    format_args!("{at}.match.safe_regex.regex"),
+                    "empty",
+                ));
             }
             if let Some(Action::Route(action)) = &route.action {
                 validate_route_action(action, &format!("{at}.route"))?;

@@ -1,0 +1,347 @@
+//! The authority registry: which servers serve which names.
+//!
+//! ```text
+//! ResourceName ──► Partition ──► ordered [ServerConfig] ──► ServerKey ──► one channel + one ADS stream
+//!   xdstp://cloud.example/…  → Authority("cloud.example") → authorities["cloud.example"].xds_servers
+//!                                                           (or the top-level list when it has none)
+//!   xdstp://unknown/…        → error: "authority unknown not present in bootstrap"
+//!   listener-a (old-style)   → OldStyle                   → top-level xds_servers
+//! ```
+//!
+//! An authority that is not in the bootstrap is an error for that watch,
+//! never a quiet fallback to some other server: the bootstrap is the list
+//! of servers the operator trusts with each authority, and sending a name to
+//! another server would leak the client's credentials and identity to it
+//! (gRFC A47 §Rationale).
+//!
+//! # Stream sharing
+//!
+//! A [`ServerKey`] is what makes two bootstrap entries "the same server":
+//! target URI, channel credentials, the server features that change
+//! behaviour, and the transport variant. Authorities whose servers have
+//! equal keys share one channel and one ADS stream. The registry remembers
+//! which [`Partition`]s each key serves, so the transport can refuse a name
+//! of another authority arriving on that stream
+//! ([`AuthorityRegistry::may_deliver`]).
+//!
+//! ```
+//! use xdsfed_core::authority::{AuthorityRegistry, Partition};
+//! use xdsfed_core::bootstrap::Bootstrap;
+//! use xdsfed_core::name::ResourceName;
+//!
+//! let bootstrap = Bootstrap::from_yaml_str(r#"
+//! xds_servers: [{ server_uri: "127.0.0.1:18000", channel_creds: [{ type: insecure }] }]
+//! authorities:
+//!   cloud.example:
+//!     xds_servers: [{ server_uri: "127.0.0.1:18001", channel_creds: [{ type: insecure }] }]
+//! "#)?;
+//! let registry = AuthorityRegistry::new(&bootstrap);
+//! let name = ResourceName::parse_user_supplied(
+//!     "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments",
+//! )?;
+//! let servers = registry.resolve(&name)?;
+//! assert_eq!(servers[0].server_uri, "127.0.0.1:18001");
+//! let key = xdsfed_core::authority::ServerKey::from(&servers[0]);
+//! assert!(registry.serves(&key, &Partition::Authority("cloud.example".into())));
+//! assert!(!registry.serves(&key, &Partition::OldStyle));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod target;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::bootstrap::{ApiVariant, Bootstrap, ChannelCreds, ServerConfig};
+use crate::name::{NameError, ResourceName, authority_of};
+
+/// Why a name or target could not be mapped to servers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthorityError {
+    /// An `xdstp:` name whose authority the bootstrap does not configure.
+    #[error("authority {authority:?} not present in bootstrap (resource {name})")]
+    UnknownAuthority {
+        /// The authority.
+        authority: String,
+        /// The name that carried it.
+        name: String,
+    },
+    /// No server is configured for the name: an old-style name, and the
+    /// bootstrap has no top-level servers (an Envoy-style bootstrap without
+    /// `default_config_source`).
+    #[error(
+        "no server configured for {name:?}: the bootstrap has no top-level servers (xds_servers or default_config_source)"
+    )]
+    NoServers {
+        /// The name.
+        name: String,
+    },
+    /// A data-plane target that is not a usable `xds:` URI.
+    #[error("invalid target {target:?}: {problem}")]
+    InvalidTarget {
+        /// The target.
+        target: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// An `xds://authority/…` target whose authority the bootstrap does not
+    /// configure (gRFC A47: "handle as invalid target URI").
+    #[error("target {target:?}: authority {authority:?} not present in bootstrap")]
+    UnknownTargetAuthority {
+        /// The target.
+        target: String,
+        /// The authority.
+        authority: String,
+    },
+    /// The template expanded to a name that does not parse.
+    #[error("target {target:?} expands to an invalid resource name: {source}")]
+    InvalidName {
+        /// The target.
+        target: String,
+        /// Why the name is invalid.
+        source: NameError,
+    },
+}
+
+impl AuthorityError {
+    /// [`AuthorityError::NoServers`] for `name`.
+    pub fn no_servers(name: &ResourceName) -> Self {
+        AuthorityError::NoServers {
+            name: name.to_string(),
+        }
+    }
+}
+
+/// Which part of the name space a name belongs to: one authority, or the
+/// distinguished partition of old-style names (never equal to any
+/// authority, not even the empty one of `xdstp:///…`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Partition {
+    /// Names that do not start with `xdstp:`.
+    OldStyle,
+    /// `xdstp:` names with this (normalised) authority.
+    Authority(String),
+}
+
+impl Partition {
+    /// The partition of a parsed name.
+    pub fn of(name: &ResourceName) -> Partition {
+        match name.authority() {
+            Some(a) => Partition::Authority(a.to_owned()),
+            None => Partition::OldStyle,
+        }
+    }
+
+    /// The partition of a canonical key (see [`crate::name::canonical_key`]).
+    pub fn of_key(key: &str) -> Partition {
+        match authority_of(key) {
+            Some(a) => Partition::Authority(a.to_owned()),
+            None => Partition::OldStyle,
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Partition::OldStyle => f.write_str("old-style names"),
+            Partition::Authority(a) => write!(f, "authority {a:?}"),
+        }
+    }
+}
+
+/// The identity of a management server connection: bootstrap entries with
+/// equal keys share one channel and one ADS stream.
+///
+/// gRFC A47 keys servers by "target URI, channel creds, and all known server
+/// features"; unknown features are dropped, so that a feature this client
+/// ignores cannot split a stream. The transport variant is part of the key
+/// too: a delta and a SotW stream cannot be one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerKey {
+    /// The target URI.
+    pub server_uri: String,
+    /// The channel credentials.
+    pub channel_creds: ChannelCreds,
+    /// The behaviour-changing server features, sorted.
+    pub features: Vec<&'static str>,
+    /// Delta or SotW.
+    pub api: ApiVariant,
+    /// Whether the variant is pinned.
+    pub api_pinned: bool,
+}
+
+impl ServerKey {
+    /// The key of `server`.
+    pub fn new(server: &ServerConfig) -> Self {
+        ServerKey {
+            server_uri: server.server_uri.clone(),
+            channel_creds: server.channel_creds.clone(),
+            features: server.behaviour_features(),
+            api: server.api,
+            api_pinned: server.api_pinned,
+        }
+    }
+}
+
+impl From<&ServerConfig> for ServerKey {
+    fn from(server: &ServerConfig) -> Self {
+        ServerKey::new(server)
+    }
+}
+
+/// `127.0.0.1:18000 (tls, ignore_resource_deletion, sotw pinned)`.
+impl fmt::Display for ServerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}", self.server_uri, self.channel_creds.type_name())?;
+        for feature in &self.features {
+            write!(f, ", {feature}")?;
+        }
+        match (self.api, self.api_pinned) {
+            (ApiVariant::Delta, false) => {}
+            (ApiVariant::Delta, true) => f.write_str(", delta pinned")?,
+            (ApiVariant::Sotw, pinned) => {
+                f.write_str(if pinned { ", sotw pinned" } else { ", sotw" })?;
+            }
+        }
+        f.write_str(")")
+    }
+}
+
+/// An authority's resolved configuration.
+#[derive(Debug, Clone)]
+struct AuthorityEntry {
+    listener_template: String,
+    /// Its own servers, or the top-level list when it has none.
+    servers: Vec<ServerConfig>,
+}
+
+/// Maps names to ordered server lists, and servers to the partitions they
+/// serve. Built once from a [`Bootstrap`]; immutable afterwards.
+#[derive(Debug, Clone)]
+pub struct AuthorityRegistry {
+    top_level: Vec<ServerConfig>,
+    authorities: BTreeMap<String, AuthorityEntry>,
+    default_listener_template: String,
+    served: BTreeMap<ServerKey, BTreeSet<Partition>>,
+}
+
+impl AuthorityRegistry {
+    /// Builds the registry of `bootstrap`.
+    pub fn new(bootstrap: &Bootstrap) -> Self {
+        let mut served: BTreeMap<ServerKey, BTreeSet<Partition>> = BTreeMap::new();
+        for server in &bootstrap.xds_servers {
+            served
+                .entry(ServerKey::from(server))
+                .or_default()
+                .insert(Partition::OldStyle);
+        }
+        let mut authorities = BTreeMap::new();
+        for (name, config) in &bootstrap.authorities {
+            let servers = if config.xds_servers.is_empty() {
+                bootstrap.xds_servers.clone()
+            } else {
+                config.xds_servers.clone()
+            };
+            for server in &servers {
+                served
+                    .entry(ServerKey::from(server))
+                    .or_default()
+                    .insert(Partition::Authority(name.clone()));
+            }
+            authorities.insert(
+                name.clone(),
+                AuthorityEntry {
+                    listener_template: config.client_listener_resource_name_template.clone(),
+                    servers,
+                },
+            );
+        }
+        AuthorityRegistry {
+            top_level: bootstrap.xds_servers.clone(),
+            authorities,
+            default_listener_template: bootstrap
+                .client_default_listener_resource_name_template
+                .clone(),
+            served,
+        }
+    }
+
+    /// The ordered servers for `name`: an `xdstp:` name's authority's
+    /// servers (the top-level list when it has none of its own), or the
+    /// top-level servers for an old-style name. An authority the bootstrap
+    /// does not configure is an error, never a fallback.
+    pub fn resolve(&self, name: &ResourceName) -> Result<&[ServerConfig], AuthorityError> {
+        match name {
+            ResourceName::Xdstp(n) => self
+                .authorities
+                .get(n.authority())
+                .map(|a| a.servers.as_slice())
+                .ok_or_else(|| AuthorityError::UnknownAuthority {
+                    authority: n.authority().to_owned(),
+                    name: n.to_string(),
+                }),
+            ResourceName::OldStyle(_) => {
+                if self.top_level.is_empty() {
+                    Err(AuthorityError::no_servers(name))
+                } else {
+                    Ok(&self.top_level)
+                }
+            }
+        }
+    }
+
+    /// [`AuthorityRegistry::resolve`] as stream keys, in the same order.
+    pub fn resolve_keys(&self, name: &ResourceName) -> Result<Vec<ServerKey>, AuthorityError> {
+        Ok(self.resolve(name)?.iter().map(ServerKey::from).collect())
+    }
+
+    /// Every distinct server, once per stream.
+    pub fn server_keys(&self) -> impl Iterator<Item = &ServerKey> {
+        self.served.keys()
+    }
+
+    /// The partitions whose names `server` may deliver (empty for a server
+    /// the bootstrap does not list).
+    pub fn partitions_served_by(&self, server: &ServerKey) -> impl Iterator<Item = &Partition> {
+        self.served.get(server).into_iter().flatten()
+    }
+
+    /// Whether `server` serves `partition`, as primary or fallback.
+    pub fn serves(&self, server: &ServerKey, partition: &Partition) -> bool {
+        self.served
+            .get(server)
+            .is_some_and(|set| set.contains(partition))
+    }
+
+    /// Whether a resource with canonical key `key` may arrive on the stream
+    /// to `server`: its partition must be one the server serves.
+    pub fn may_deliver(&self, server: &ServerKey, key: &str) -> bool {
+        self.serves(server, &Partition::of_key(key))
+    }
+
+    /// Whether `server` serves old-style names (it is one of the top-level
+    /// servers).
+    pub fn serves_old_style(&self, server: &ServerKey) -> bool {
+        self.serves(server, &Partition::OldStyle)
+    }
+
+    /// The (normalised) authorities whose names `server` may deliver,
+    /// without the old-style partition (see
+    /// [`AuthorityRegistry::serves_old_style`]).
+    pub fn authorities_for(&self, server: &ServerKey) -> impl Iterator<Item = &str> {
+        self.partitions_served_by(server).filter_map(|p| match p {
+            Partition::Authority(a) => Some(a.as_str()),
+            Partition::OldStyle => None,
+        })
+    }
+
+    /// Whether the bootstrap configures `authority` (normalised).
+    pub fn has_authority(&self, authority: &str) -> bool {
+        self.authorities.contains_key(authority)
+    }
+}

@@ -1,0 +1,297 @@
+//! Envoy-style bootstraps: `default_config_source` and `config_sources`,
+//! mapped onto the same model as gRPC's `xds_servers` and `authorities`.
+//!
+//! ```text
+//! default_config_source ─────────────────────────────► Bootstrap.xds_servers
+//! config_sources[i].authorities[j].name ─┐
+//! config_sources[i].api_config_source ───┴──► authorities[name].xds_servers
+//! api_config_source.grpc_services[k] ───────► one ServerConfig each, in order
+//! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
+//! ```
+//!
+//! A `grpc_service` is either `google_grpc` (a target URI, TLS through
+//! `channel_credentials.ssl_credentials`) or `envoy_grpc`, which names a
+//! cluster: it is resolved against `static_resources.clusters`, which must
+//! hold that cluster with exactly one endpoint (TLS through an
+//! `UpstreamTlsContext` transport socket).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::AuthorityConfig;
+use super::grpc::{default_authority_template, insert_authority};
+use super::server::{ApiVariant, ChannelCreds, ServerConfig};
+use super::walk::{At, Result};
+
+/// Reads `default_config_source` (the top-level servers; may be absent) and
+/// `config_sources` (the authorities).
+pub(crate) fn parse_config_sources(
+    root: &At<'_>,
+) -> Result<(Vec<ServerConfig>, BTreeMap<String, AuthorityConfig>)> {
+    let default = match root.get("default_config_source")? {
+        Some(source) => parse_config_source(&source, root)?,
+        None => Vec::new(),
+    };
+    let mut authorities = BTreeMap::new();
+    if let Some(list) = root.get("config_sources")? {
+        for source in list.array()? {
+            let servers = parse_config_source(&source, root)?;
+            let names = source.require(
+                "authorities",
+                "a non-empty array of {\"name\": ...} objects",
+            )?;
+            let items = names.array()?;
+            if items.is_empty() {
+                return Err(names.error("expected at least one authority"));
+            }
+            for item in items {
+                let name = item.require("name", "a string")?.str()?;
+                let config = AuthorityConfig {
+                    client_listener_resource_name_template: default_authority_template(name),
+                    xds_servers: servers.clone(),
+                };
+                insert_authority(&mut authorities, name, &item, config)?;
+            }
+        }
+    }
+    Ok((default, authorities))
+}
+
+/// One `ConfigSource`: only `api_config_source` with gRPC services applies.
+fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
+    source.object()?;
+    let Some(api) = source.get("api_config_source")? else {
+        return Err(source.missing(
+            "api_config_source",
+            "an object with api_type and grpc_services (ads, path and path_config_source are not supported)",
+        ));
+    };
+    api.object()?;
+    let (variant, pinned) = match api.get("api_type")? {
+        Some(t) => (ApiVariant::from_api_type(&t)?, true),
+        None => (ApiVariant::Delta, false),
+    };
+    if let Some(version) = api.get("transport_api_version")?
+        && version.str()? != "V3"
+    {
+        return Err(version.error("expected \"V3\""));
+    }
+    let services = api.require("grpc_services", "a non-empty array of gRPC services")?;
+    let items = services.array()?;
+    if items.is_empty() {
+        return Err(services.error("expected at least one gRPC service"));
+    }
+    items
+        .iter()
+        .map(|service| {
+            let (server_uri, channel_creds) = parse_grpc_service(service, root)?;
+            Ok(ServerConfig {
+                server_uri,
+                channel_creds,
+                server_features: Vec::new(),
+                api: variant,
+                api_pinned: pinned,
+            })
+        })
+        .collect()
+}
+
+fn parse_grpc_service(service: &At<'_>, root: &At<'_>) -> Result<(String, ChannelCreds)> {
+    service.object()?;
+    if let Some(google) = service.get("google_grpc")? {
+        let uri = google
+            .require("target_uri", "a non-empty string")?
+            .non_empty_str()?;
+        let creds = match google.get("channel_credentials")? {
+            Some(c) => parse_google_creds(&c)?,
+            None => ChannelCreds::Insecure,
+        };
+        return Ok((uri.to_owned(), creds));
+    }
+    if let Some(envoy) = service.get("envoy_grpc")? {
+        let name_at = envoy.require("cluster_name", "a non-empty string")?;
+        return resolve_static_cluster(root, &name_at);
+    }
+    Err(service.error("expected envoy_grpc or google_grpc"))
+}
+
+/// `GoogleGrpc.ChannelCredentials`: only `ssl_credentials` maps onto this
+/// client's credentials.
+fn parse_google_creds(at: &At<'_>) -> Result<ChannelCreds> {
+    let Some(ssl) = at.get("ssl_credentials")? else {
+        return Err(at.error(
+            "unsupported channel credentials: expected ssl_credentials (or none, for plaintext)",
+        ));
+    };
+    let ca = ssl.require(
+        "root_certs",
+        "a data source with a filename (the platform's roots are not used)",
+    )?;
+    let chain = ssl.get("cert_chain")?;
+    let key = ssl.get("private_key")?;
+    tls_creds(
+        &ssl,
+        data_source_file(&ca)?,
+        chain,
+        key,
+        ("cert_chain", "private_key"),
+    )
+}
+
+/// A TLS credential from its parts; a certificate needs its key and back.
+fn tls_creds(
+    parent: &At<'_>,
+    ca: PathBuf,
+    chain: Option<At<'_>>,
+    key: Option<At<'_>>,
+    (chain_name, key_name): (&str, &str),
+) -> Result<ChannelCreds> {
+    let (certificate_file, private_key_file) = match (chain, key) {
+        (Some(c), Some(k)) => (Some(data_source_file(&c)?), Some(data_source_file(&k)?)),
+        (Some(_), None) => {
+            return Err(parent.missing(
+                key_name,
+                &format!("a data source, since {chain_name} is set"),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(parent.missing(
+                chain_name,
+                &format!("a data source, since {key_name} is set"),
+            ));
+        }
+        (None, None) => (None, None),
+    };
+    Ok(ChannelCreds::Tls {
+        ca_certificate_file: Some(ca),
+        certificate_file,
+        private_key_file,
+    })
+}
+
+/// An Envoy `DataSource`; only `filename` can name a file for rustls to read.
+fn data_source_file(at: &At<'_>) -> Result<PathBuf> {
+    match at.get("filename")? {
+        Some(f) => Ok(PathBuf::from(f.non_empty_str()?)),
+        None => Err(at.missing(
+            "filename",
+            "a path (inline_string, inline_bytes and environment_variable are not supported)",
+        )),
+    }
+}
+
+/// Finds `static_resources.clusters[name == cluster_name]` and reads its one
+/// endpoint and its TLS transport socket.
+fn resolve_static_cluster(root: &At<'_>, name_at: &At<'_>) -> Result<(String, ChannelCreds)> {
+    let name = name_at.non_empty_str()?;
+    let clusters = match root.get("static_resources")? {
+        Some(sr) => match sr.get("clusters")? {
+            Some(c) => c.array()?,
+            None => Vec::new(),
+        },
+        None => Vec::new(),
+    };
+    let mut found = None;
+    for cluster in clusters {
+        if cluster.get("name")?.map(|n| n.str()).transpose()? == Some(name) {
+            found = Some(cluster);
+            break;
+        }
+    }
+    let Some(cluster) = found else {
+        return Err(name_at.error(format!(
+            "no cluster named {name:?} in static_resources.clusters"
+        )));
+    };
+    let endpoint = single_endpoint(&cluster)?;
+    let creds = match cluster.get("transport_socket")? {
+        Some(socket) => transport_socket_creds(&socket)?,
+        None => ChannelCreds::Insecure,
+    };
+    Ok((endpoint, creds))
+}
+
+/// `load_assignment.endpoints[*].lb_endpoints[*].endpoint.address.socket_address`,
+/// which must be exactly one: a management server is one target, and
+/// several endpoints would be load-balanced, not tried in order.
+fn single_endpoint(cluster: &At<'_>) -> Result<String> {
+    let assignment = cluster.require("load_assignment", "an object with one endpoint")?;
+    let mut addresses = Vec::new();
+    for locality in assignment.require("endpoints", "an array")?.array()? {
+        if let Some(lbs) = locality.get("lb_endpoints")? {
+            for lb in lbs.array()? {
+                addresses.push(socket_address(&lb)?);
+            }
+        }
+    }
+    match <[String; 1]>::try_from(addresses) {
+        Ok([one]) => Ok(one),
+        Err(all) => Err(assignment.error(format!(
+            "expected exactly one endpoint for the management server, found {}",
+            all.len()
+        ))),
+    }
+}
+
+fn socket_address(lb: &At<'_>) -> Result<String> {
+    let sa = lb
+        .require("endpoint", "an object")?
+        .require("address", "an object")?
+        .require("socket_address", "an object with address and port_value")?;
+    let address = sa
+        .require("address", "a host name or IP")?
+        .non_empty_str()?;
+    let port_at = sa.require("port_value", "a port number")?;
+    // Protobuf JSON may write integers as numbers or as strings.
+    let port = match port_at.value {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.parse::<u64>().ok(),
+        _ => None,
+    }
+    .and_then(|p| u16::try_from(p).ok())
+    .filter(|p| *p != 0)
+    .ok_or_else(|| port_at.error("expected a port number from 1 to 65535"))?;
+    Ok(if address.contains(':') {
+        format!("[{address}]:{port}")
+    } else {
+        format!("{address}:{port}")
+    })
+}
+
+/// A cluster's `transport_socket`: an `UpstreamTlsContext` means TLS, a raw
+/// buffer plaintext; anything else is refused rather than ignored, since
+/// ignoring it could send credentials in the clear.
+fn transport_socket_creds(socket: &At<'_>) -> Result<ChannelCreds> {
+    let Some(typed) = socket.get("typed_config")? else {
+        return Err(socket.missing("typed_config", "an UpstreamTlsContext or RawBuffer"));
+    };
+    let type_url = typed.require("@type", "a type URL")?.str()?;
+    if type_url.ends_with("/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer") {
+        return Ok(ChannelCreds::Insecure);
+    }
+    if !type_url.ends_with("/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext") {
+        return Err(typed.error(format!(
+            "unsupported transport socket {type_url:?}: expected an UpstreamTlsContext or RawBuffer"
+        )));
+    }
+    let common = typed.require("common_tls_context", "an object")?;
+    let ca = common
+        .require("validation_context", "an object with trusted_ca")?
+        .require(
+            "trusted_ca",
+            "a data source with a filename (the platform's roots are not used)",
+        )?;
+    let ca = data_source_file(&ca)?;
+    let cert = match common.get("tls_certificates")? {
+        Some(list) => list.array()?.into_iter().next(),
+        None => None,
+    };
+    match cert {
+        Some(cert) => {
+            let chain = cert.get("certificate_chain")?;
+            let key = cert.get("private_key")?;
+            tls_creds(&cert, ca, chain, key, ("certificate_chain", "private_key"))
+        }
+        None => tls_creds(&common, ca, None, None, ("", "")),
+    }
+}

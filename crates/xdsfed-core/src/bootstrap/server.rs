@@ -1,0 +1,236 @@
+//! One management server: [`ServerConfig`], its credentials and transport
+//! variant, and how a gRPC `xds_servers` entry is read.
+
+use std::path::PathBuf;
+
+use super::walk::{At, Result};
+
+/// How the client speaks ADS with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub enum ApiVariant {
+    /// `AGGREGATED_DELTA_GRPC`: incremental ADS. The default; the transport
+    /// falls back to SotW when the server answers UNIMPLEMENTED, unless pinned.
+    #[default]
+    Delta,
+    /// `AGGREGATED_GRPC`: state-of-the-world ADS.
+    Sotw,
+}
+
+impl ApiVariant {
+    /// Reads an Envoy `ApiConfigSource.api_type` name; only the aggregated
+    /// (ADS) variants make sense for a federated client.
+    pub(crate) fn from_api_type(at: &At<'_>) -> Result<Self> {
+        match at.str()? {
+            "AGGREGATED_DELTA_GRPC" => Ok(ApiVariant::Delta),
+            "AGGREGATED_GRPC" => Ok(ApiVariant::Sotw),
+            other => Err(at.error(format!(
+                "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\" or \"AGGREGATED_GRPC\""
+            ))),
+        }
+    }
+}
+
+/// Credentials for the channel to a management server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChannelCreds {
+    /// Plaintext HTTP/2.
+    Insecure,
+    /// TLS with rustls (gRFC A65 `tls` credentials).
+    Tls {
+        /// PEM file of the CAs that sign the server's certificate; the
+        /// platform's roots are not used, so this is required.
+        ca_certificate_file: Option<PathBuf>,
+        /// PEM certificate chain for mTLS.
+        certificate_file: Option<PathBuf>,
+        /// PEM private key for mTLS.
+        private_key_file: Option<PathBuf>,
+    },
+}
+
+impl ChannelCreds {
+    /// The gRPC bootstrap name of this credential type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ChannelCreds::Insecure => "insecure",
+            ChannelCreds::Tls { .. } => "tls",
+        }
+    }
+}
+
+/// Server features that change how the client behaves with a server. Two
+/// bootstrap entries for one server that differ in these need different
+/// streams; any other feature string is ignored for that purpose (gRFC A47:
+/// "all known server features -- unknown features can be removed").
+pub mod features {
+    /// gRFC A53: keep using LDS/CDS resources the server deletes.
+    pub const IGNORE_RESOURCE_DELETION: &str = "ignore_resource_deletion";
+    /// gRFC A88: fail watchers on data errors even with a cached copy.
+    pub const FAIL_ON_DATA_ERRORS: &str = "fail_on_data_errors";
+    /// gRFC A88: a does-not-exist timer firing is a transient error.
+    pub const RESOURCE_TIMER_IS_TRANSIENT_ERROR: &str = "resource_timer_is_transient_error";
+    /// gRFC A81: the server is trusted to configure security-sensitive fields.
+    pub const TRUSTED_XDS_SERVER: &str = "trusted_xds_server";
+
+    /// Every feature above.
+    pub const BEHAVIOUR_CHANGING: &[&str] = &[
+        IGNORE_RESOURCE_DELETION,
+        FAIL_ON_DATA_ERRORS,
+        RESOURCE_TIMER_IS_TRANSIENT_ERROR,
+        TRUSTED_XDS_SERVER,
+    ];
+}
+
+/// One management server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerConfig {
+    /// The target, e.g. `127.0.0.1:18000`, `http://host:port` or `https://host:port`.
+    pub server_uri: String,
+    /// The first supported entry of `channel_creds`.
+    pub channel_creds: ChannelCreds,
+    /// `server_features`, e.g. `ignore_resource_deletion`, `trusted_xds_server`.
+    pub server_features: Vec<String>,
+    /// Delta or SotW.
+    pub api: ApiVariant,
+    /// Whether `api` was given explicitly (no automatic fall back to SotW).
+    pub api_pinned: bool,
+}
+
+impl ServerConfig {
+    /// An insecure delta ADS server at `server_uri`, with nothing pinned.
+    pub fn insecure(server_uri: impl Into<String>) -> Self {
+        ServerConfig {
+            server_uri: server_uri.into(),
+            channel_creds: ChannelCreds::Insecure,
+            server_features: Vec::new(),
+            api: ApiVariant::Delta,
+            api_pinned: false,
+        }
+    }
+
+    /// Whether `server_features` holds `feature`.
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.server_features.iter().any(|f| f == feature)
+    }
+
+    /// The [`features::BEHAVIOUR_CHANGING`] features this server has, sorted
+    /// and without repeats.
+    pub fn behaviour_features(&self) -> Vec<&'static str> {
+        features::BEHAVIOUR_CHANGING
+            .iter()
+            .copied()
+            .filter(|f| self.has_feature(f))
+            .collect()
+    }
+}
+
+/// The credential types this client supports, in the words of the bootstrap.
+const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
+
+/// Reads one gRPC `xds_servers` entry:
+/// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type"}`.
+/// `api_type` is an xdsfed extension (gRPC ignores it as an unknown field).
+pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
+    at.object()?;
+    let server_uri = at
+        .require("server_uri", "a non-empty string")?
+        .non_empty_str()?
+        .to_owned();
+    let creds = at.require("channel_creds", "an array of {\"type\": ...} objects")?;
+    let channel_creds = parse_channel_creds(&creds)?;
+    let server_features = match at.get("server_features")? {
+        // gRFC A47 types these as google.protobuf.Value: entries that are
+        // not strings are ignored, as gRPC does.
+        Some(list) => list
+            .array()?
+            .iter()
+            .filter_map(|f| f.value.as_str().map(str::to_owned))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (api, api_pinned) = match at.get("api_type")? {
+        Some(api_type) => (ApiVariant::from_api_type(&api_type)?, true),
+        None => (ApiVariant::Delta, false),
+    };
+    Ok(ServerConfig {
+        server_uri,
+        channel_creds,
+        server_features,
+        api,
+        api_pinned,
+    })
+}
+
+/// The first supported entry wins; unsupported types before it are skipped,
+/// as gRPC does, so that one bootstrap can serve clients with different
+/// credential support.
+fn parse_channel_creds(at: &At<'_>) -> Result<ChannelCreds> {
+    let mut seen = Vec::new();
+    for entry in at.array()? {
+        let kind = entry.require("type", "a string")?.str()?;
+        match kind {
+            "insecure" => return Ok(ChannelCreds::Insecure),
+            "tls" => return parse_tls_config(&entry),
+            other => seen.push(format!("{other:?}")),
+        }
+    }
+    Err(at.error(if seen.is_empty() {
+        format!("no channel credentials: expected at least one of type {SUPPORTED_CREDS}")
+    } else {
+        format!(
+            "no supported channel credentials (found {}): expected type {SUPPORTED_CREDS}",
+            seen.join(", ")
+        )
+    }))
+}
+
+/// gRFC A65 `tls` config. `ca_certificate_file` is required because this
+/// client does not read the platform's root store: a management server is
+/// trusted only through CAs named in the bootstrap.
+fn parse_tls_config(entry: &At<'_>) -> Result<ChannelCreds> {
+    let Some(config) = entry.get("config")? else {
+        return Err(entry.missing(
+            "config",
+            "an object with \"ca_certificate_file\" (the platform's roots are not used)",
+        ));
+    };
+    let path = |key: &str| -> Result<Option<PathBuf>> {
+        match config.get(key)? {
+            Some(at) => Ok(Some(PathBuf::from(at.non_empty_str()?))),
+            None => Ok(None),
+        }
+    };
+    let ca_certificate_file = path("ca_certificate_file")?;
+    if ca_certificate_file.is_none() {
+        return Err(config.missing(
+            "ca_certificate_file",
+            "a PEM file path (the platform's roots are not used)",
+        ));
+    }
+    let certificate_file = path("certificate_file")?;
+    let private_key_file = path("private_key_file")?;
+    match (&certificate_file, &private_key_file) {
+        (Some(_), None) => Err(config.missing(
+            "private_key_file",
+            "a PEM file path, since certificate_file is set",
+        )),
+        (None, Some(_)) => Err(config.missing(
+            "certificate_file",
+            "a PEM file path, since private_key_file is set",
+        )),
+        _ => Ok(ChannelCreds::Tls {
+            ca_certificate_file,
+            certificate_file,
+            private_key_file,
+        }),
+    }
+}
+
+/// Reads a non-empty `xds_servers` array.
+pub(crate) fn parse_server_list(at: &At<'_>) -> Result<Vec<ServerConfig>> {
+    let servers = at
+        .array()?
+        .iter()
+        .map(parse_server)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(servers)
+}

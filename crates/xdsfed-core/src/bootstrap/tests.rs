@@ -1,0 +1,233 @@
+//! Unit tests of the bootstrap rules; each test names the rule it checks.
+
+use std::ffi::OsString;
+
+use super::*;
+
+const MINIMAL: &str =
+    r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}]}"#;
+
+fn ok(result: Result<Bootstrap, BootstrapError>) -> Bootstrap {
+    result.unwrap_or_else(|e| panic!("should load: {e}"))
+}
+
+#[test]
+fn grpc_server_without_api_type_is_delta_and_not_pinned() {
+    let b = ok(Bootstrap::from_json_str(MINIMAL));
+    assert_eq!(b.xds_servers, vec![ServerConfig::insecure("s:1")]);
+}
+
+#[test]
+fn explicit_api_type_pins_the_variant() {
+    for (api_type, variant) in [
+        ("AGGREGATED_GRPC", ApiVariant::Sotw),
+        ("AGGREGATED_DELTA_GRPC", ApiVariant::Delta),
+    ] {
+        let b = ok(Bootstrap::from_json_str(&format!(
+            r#"{{"xds_servers": [{{"server_uri": "s:1", "channel_creds": [{{"type": "insecure"}}], "api_type": "{api_type}"}}]}}"#
+        )));
+        assert_eq!(
+            (b.xds_servers[0].api, b.xds_servers[0].api_pinned),
+            (variant, true)
+        );
+    }
+}
+
+#[test]
+fn first_supported_channel_creds_win() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [
+            {"type": "google_default"}, {"type": "insecure"},
+            {"type": "tls", "config": {"ca_certificate_file": "ca.pem"}}]}]}"#,
+    ));
+    assert_eq!(b.xds_servers[0].channel_creds, ChannelCreds::Insecure);
+}
+
+#[test]
+fn non_string_server_features_are_ignored() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}],
+            "server_features": ["ignore_resource_deletion", 3, {"x": 1}, "custom"]}]}"#,
+    ));
+    assert_eq!(
+        b.xds_servers[0].server_features,
+        ["ignore_resource_deletion", "custom"]
+    );
+    assert_eq!(
+        b.xds_servers[0].behaviour_features(),
+        ["ignore_resource_deletion"]
+    );
+}
+
+#[test]
+fn unknown_fields_are_ignored() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure", "extra": 1}], "future": true}],
+            "node": {"id": "n", "user_agent_name": "x", "unknown": []},
+            "authorities": {"a": {"future": {}}},
+            "some_future_field": {"nested": [1, 2]}}"#,
+    ));
+    assert_eq!(b.node.id, "n");
+    assert!(b.authorities.contains_key("a"));
+}
+
+#[test]
+fn authority_defaults_follow_grfc_a47() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}],
+            "authorities": {"a.example": {"xds_servers": []}}}"#,
+    ));
+    let a = &b.authorities["a.example"];
+    assert_eq!(
+        a.client_listener_resource_name_template,
+        "xdstp://a.example/envoy.config.listener.v3.Listener/%s"
+    );
+    assert!(a.xds_servers.is_empty());
+    assert_eq!(
+        b.servers_for_authority("a.example"),
+        Some(&b.xds_servers[..])
+    );
+    assert_eq!(b.servers_for_authority("b.example"), None);
+    assert_eq!(
+        b.client_default_listener_resource_name_template,
+        DEFAULT_LISTENER_TEMPLATE
+    );
+}
+
+#[test]
+fn authority_keys_are_normalised() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}],
+            "authorities": {"a%2dz.example": {}}}"#,
+    ));
+    assert!(b.authorities.contains_key("a-z.example"));
+}
+
+#[test]
+fn yaml_and_json_give_the_same_bootstrap() {
+    let json = ok(Bootstrap::from_json_str(
+        r#"{"node": {"id": "n", "metadata": {"k": [1, "v"]}},
+            "xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}],
+            "authorities": {"a": {}}}"#,
+    ));
+    let yaml = ok(Bootstrap::from_yaml_str(
+        "node:\n  id: n\n  metadata: {k: [1, v]}\nxds_servers:\n  - server_uri: s:1\n    channel_creds: [{type: insecure}]\nauthorities:\n  a: {}\n",
+    ));
+    assert_eq!(json, yaml);
+}
+
+#[test]
+fn envoy_style_without_api_type_is_delta_not_pinned() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    grpc_services: [{google_grpc: {target_uri: 'd:1'}}]\n",
+    ));
+    assert_eq!(b.xds_servers, vec![ServerConfig::insecure("d:1")]);
+    assert!(b.authorities.is_empty());
+}
+
+#[test]
+fn envoy_style_keeps_grpc_services_in_order() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "config_sources:\n- authorities: [{name: a}]\n  api_config_source:\n    api_type: AGGREGATED_GRPC\n    grpc_services:\n    - google_grpc: {target_uri: 'p:1'}\n    - google_grpc: {target_uri: 'f:1', channel_credentials: {ssl_credentials: {root_certs: {filename: ca.pem}}}}\n",
+    ));
+    let servers = &b.authorities["a"].xds_servers;
+    assert_eq!(servers.len(), 2);
+    assert_eq!(servers[0].server_uri, "p:1");
+    assert_eq!(
+        servers[1].channel_creds,
+        ChannelCreds::Tls {
+            ca_certificate_file: Some("ca.pem".into()),
+            certificate_file: None,
+            private_key_file: None
+        }
+    );
+    assert!(
+        servers
+            .iter()
+            .all(|s| s.api == ApiVariant::Sotw && s.api_pinned)
+    );
+    assert!(b.xds_servers.is_empty());
+}
+
+#[test]
+fn envoy_grpc_resolves_ipv6_static_cluster() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    grpc_services: [{envoy_grpc: {cluster_name: x}}]\nstatic_resources:\n  clusters:\n  - name: x\n    load_assignment:\n      endpoints:\n      - lb_endpoints:\n        - endpoint: {address: {socket_address: {address: '::1', port_value: '18000'}}}\n",
+    ));
+    assert_eq!(b.xds_servers[0].server_uri, "[::1]:18000");
+}
+
+#[test]
+fn envoy_grpc_refuses_a_cluster_with_several_endpoints() {
+    let err = Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    grpc_services: [{envoy_grpc: {cluster_name: x}}]\nstatic_resources:\n  clusters:\n  - name: x\n    load_assignment:\n      endpoints:\n      - lb_endpoints:\n        - endpoint: {address: {socket_address: {address: a, port_value: 1}}}\n        - endpoint: {address: {socket_address: {address: b, port_value: 1}}}\n",
+    );
+    assert_eq!(
+        err.err().map(|e| e.to_string()),
+        Some(
+            "static_resources.clusters[0].load_assignment: expected exactly one endpoint for the management server, found 2"
+                .to_owned()
+        )
+    );
+}
+
+fn env(vars: &[(&str, &str)]) -> impl FnMut(&str) -> Option<OsString> {
+    let vars: Vec<(String, OsString)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).into()))
+        .collect();
+    move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+}
+
+#[test]
+fn env_config_is_used_when_no_file_is_named() {
+    let b = Bootstrap::from_env_with(env(&[
+        (ENV_BOOTSTRAP_FILE, ""),
+        (ENV_BOOTSTRAP_CONFIG, MINIMAL),
+    ]));
+    assert_eq!(ok(b).xds_servers[0].server_uri, "s:1");
+}
+
+#[test]
+fn env_file_takes_precedence_over_env_config() {
+    let err = Bootstrap::from_env_with(env(&[
+        (ENV_BOOTSTRAP_FILE, "/nonexistent/xdsfed/bootstrap.json"),
+        (ENV_BOOTSTRAP_CONFIG, MINIMAL),
+    ]));
+    let err = err.err();
+    assert_eq!(
+        err.as_ref().and_then(|e| e.origin()),
+        Some(&Origin::File("/nonexistent/xdsfed/bootstrap.json".into()))
+    );
+    assert!(matches!(
+        err.map(|e| e.kind().clone()),
+        Some(BootstrapErrorKind::Read { .. })
+    ));
+}
+
+#[test]
+fn env_config_errors_name_the_variable() {
+    let err = Bootstrap::from_env_with(env(&[(ENV_BOOTSTRAP_CONFIG, "{}")]));
+    assert_eq!(
+        err.err().map(|e| e.to_string()),
+        Some("$GRPC_XDS_BOOTSTRAP_CONFIG: xds_servers: required: expected a non-empty array of servers".to_owned())
+    );
+}
+
+#[test]
+fn env_without_either_variable_is_not_configured() {
+    let err = Bootstrap::from_env_with(env(&[]));
+    assert_eq!(
+        err.err().map(|e| e.kind().clone()),
+        Some(BootstrapErrorKind::NotConfigured)
+    );
+}
+
+#[test]
+fn file_format_follows_the_extension() {
+    use std::path::Path;
+    assert_eq!(format_of(Path::new("a.yaml")), Format::Yaml);
+    assert_eq!(format_of(Path::new("a.YML")), Format::Yaml);
+    assert_eq!(format_of(Path::new("a.json")), Format::Json);
+    assert_eq!(format_of(Path::new("bootstrap")), Format::Json);
+}

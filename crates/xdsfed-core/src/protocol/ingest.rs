@@ -1,0 +1,406 @@
+//! What delta and SotW responses have in common: checking each resource's
+//! name, applying the valid ones, rejecting the invalid ones, TTLs and
+//! heartbeats, deletions.
+//!
+//! Both variants turn their response into a list of [`Item`]s and hand it to
+//! [`Session::ingest`], which applies the rules in this order for each item:
+//!
+//! 1. the name parses ([`crate::name::canonical_key`]) — else NACK it;
+//! 2. the name's authority is one this server may deliver — else ignore and
+//!    count it (a server must not inject another authority's configuration);
+//! 3. the name appears once in the response — else NACK it ("Clients should
+//!    NACK responses that contain multiple instances of the same resource
+//!    name", xds-protocol-v3 "Duplicate Resource Names");
+//! 4. the name is subscribed, or `*` is — else ignore it ("The client will
+//!    silently ignore any supplied resources that were not explicitly
+//!    requested");
+//! 5. the resource decodes and validates — else NACK it, and report it
+//!    [`CoreEvent::Invalid`] while the last good copy keeps serving (gRFC
+//!    A46); the valid resources of the same response are applied.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use envoy_types::pb::google::protobuf::{Any, Duration as PbDuration};
+
+use super::ack::Rejected;
+use super::event::{CoreEvent, RemovedReason, ResourceKey};
+use super::session::Session;
+use super::timers::Timer;
+use crate::name::{NameError, canonical_key};
+use crate::types::{Decoded, ValidationError};
+
+/// One resource of a response, before the rules are applied.
+#[derive(Debug)]
+pub(super) struct Item {
+    /// The name as the server sent it, for error messages.
+    pub(super) raw_name: String,
+    /// Its cache key.
+    pub(super) key: Result<Arc<str>, NameError>,
+    /// The resource.
+    pub(super) body: Body,
+    /// Delta: the resource's version; SotW: the response's.
+    pub(super) version: Arc<str>,
+    /// The TTL of the `Resource` wrapper, if any.
+    pub(super) ttl: Option<PbDuration>,
+}
+
+impl Item {
+    /// An item named `raw_name`.
+    pub(super) fn new(
+        raw_name: String,
+        body: Body,
+        version: Arc<str>,
+        ttl: Option<PbDuration>,
+    ) -> Self {
+        let key = canonical_key(&raw_name).map(Arc::from);
+        Item {
+            raw_name,
+            key,
+            body,
+            version,
+            ttl,
+        }
+    }
+}
+
+/// An item's resource.
+#[derive(Debug)]
+pub(super) enum Body {
+    /// Not decoded yet: decoded only if someone wants it.
+    Raw(Any),
+    /// Already decoded (SotW without the wrapper must decode to find the name).
+    Decoded(Decoded),
+    /// Decoded and rejected, but the name could still be read (SotW without
+    /// the wrapper), so the rejection can name it.
+    Failed(ValidationError),
+    /// No resource: a TTL heartbeat ("a Resource with the resource unset and
+    /// version matching the most recently sent version can be used to update
+    /// the TTL. These resources will not be treated as resource updates").
+    Heartbeat,
+}
+
+/// How a heartbeat is recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HeartbeatRule {
+    /// Delta: its version must equal the held copy's.
+    SameVersion,
+    /// SotW: the held copy's version is the response's, which a heartbeat
+    /// response changes; holding the resource suffices.
+    Held,
+}
+
+/// The valid `Resource.ttl` as a `Duration`; `None` for no TTL.
+pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, ValidationError> {
+    let Some(ttl) = ttl else {
+        return Ok(None);
+    };
+    let (Ok(secs), Ok(nanos)) = (u64::try_from(ttl.seconds), u64::try_from(ttl.nanos)) else {
+        return Err(ValidationError::field("ttl", "negative"));
+    };
+    Duration::from_secs(secs)
+        .checked_add(Duration::from_nanos(nanos))
+        .map(Some)
+        .ok_or_else(|| ValidationError::field("ttl", "out of range"))
+}
+
+impl Session {
+    /// Applies the items of one response of type `type_url` (see the module
+    /// docs for the rules). The keys of every allowed item (valid or not) are
+    /// added to `present`, for SotW's deletion by absence.
+    pub(super) fn ingest(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        items: Vec<Item>,
+        heartbeat: HeartbeatRule,
+        rejected: &mut Vec<Rejected>,
+        mut present: Option<&mut HashSet<Arc<str>>>,
+    ) {
+        let mut counts: HashMap<Arc<str>, usize> = HashMap::with_capacity(items.len());
+        for item in &items {
+            if let Ok(key) = &item.key {
+                *counts.entry(Arc::clone(key)).or_default() += 1;
+            }
+        }
+        let mut duplicates_reported: HashSet<Arc<str>> = HashSet::new();
+        for item in items {
+            let key = match item.key {
+                Ok(key) => key,
+                Err(error) => {
+                    self.stats.resource_updates_invalid += 1;
+                    rejected.push(Rejected::BadName {
+                        name: item.raw_name,
+                        error,
+                    });
+                    continue;
+                }
+            };
+            if !self.cfg.authorities.allows(&key) {
+                self.stats.foreign_names_ignored += 1;
+                tracing::debug!(name = %key, "ignoring a resource of an authority this server may not deliver");
+                continue;
+            }
+            if let Some(present) = present.as_deref_mut() {
+                present.insert(Arc::clone(&key));
+            }
+            let wanted = self.states.get(type_url).is_some_and(|s| s.wants(&key));
+            let count = counts.get(&key).copied().unwrap_or(1);
+            if count > 1 {
+                // Report the name once, however often it appears.
+                if duplicates_reported.insert(Arc::clone(&key)) {
+                    let r = Rejected::DuplicateName {
+                        name: item.raw_name,
+                        count,
+                    };
+                    if wanted {
+                        self.reject(type_url, key, &r, item.version);
+                    } else {
+                        self.stats.resource_updates_invalid += 1;
+                    }
+                    rejected.push(r);
+                }
+                continue;
+            }
+            if !wanted {
+                self.stats.unrequested_ignored += 1;
+                continue;
+            }
+            let ttl = match ttl_of(item.ttl) {
+                Ok(ttl) => ttl,
+                Err(error) => {
+                    let r = Rejected::Invalid {
+                        name: item.raw_name,
+                        error,
+                    };
+                    self.reject(type_url, key, &r, item.version);
+                    rejected.push(r);
+                    continue;
+                }
+            };
+            let decoded = match item.body {
+                Body::Heartbeat => {
+                    if let Err(error) =
+                        self.heartbeat(now, type_url, &key, &item.version, ttl, heartbeat)
+                    {
+                        let r = Rejected::Invalid {
+                            name: item.raw_name,
+                            error,
+                        };
+                        self.reject(type_url, key, &r, item.version);
+                        rejected.push(r);
+                    }
+                    continue;
+                }
+                Body::Decoded(decoded) => Ok(decoded),
+                Body::Failed(error) => Err(error),
+                Body::Raw(any) => self.decode(type_url, any),
+            };
+            match decoded {
+                Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
+                Err(error) => {
+                    let r = Rejected::Invalid {
+                        name: item.raw_name,
+                        error,
+                    };
+                    self.reject(type_url, key, &r, item.version);
+                    rejected.push(r);
+                }
+            }
+        }
+    }
+
+    /// Decodes one `Any` of a response of type `type_url`. The bytes move
+    /// into a `Bytes`, uncopied.
+    pub(super) fn decode(&self, type_url: &str, any: Any) -> Result<Decoded, ValidationError> {
+        self.decode_bytes(type_url, &any.type_url, Bytes::from(any.value))
+    }
+
+    /// Decodes the bytes of an `Any` whose type URL is `any_type_url`.
+    pub(super) fn decode_bytes(
+        &self,
+        type_url: &str,
+        any_type_url: &str,
+        raw: Bytes,
+    ) -> Result<Decoded, ValidationError> {
+        if any_type_url != type_url {
+            return Err(ValidationError(format!(
+                "type {any_type_url} in a response of type {type_url}"
+            )));
+        }
+        let Some(ty) = self.types.get(type_url) else {
+            return Err(ValidationError(format!(
+                "no resource type registered for {type_url}"
+            )));
+        };
+        ty.decode(raw)
+    }
+
+    /// A valid resource: hold it, stop its does-not-exist timer, (re)arm its
+    /// TTL, report it.
+    fn accept(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        name: Arc<str>,
+        resource: Decoded,
+        version: Arc<str>,
+        ttl: Option<Duration>,
+    ) {
+        self.stats.resource_updates_valid += 1;
+        if let Some(state) = self.states.get_mut(type_url) {
+            state
+                .durable
+                .held
+                .insert(Arc::clone(&name), Arc::clone(&version));
+            state.durable.absent.remove(&name);
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), name);
+        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.set_ttl(now, &key, ttl);
+        self.events.push_back(CoreEvent::Upsert {
+            key,
+            resource,
+            version,
+            ttl,
+        });
+    }
+
+    /// An invalid resource that is wanted: report it. The held copy stays;
+    /// the resource exists, so its does-not-exist timer stops.
+    fn reject(&mut self, type_url: &Arc<str>, name: Arc<str>, why: &Rejected, version: Arc<str>) {
+        self.stats.resource_updates_invalid += 1;
+        let key = ResourceKey::new(Arc::clone(type_url), name);
+        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        tracing::warn!(resource = %key, error = %why, "rejected resource");
+        self.events.push_back(CoreEvent::Invalid {
+            key,
+            error: why.to_validation_error(),
+            version,
+        });
+    }
+
+    /// A heartbeat: refresh the TTL of a held resource.
+    fn heartbeat(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        name: &Arc<str>,
+        version: &str,
+        ttl: Option<Duration>,
+        rule: HeartbeatRule,
+    ) -> Result<(), ValidationError> {
+        let held = self
+            .states
+            .get(type_url)
+            .and_then(|s| s.durable.held.get(name));
+        match (held, rule) {
+            (None, _) => {
+                return Err(ValidationError::field(
+                    "resource",
+                    "unset, and the client holds no copy to refresh",
+                ));
+            }
+            (Some(held), HeartbeatRule::SameVersion) if &**held != version => {
+                return Err(ValidationError::field(
+                    "resource",
+                    format!("unset, but version {version:?} is not the held version {held:?}"),
+                ));
+            }
+            _ => {}
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), Arc::clone(name));
+        self.set_ttl(now, &key, ttl);
+        Ok(())
+    }
+
+    /// Arms the TTL of `key`, or disarms it when the resource came without.
+    fn set_ttl(&mut self, now: Instant, key: &ResourceKey, ttl: Option<Duration>) {
+        let timer = Timer::TtlExpiry(key.clone());
+        match ttl.and_then(|ttl| now.checked_add(ttl)) {
+            Some(deadline) => self.timers.set(timer, deadline),
+            None => self.timers.cancel(&timer),
+        }
+    }
+
+    /// The server deleted `name` (delta `removed_resources`, a `NOT_FOUND`
+    /// resource error, or SotW absence). A held copy is removed; a wanted name
+    /// never received is known not to exist at once.
+    pub(super) fn server_removed(&mut self, type_url: &Arc<str>, name: Arc<str>, full_state: bool) {
+        if !self.cfg.authorities.allows(&name) {
+            self.stats.foreign_names_ignored += 1;
+            return;
+        }
+        let ignore_deletion = full_state && self.cfg.ignore_resource_deletion;
+        let Some(state) = self.states.get_mut(type_url) else {
+            return;
+        };
+        if !state.wants(&name) {
+            return;
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), Arc::clone(&name));
+        if state.durable.held.contains_key(&name) {
+            if ignore_deletion {
+                // gRFC A53: keep using the resource, say so.
+                self.stats.deletions_ignored += 1;
+                tracing::warn!(resource = %key, "server deleted a resource; ignored (ignore_resource_deletion)");
+                return;
+            }
+            state.durable.held.remove(&name);
+            self.timers.cancel(&Timer::TtlExpiry(key.clone()));
+            self.events.push_back(CoreEvent::Removed {
+                key,
+                reason: RemovedReason::Deleted,
+            });
+        } else if state.durable.absent.insert(name) {
+            self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+            self.events.push_back(CoreEvent::DoesNotExist { key });
+        }
+    }
+
+    /// Whether `type_url` is a full-state type (LDS, CDS).
+    pub(super) fn full_state(&self, type_url: &str) -> bool {
+        self.types
+            .get(type_url)
+            .is_some_and(|t| t.sotw_full_state())
+    }
+
+    /// A TP3 `resource_errors` entry: `NOT_FOUND` is a deletion (as the
+    /// field's documentation says); any other code is reported as is.
+    pub(super) fn resource_error(
+        &mut self,
+        type_url: &Arc<str>,
+        raw_name: &str,
+        code: i32,
+        message: String,
+    ) {
+        let Ok(name) = canonical_key(raw_name).map(Arc::<str>::from) else {
+            tracing::debug!(
+                name = raw_name,
+                "ignoring a resource error for an invalid name"
+            );
+            return;
+        };
+        if code == super::ack::NOT_FOUND {
+            let full_state = self.full_state(type_url);
+            self.server_removed(type_url, name, full_state);
+            return;
+        }
+        if !self.cfg.authorities.allows(&name) {
+            self.stats.foreign_names_ignored += 1;
+            return;
+        }
+        if !self.states.get(type_url).is_some_and(|s| s.wants(&name)) {
+            return;
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), name);
+        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.events.push_back(CoreEvent::ResourceError {
+            key,
+            code,
+            message: Arc::from(message),
+        });
+    }
+}

@@ -1,0 +1,475 @@
+//! [`Session`]: the state machine of one ADS stream to one server, across
+//! its reconnects.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+
+use super::ack::PendingAck;
+use super::config::{SessionConfig, with_client_features};
+use super::event::{CoreEvent, RemovedReason, ResourceKey};
+use super::timers::{Timer, Timers};
+use super::type_state::TypeState;
+use crate::bootstrap::ApiVariant;
+use crate::types::TypeRegistry;
+
+/// A request for the driver to write on the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// On a `DeltaAggregatedResources` stream.
+    Delta(DeltaDiscoveryRequest),
+    /// On a `StreamAggregatedResources` stream.
+    Sotw(DiscoveryRequest),
+}
+
+impl Request {
+    /// The request's type URL.
+    pub fn type_url(&self) -> &str {
+        match self {
+            Request::Delta(r) => &r.type_url,
+            Request::Sotw(r) => &r.type_url,
+        }
+    }
+}
+
+/// Which side ended a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initiator {
+    /// The client closed it (idle, shutdown, a variant switch): never a
+    /// server failure.
+    Local,
+    /// The server, the network, or a failed connection.
+    Remote,
+}
+
+/// How a stream ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEnd {
+    /// Which side ended it.
+    pub initiator: Initiator,
+    /// The gRPC status code (`0` is OK; a connection that never opened is
+    /// `14`, UNAVAILABLE).
+    pub code: i32,
+    /// What happened, for people: the status message or the connection error.
+    pub message: String,
+}
+
+impl StreamEnd {
+    /// An end caused by the remote side, with `code` and `message`.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        StreamEnd {
+            initiator: Initiator::Remote,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// An end the client chose, e.g. closing an idle stream.
+    pub fn local(message: impl Into<String>) -> Self {
+        StreamEnd {
+            initiator: Initiator::Local,
+            code: 0,
+            message: message.into(),
+        }
+    }
+}
+
+/// Where a session's stream is, named after what it waits for.
+///
+/// ```text
+///            handle_connected              first response
+///  Idle ───────────────────► AwaitingFirstResponse ──────────► Streaming
+///   ▲                              │  handle_stream_end            │
+///   └──────────────────────────────┴───────────────────────────────┘
+///        (from AwaitingFirstResponse: StreamFailed, gRFC A57)
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No stream: waiting for the driver to open one.
+    Idle,
+    /// A stream is open and nothing has come back yet; ending here is a
+    /// server failure (gRFC A57).
+    AwaitingFirstResponse,
+    /// At least one response arrived on this stream.
+    Streaming,
+}
+
+/// Counters of one session, named after gRFC A78 where it names them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    /// Resources received that were valid (`resource_updates_valid`).
+    pub resource_updates_valid: u64,
+    /// Resources received that were rejected (`resource_updates_invalid`).
+    pub resource_updates_invalid: u64,
+    /// Streams that failed before any response (`server_failure`).
+    pub server_failure: u64,
+    /// Names of authorities this server may not deliver, ignored.
+    pub foreign_names_ignored: u64,
+    /// Resources nobody subscribed to (and no `*`), ignored.
+    pub unrequested_ignored: u64,
+    /// Responses of a type this stream never requested, neither ACKed nor
+    /// NACKed.
+    pub unknown_type_responses_ignored: u64,
+    /// Deletions of full-state resources not applied because the server has
+    /// `ignore_resource_deletion` (gRFC A53).
+    pub deletions_ignored: u64,
+    /// Responses received.
+    pub responses: u64,
+}
+
+/// The sans-IO state machine of one ADS stream to one server.
+///
+/// Methods come in four families (after quinn-proto):
+///
+/// - getters: [`phase`](Self::phase), [`is_subscribed`](Self::is_subscribed),
+///   [`subscriptions`](Self::subscriptions), [`stats`](Self::stats), …;
+/// - commands: [`subscribe`](Self::subscribe),
+///   [`unsubscribe`](Self::unsubscribe),
+///   [`subscribe_wildcard`](Self::subscribe_wildcard), …;
+/// - inputs: `handle_*`, each taking the current `now`;
+/// - outputs: `poll_*`.
+///
+/// After any command or input, the driver drains the outputs in this order:
+/// [`poll_transmit`](Self::poll_transmit) until `None` (it arms the
+/// does-not-exist timers of what it writes), then
+/// [`poll_event`](Self::poll_event) until `None`, then sleeps until
+/// [`poll_timeout`](Self::poll_timeout) and calls
+/// [`handle_timeout`](Self::handle_timeout).
+#[derive(Debug)]
+pub struct Session {
+    pub(super) cfg: SessionConfig,
+    pub(super) types: Arc<TypeRegistry>,
+    pub(super) phase: Phase,
+    /// Per stream: whether the first request (which carries `node`) left.
+    pub(super) node_sent: bool,
+    pub(super) states: HashMap<Arc<str>, TypeState>,
+    /// Types with subscription changes to write, in the order they changed.
+    pub(super) dirty: VecDeque<Arc<str>>,
+    /// ACKs and NACKs owed, in the order of the responses.
+    pub(super) acks: VecDeque<PendingAck>,
+    pub(super) timers: Timers,
+    pub(super) events: VecDeque<CoreEvent>,
+    pub(super) stats: SessionStats,
+}
+
+impl Session {
+    /// A session with no stream and no subscriptions. The node gains the
+    /// client features the core implements, however `cfg` was built.
+    pub fn new(mut cfg: SessionConfig, types: Arc<TypeRegistry>) -> Self {
+        cfg.node = with_client_features(cfg.node);
+        Session {
+            cfg,
+            types,
+            phase: Phase::Idle,
+            node_sent: false,
+            states: HashMap::new(),
+            dirty: VecDeque::new(),
+            acks: VecDeque::new(),
+            timers: Timers::default(),
+            events: VecDeque::new(),
+            stats: SessionStats::default(),
+        }
+    }
+
+    // ----- getters -----
+
+    /// Where the stream is.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The variant the next (or current) stream speaks.
+    pub fn variant(&self) -> ApiVariant {
+        self.cfg.variant
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    /// Whether `key` is explicitly subscribed.
+    pub fn is_subscribed(&self, key: &ResourceKey) -> bool {
+        self.states
+            .get(&key.type_url)
+            .is_some_and(|s| s.durable.subscribed.contains(&key.name))
+    }
+
+    /// Whether `*` is subscribed for `type_url`.
+    pub fn is_wildcard(&self, type_url: &str) -> bool {
+        self.states
+            .get(type_url)
+            .is_some_and(|s| s.durable.wildcard)
+    }
+
+    /// Whether anything (a name or `*`) is subscribed.
+    pub fn has_subscriptions(&self) -> bool {
+        self.states.values().any(TypeState::has_interest)
+    }
+
+    /// Every explicit subscription, in no particular order.
+    pub fn subscriptions(&self) -> impl Iterator<Item = ResourceKey> + '_ {
+        self.states.iter().flat_map(|(type_url, s)| {
+            s.durable
+                .subscribed
+                .iter()
+                .map(|name| ResourceKey::new(Arc::clone(type_url), Arc::clone(name)))
+        })
+    }
+
+    /// The version of the received copy of `key`, if the session holds one.
+    pub fn held_version(&self, key: &ResourceKey) -> Option<&str> {
+        self.states
+            .get(&key.type_url)
+            .and_then(|s| s.durable.held.get(&key.name))
+            .map(|v| &**v)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> SessionStats {
+        self.stats
+    }
+
+    // ----- commands -----
+
+    /// Subscribes to `key` (its `name` a canonical key, see
+    /// [`crate::name::canonical_key`]). Subscribing twice is a no-op.
+    pub fn subscribe(&mut self, key: ResourceKey) {
+        let state = self.states.entry(Arc::clone(&key.type_url)).or_default();
+        if state.subscribe(key.name) {
+            self.mark_dirty(&key.type_url);
+        }
+    }
+
+    /// Unsubscribes from `key`, forgetting its received copy and timers
+    /// (unless `*` still delivers it).
+    pub fn unsubscribe(&mut self, key: &ResourceKey) {
+        let Some(state) = self.states.get_mut(&key.type_url) else {
+            return;
+        };
+        if !state.unsubscribe(&key.name) {
+            return;
+        }
+        if !state.durable.wildcard {
+            self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+            self.timers.cancel(&Timer::TtlExpiry(key.clone()));
+        }
+        self.mark_dirty(&key.type_url);
+    }
+
+    /// Subscribes to `*` for `type_url`: every resource the server deems ours.
+    pub fn subscribe_wildcard(&mut self, type_url: &str) {
+        let type_url: Arc<str> = Arc::from(type_url);
+        let state = self.states.entry(Arc::clone(&type_url)).or_default();
+        if state.set_wildcard(true).is_some() {
+            self.mark_dirty(&type_url);
+        }
+    }
+
+    /// Unsubscribes from `*` for `type_url`; explicitly subscribed names stay,
+    /// what only `*` delivered is forgotten.
+    pub fn unsubscribe_wildcard(&mut self, type_url: &str) {
+        let Some(type_url) = self
+            .states
+            .get_key_value(type_url)
+            .map(|(k, _)| Arc::clone(k))
+        else {
+            return;
+        };
+        let Some(dropped) = self
+            .states
+            .get_mut(&type_url)
+            .and_then(|state| state.set_wildcard(false))
+        else {
+            return;
+        };
+        for name in dropped {
+            self.timers.cancel(&Timer::TtlExpiry(ResourceKey::new(
+                Arc::clone(&type_url),
+                name,
+            )));
+        }
+        self.mark_dirty(&type_url);
+    }
+
+    /// Sets the variant of the next stream (the transport's delta→SotW
+    /// fallback). Versions and received resources carry over.
+    pub fn set_variant(&mut self, variant: ApiVariant) {
+        self.cfg.variant = variant;
+    }
+
+    // ----- inputs -----
+
+    /// A new stream is open (its requests may be written now). Per-stream
+    /// state starts afresh; every subscription is written again.
+    pub fn handle_connected(&mut self, _now: Instant) {
+        self.phase = Phase::AwaitingFirstResponse;
+        self.node_sent = false;
+        self.acks.clear();
+        self.dirty.clear();
+        let mut types: Vec<&Arc<str>> = Vec::new();
+        for (type_url, state) in &mut self.states {
+            state.reset_stream();
+            if state.has_interest() {
+                state.stream.queued = true;
+                types.push(type_url);
+            }
+        }
+        // Sorted, so that the first requests are deterministic.
+        types.sort();
+        self.dirty.extend(types.into_iter().cloned());
+    }
+
+    /// A `DeltaDiscoveryResponse` arrived.
+    pub fn handle_delta_response(&mut self, now: Instant, response: DeltaDiscoveryResponse) {
+        self.on_delta_response(now, response);
+    }
+
+    /// A SotW `DiscoveryResponse` arrived.
+    pub fn handle_sotw_response(&mut self, now: Instant, response: DiscoveryResponse) {
+        self.on_sotw_response(now, response);
+    }
+
+    /// The stream ended (or could not be opened). A stream the remote side
+    /// ends before any response is a server failure and reported as
+    /// [`CoreEvent::StreamFailed`] (gRFC A57); either way the does-not-exist
+    /// timers stop until the next stream writes its requests.
+    pub fn handle_stream_end(&mut self, _now: Instant, end: StreamEnd) {
+        if self.phase != Phase::Streaming && end.initiator == Initiator::Remote {
+            self.stats.server_failure += 1;
+            self.events.push_back(CoreEvent::StreamFailed {
+                error: Arc::from(format!(
+                    "ADS stream failed before any response: code {}: {}",
+                    end.code, end.message
+                )),
+            });
+        }
+        self.phase = Phase::Idle;
+        self.acks.clear();
+        self.dirty.clear();
+        // A57: "the timer is cancelled if the stream fails" — the server
+        // never had a chance to answer.
+        self.timers.cancel_does_not_exist();
+    }
+
+    /// Fires every timer due at `now`. Spurious calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.pop_expired(now) {
+            match timer {
+                Timer::DoesNotExist(key) => {
+                    if let Some(state) = self.states.get_mut(&key.type_url)
+                        && state.wants(&key.name)
+                        && !state.durable.held.contains_key(&key.name)
+                    {
+                        state.durable.absent.insert(Arc::clone(&key.name));
+                        self.events.push_back(CoreEvent::DoesNotExist { key });
+                    }
+                }
+                Timer::TtlExpiry(key) => {
+                    if let Some(state) = self.states.get_mut(&key.type_url)
+                        && state.durable.held.remove(&key.name).is_some()
+                    {
+                        self.events.push_back(CoreEvent::Removed {
+                            key,
+                            reason: RemovedReason::TtlExpired,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next request to write, if any: ACKs/NACKs first, in the order of
+    /// the responses, then subscription changes. Arms the does-not-exist
+    /// timer of every name it writes that is neither held nor known absent
+    /// (gRFC A57: the timer starts when the request is actually sent).
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Request> {
+        if self.phase == Phase::Idle {
+            return None;
+        }
+        loop {
+            let (type_url, ack) = if let Some(ack) = self.acks.pop_front() {
+                (Arc::clone(&ack.type_url), Some(ack))
+            } else {
+                let type_url = self.dirty.pop_front()?;
+                if let Some(state) = self.states.get_mut(&type_url) {
+                    state.stream.queued = false;
+                }
+                (type_url, None)
+            };
+            let request = match self.cfg.variant {
+                ApiVariant::Delta => self.build_delta(now, &type_url, ack),
+                ApiVariant::Sotw => self.build_sotw(now, &type_url, ack),
+            };
+            if let Some(request) = request {
+                self.node_sent = true;
+                return Some(request);
+            }
+        }
+    }
+
+    /// The next event for the cache.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<CoreEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    // ----- shared helpers -----
+
+    fn mark_dirty(&mut self, type_url: &Arc<str>) {
+        if self.phase == Phase::Idle {
+            // The next stream writes everything anyway.
+            return;
+        }
+        if let Some(state) = self.states.get_mut(type_url)
+            && !state.stream.queued
+        {
+            state.stream.queued = true;
+            self.dirty.push_back(Arc::clone(type_url));
+        }
+    }
+
+    /// Arms the does-not-exist timers of names just written.
+    pub(super) fn arm_does_not_exist(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        names: &[Arc<str>],
+    ) {
+        let Some(state) = self.states.get(type_url) else {
+            return;
+        };
+        let deadline = now + self.cfg.does_not_exist_timeout;
+        for name in names {
+            if state.durable.held.contains_key(name) || state.durable.absent.contains(name) {
+                continue;
+            }
+            self.timers.set(
+                Timer::DoesNotExist(ResourceKey::new(Arc::clone(type_url), Arc::clone(name))),
+                deadline,
+            );
+        }
+    }
+
+    /// Counts a response and moves to [`Phase::Streaming`] on the first.
+    pub(super) fn note_response(&mut self) {
+        self.stats.responses += 1;
+        if self.phase == Phase::AwaitingFirstResponse {
+            self.phase = Phase::Streaming;
+            self.events.push_back(CoreEvent::StreamHealthy);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! xds-protocol-v3 "Knowing When a Requested Resource Does Not Exist" and
+//! gRFC A57: the does-not-exist timer.
+
+use super::support::*;
+use crate::bootstrap::ApiVariant;
+use crate::protocol::{DEFAULT_DOES_NOT_EXIST_TIMEOUT, Session, StreamEnd};
+
+#[test]
+fn does_not_exist_timeout_defaults_to_fifteen_seconds() {
+    assert_eq!(DEFAULT_DOES_NOT_EXIST_TIMEOUT, secs(15));
+    assert_eq!(config(ApiVariant::Delta).does_not_exist_timeout, secs(15));
+}
+
+/// "clients are expected to use a timeout (recommended duration is 15
+/// seconds) after sending a request for a new resource, after which they
+/// will consider the requested resource to not exist".
+#[test]
+fn does_not_exist_fires_after_the_timeout_from_sending() {
+    for variant in [ApiVariant::Delta, ApiVariant::Sotw] {
+        let now = t0();
+        let mut s = session(variant);
+        s.subscribe(key(CDS, "a"));
+        s.handle_connected(now);
+        let sent_at = now + secs(2);
+        let _ = drain(&mut s, sent_at);
+        assert_eq!(s.poll_timeout(), Some(sent_at + secs(15)), "{variant:?}");
+        s.handle_timeout(sent_at + secs(14));
+        assert!(events(&mut s).is_empty(), "{variant:?}");
+        s.handle_timeout(sent_at + secs(15));
+        assert_eq!(events(&mut s), ["dne a"], "{variant:?}");
+        assert_eq!(s.poll_timeout(), None);
+    }
+}
+
+#[test]
+fn does_not_exist_timeout_is_configurable() {
+    let now = t0();
+    let cfg = config(ApiVariant::Delta).with_does_not_exist_timeout(secs(3));
+    let mut s = Session::new(cfg, registry());
+    s.subscribe(key(CDS, "a"));
+    let _ = connect_delta(&mut s, now);
+    assert_eq!(s.poll_timeout(), Some(now + secs(3)));
+}
+
+/// A57: the timer starts only once the request is written on a connected
+/// stream.
+#[test]
+fn does_not_exist_timer_is_not_armed_before_the_request_is_written() {
+    let now = t0();
+    let mut s = session(ApiVariant::Delta);
+    s.subscribe(key(CDS, "a"));
+    assert_eq!(s.poll_transmit(now), None, "no stream, nothing to write");
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_connected(now);
+    assert_eq!(s.poll_timeout(), None, "connected, not yet written");
+    let _ = drain(&mut s, now);
+    assert!(s.poll_timeout().is_some());
+}
+
+/// Never for a resource already received (cached).
+#[test]
+fn does_not_exist_timer_is_not_armed_for_cached_resource() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_delta_response(
+        now,
+        dresp(CDS, "n1", vec![dres("a", "1", Some(cluster("a")))], &[]),
+    );
+    assert_eq!(s.poll_timeout(), None, "received: the timer stops");
+    let _ = drain(&mut s, now);
+    s.handle_stream_end(now, StreamEnd::new(14, "gone"));
+    let _ = connect_delta(&mut s, now);
+    assert_eq!(
+        s.poll_timeout(),
+        None,
+        "the new stream does not time out what is cached"
+    );
+}
+
+/// A57: cancelled when the stream fails…
+#[test]
+fn does_not_exist_timer_is_cancelled_on_stream_failure() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_stream_end(now + secs(5), StreamEnd::new(14, "gone"));
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_timeout(now + secs(60));
+    assert_eq!(events(&mut s), ["failed"]);
+}
+
+/// …and re-armed, in full, when the next stream writes the subscription.
+#[test]
+fn does_not_exist_timer_is_rearmed_on_the_next_stream() {
+    for variant in [ApiVariant::Delta, ApiVariant::Sotw] {
+        let now = t0();
+        let mut s = session(variant);
+        s.subscribe(key(CDS, "a"));
+        s.handle_connected(now);
+        let _ = drain(&mut s, now);
+        s.handle_stream_end(now + secs(10), StreamEnd::new(14, "gone"));
+        let later = now + secs(30);
+        s.handle_connected(later);
+        let _ = drain(&mut s, later);
+        assert_eq!(s.poll_timeout(), Some(later + secs(15)), "{variant:?}");
+    }
+}
+
+/// A resource the timer declared absent is not timed out again by the next
+/// stream; it can still arrive at any time.
+#[test]
+fn does_not_exist_is_reported_once_and_the_resource_may_still_arrive() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_timeout(now + secs(15));
+    s.handle_stream_end(now + secs(16), StreamEnd::new(14, "gone"));
+    let _ = connect_delta(&mut s, now + secs(17));
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_delta_response(
+        now + secs(18),
+        dresp(CDS, "n1", vec![dres("a", "1", Some(cluster("a")))], &[]),
+    );
+    assert_eq!(events(&mut s), ["dne a", "failed", "healthy", "upsert a 1"]);
+}
+
+/// An invalid resource exists: its timer stops too.
+#[test]
+fn does_not_exist_timer_stops_when_an_invalid_copy_arrives() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_delta_response(
+        now,
+        dresp(CDS, "n1", vec![dres("a", "1", Some(bad_cluster("a")))], &[]),
+    );
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn does_not_exist_timer_is_cancelled_by_unsubscribe() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.unsubscribe(&key(CDS, "a"));
+    assert_eq!(s.poll_timeout(), None);
+}
+
+/// Only the newly written name gets a timer, not those already pending.
+#[test]
+fn does_not_exist_timer_starts_per_name_when_that_name_is_written() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.subscribe(key(CDS, "b"));
+    let _ = drain(&mut s, now + secs(5));
+    s.handle_timeout(now + secs(15));
+    assert_eq!(events(&mut s), ["dne a"]);
+    s.handle_timeout(now + secs(20));
+    assert_eq!(events(&mut s), ["dne b"]);
+}
+
+#[test]
+fn handle_timeout_without_a_due_timer_is_a_no_op() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_timeout(now);
+    s.handle_timeout(now + secs(1));
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.poll_timeout(), Some(now + secs(15)));
+}
+
+/// Unsubscribing cancels the timer; subscribing again before anything was
+/// written must not leave the name without one.
+#[test]
+fn does_not_exist_timer_is_rearmed_by_a_quick_resubscribe() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.unsubscribe(&key(CDS, "a"));
+    s.subscribe(key(CDS, "a"));
+    let later = now + secs(1);
+    let reqs = drain_delta(&mut s, later);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].resource_names_subscribe, strs(&["a"]));
+    assert_eq!(s.poll_timeout(), Some(later + secs(15)));
+}

@@ -1,0 +1,12 @@
+//! Deterministic tests of the protocol core, one file per spec section. No
+//! tokio, no sleeps: time is an `Instant` the test moves.
+
+mod ack_nack;
+mod authority;
+mod deletion;
+mod does_not_exist;
+mod reconnect;
+mod sim;
+mod support;
+mod ttl;
+mod wildcard;

@@ -1,0 +1,134 @@
+//! The core's one timer table.
+//!
+//! Every deadline the protocol core keeps lives here: a does-not-exist timer
+//! per requested-but-unseen resource (gRFC A57) and a TTL expiry per resource
+//! the server gave a TTL. There can be thousands of each, so the table is a
+//! sorted set (earliest first) plus an index from timer to deadline: setting,
+//! cancelling and popping are all `O(log n)`, and
+//! [`Session::poll_timeout`](super::Session::poll_timeout) is the minimum.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use super::event::ResourceKey;
+
+/// What a deadline is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Timer {
+    /// The resource was requested on a connected stream and has not arrived.
+    DoesNotExist(ResourceKey),
+    /// The resource's TTL passes without a refresh.
+    TtlExpiry(ResourceKey),
+}
+
+/// Deadlines, earliest first.
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    queue: BTreeSet<(Instant, Timer)>,
+    at: HashMap<Timer, Instant>,
+}
+
+impl Timers {
+    /// Arms `timer` for `deadline`, replacing an earlier arming of it.
+    pub(crate) fn set(&mut self, timer: Timer, deadline: Instant) {
+        if let Some(old) = self.at.insert(timer.clone(), deadline) {
+            self.queue.remove(&(old, timer.clone()));
+        }
+        self.queue.insert((deadline, timer));
+    }
+
+    /// Disarms `timer`; disarming an unarmed timer does nothing.
+    pub(crate) fn cancel(&mut self, timer: &Timer) {
+        if let Some(old) = self.at.remove(timer) {
+            self.queue.remove(&(old, timer.clone()));
+        }
+    }
+
+    /// Whether `timer` is armed.
+    #[cfg(test)]
+    pub(crate) fn is_armed(&self, timer: &Timer) -> bool {
+        self.at.contains_key(timer)
+    }
+
+    /// The earliest deadline.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.queue.first().map(|(at, _)| *at)
+    }
+
+    /// Removes and returns a timer whose deadline is at or before `now`.
+    pub(crate) fn pop_expired(&mut self, now: Instant) -> Option<Timer> {
+        let first = self.queue.first()?;
+        if first.0 > now {
+            return None;
+        }
+        let (_, timer) = self.queue.pop_first()?;
+        self.at.remove(&timer);
+        Some(timer)
+    }
+
+    /// Disarms every does-not-exist timer (the stream failed, gRFC A57).
+    /// Linear in the number of armed timers, which only a stream failure pays.
+    pub(crate) fn cancel_does_not_exist(&mut self) {
+        self.queue
+            .retain(|(_, t)| !matches!(t, Timer::DoesNotExist(_)));
+        self.at.retain(|t, _| !matches!(t, Timer::DoesNotExist(_)));
+    }
+
+    /// How many timers are armed.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.at.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn key(n: &str) -> ResourceKey {
+        ResourceKey::new("t", n)
+    }
+
+    #[test]
+    fn timers_pop_in_deadline_order_and_only_when_due() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.set(Timer::TtlExpiry(key("b")), t0 + Duration::from_secs(2));
+        timers.set(Timer::DoesNotExist(key("a")), t0 + Duration::from_secs(1));
+        assert_eq!(timers.next_deadline(), Some(t0 + Duration::from_secs(1)));
+        assert_eq!(timers.pop_expired(t0), None);
+        assert_eq!(
+            timers.pop_expired(t0 + Duration::from_secs(5)),
+            Some(Timer::DoesNotExist(key("a")))
+        );
+        assert_eq!(
+            timers.pop_expired(t0 + Duration::from_secs(5)),
+            Some(Timer::TtlExpiry(key("b")))
+        );
+        assert_eq!(timers.pop_expired(t0 + Duration::from_secs(5)), None);
+    }
+
+    #[test]
+    fn timers_set_again_replaces_the_deadline() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.set(Timer::TtlExpiry(key("a")), t0 + Duration::from_secs(1));
+        timers.set(Timer::TtlExpiry(key("a")), t0 + Duration::from_secs(9));
+        assert_eq!(timers.len(), 1);
+        assert_eq!(timers.pop_expired(t0 + Duration::from_secs(2)), None);
+        assert_eq!(timers.next_deadline(), Some(t0 + Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn timers_cancel_does_not_exist_keeps_ttl_timers() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.set(Timer::TtlExpiry(key("a")), t0);
+        timers.set(Timer::DoesNotExist(key("b")), t0);
+        timers.cancel_does_not_exist();
+        assert!(timers.is_armed(&Timer::TtlExpiry(key("a"))));
+        assert!(!timers.is_armed(&Timer::DoesNotExist(key("b"))));
+        assert_eq!(timers.len(), 1);
+    }
+}

@@ -1,0 +1,191 @@
+//! The tonic channel to one management server: target, keepalive, timeouts
+//! and TLS (gRFC A65 `tls` credentials with rustls).
+//!
+//! Credentials are read once, when the connection is set up, and every
+//! error names the file and what is wrong with it.
+
+use std::path::{Path, PathBuf};
+
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+use super::TransportOptions;
+use crate::bootstrap::{ChannelCreds, ServerConfig};
+
+/// Why the channel to a server cannot be set up.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The server URI is not a valid gRPC target.
+    #[error("server {uri:?}: invalid target: {why}")]
+    BadTarget {
+        /// The `server_uri`.
+        uri: String,
+        /// Why.
+        why: String,
+    },
+    /// A credentials file cannot be read.
+    #[error("server {uri:?}: cannot read the {role} file {}: {why}", path.display())]
+    ReadFile {
+        /// The `server_uri`.
+        uri: String,
+        /// Which file: "CA certificate", "certificate", "private key".
+        role: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        why: String,
+    },
+    /// A credentials file does not hold what it should.
+    #[error("server {uri:?}: the {role} file {} {why}", path.display())]
+    BadPem {
+        /// The `server_uri`.
+        uri: String,
+        /// Which file.
+        role: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, e.g. "holds no PEM certificate".
+        why: String,
+    },
+    /// The TLS credentials are incomplete or rejected by tonic.
+    #[error("server {uri:?}: TLS credentials: {why}")]
+    Tls {
+        /// The `server_uri`.
+        uri: String,
+        /// What is wrong and what to do.
+        why: String,
+    },
+}
+
+/// The endpoint for `server`, with the options applied. Reads and checks
+/// the TLS files.
+pub fn endpoint(
+    server: &ServerConfig,
+    opts: &TransportOptions,
+) -> Result<Endpoint, TransportError> {
+    let uri = &server.server_uri;
+    let tls = match &server.channel_creds {
+        ChannelCreds::Insecure => None,
+        ChannelCreds::Tls {
+            ca_certificate_file,
+            certificate_file,
+            private_key_file,
+        } => Some(tls_config(
+            uri,
+            ca_certificate_file.as_deref(),
+            certificate_file.as_deref(),
+            private_key_file.as_deref(),
+        )?),
+    };
+    let target = if uri.contains("://") {
+        uri.clone()
+    } else if tls.is_some() {
+        format!("https://{uri}")
+    } else {
+        format!("http://{uri}")
+    };
+    let mut ep = Endpoint::from_shared(target).map_err(|e| TransportError::BadTarget {
+        uri: uri.clone(),
+        why: e.to_string(),
+    })?;
+    ep = ep.connect_timeout(opts.connect_timeout).tcp_nodelay(true);
+    if let Some(interval) = opts.keepalive_interval {
+        ep = ep
+            .http2_keep_alive_interval(interval)
+            .keep_alive_while_idle(true);
+    }
+    if let Some(timeout) = opts.keepalive_timeout {
+        ep = ep.keep_alive_timeout(timeout);
+    }
+    if let Some(tls) = tls {
+        ep = ep.tls_config(tls).map_err(|e| TransportError::Tls {
+            uri: uri.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    Ok(ep)
+}
+
+fn tls_config(
+    uri: &str,
+    ca: Option<&Path>,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<ClientTlsConfig, TransportError> {
+    let Some(ca) = ca else {
+        return Err(TransportError::Tls {
+            uri: uri.to_owned(),
+            why: "no ca_certificate_file: the platform's roots are not used, give the CA that signs the server".into(),
+        });
+    };
+    if cert.is_some() != key.is_some() {
+        return Err(TransportError::Tls {
+            uri: uri.to_owned(),
+            why: "mTLS needs both certificate_file and private_key_file".into(),
+        });
+    }
+    let ca_pem = read(uri, "CA certificate", ca)?;
+    check_certs(uri, "CA certificate", ca, &ca_pem)?;
+    let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem));
+    if let (Some(cert), Some(key)) = (cert, key) {
+        let cert_pem = read(uri, "certificate", cert)?;
+        check_certs(uri, "certificate", cert, &cert_pem)?;
+        let key_pem = read(uri, "private key", key)?;
+        check_key(uri, key, &key_pem)?;
+        config = config.identity(Identity::from_pem(cert_pem, key_pem));
+    }
+    Ok(config)
+}
+
+fn read(uri: &str, role: &'static str, path: &Path) -> Result<Vec<u8>, TransportError> {
+    std::fs::read(path).map_err(|e| TransportError::ReadFile {
+        uri: uri.to_owned(),
+        role,
+        path: path.to_owned(),
+        why: e.to_string(),
+    })
+}
+
+fn bad_pem(uri: &str, role: &'static str, path: &Path, why: impl Into<String>) -> TransportError {
+    TransportError::BadPem {
+        uri: uri.to_owned(),
+        role,
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+fn check_certs(
+    uri: &str,
+    role: &'static str,
+    path: &Path,
+    pem: &[u8],
+) -> Result<(), TransportError> {
+    let mut count = 0usize;
+    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+        cert.map_err(|e| bad_pem(uri, role, path, format!("is not valid PEM: {e}")))?;
+        count += 1;
+    }
+    if count == 0 {
+        return Err(bad_pem(uri, role, path, "holds no PEM certificate"));
+    }
+    Ok(())
+}
+
+fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
+    match rustls_pemfile::private_key(&mut &pem[..]) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(bad_pem(
+            uri,
+            "private key",
+            path,
+            "holds no PEM private key",
+        )),
+        Err(e) => Err(bad_pem(
+            uri,
+            "private key",
+            path,
+            format!("is not valid PEM: {e}"),
+        )),
+    }
+}

@@ -1,0 +1,441 @@
+//! The driver task: IO and time for one [`Session`].
+//!
+//! ```text
+//!          ┌──────────── no subscriptions ◄──────────────┐
+//!          ▼                                              │ idle_grace
+//!   WaitingForInterest ──subscribe──► Streaming ──────────┘
+//!          ▲                           │ stream ends
+//!          │                           ▼
+//!          └──────────────────── BackingOff (delay, or none after an OK end
+//!                                 that followed a response)
+//! ```
+//!
+//! In every state the driver keeps applying commands and firing the
+//! session's timers (TTLs run while disconnected). It never awaits anything
+//! but its own IO, commands and timers: events go to the sink, which must
+//! not block.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::Channel;
+use tonic::{Code, Status, Streaming};
+use tracing::Instrument as _;
+
+use super::backoff::Backoff;
+use super::{Command, Shared, TransportError, TransportOptions};
+use crate::bootstrap::{ApiVariant, ServerConfig};
+use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
+use crate::types::TypeRegistry;
+
+/// The clock: tokio's, so that paused-time tests control it.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Sleeps until `at`, or forever.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The sending half of an open stream.
+enum Outbound {
+    Delta(mpsc::UnboundedSender<DeltaDiscoveryRequest>),
+    Sotw(mpsc::UnboundedSender<DiscoveryRequest>),
+}
+
+impl Outbound {
+    fn send(&self, request: Request) {
+        // A closed receiver means the stream is ending; its end arrives on
+        // the receiving half.
+        let _ = match (self, request) {
+            (Outbound::Delta(tx), Request::Delta(r)) => tx.send(r).map_err(drop),
+            (Outbound::Sotw(tx), Request::Sotw(r)) => tx.send(r).map_err(drop),
+            (_, r) => {
+                tracing::error!(
+                    type_url = r.type_url(),
+                    "request of the other ADS variant dropped"
+                );
+                Ok(())
+            }
+        };
+    }
+}
+
+/// The receiving half of an open stream.
+enum Inbound {
+    Delta(Streaming<DeltaDiscoveryResponse>),
+    Sotw(Streaming<DiscoveryResponse>),
+}
+
+/// One response from either variant.
+enum Response {
+    Delta(DeltaDiscoveryResponse),
+    Sotw(DiscoveryResponse),
+}
+
+/// The next message of `inbound`, or forever while there is none.
+async fn recv(inbound: &mut Option<Inbound>) -> Result<Option<Response>, Status> {
+    match inbound {
+        Some(Inbound::Delta(s)) => s.message().await.map(|m| m.map(Response::Delta)),
+        Some(Inbound::Sotw(s)) => s.message().await.map(|m| m.map(Response::Sotw)),
+        None => std::future::pending().await,
+    }
+}
+
+type Call = Pin<Box<dyn Future<Output = Result<Inbound, Status>> + Send>>;
+
+/// How a stream ended.
+enum Outcome {
+    /// The stream ended or failed.
+    Ended { code: Code, after_response: bool },
+    /// Closed after `idle_grace` with nothing subscribed.
+    Idle,
+    /// The connection is shut down.
+    Shutdown,
+}
+
+/// What woke the driver.
+enum Wake {
+    Command(Option<Command>),
+    Connected(Result<Inbound, Status>),
+    Message(Result<Option<Response>, Status>),
+    Timer,
+    Idle,
+    Deadline,
+}
+
+pub(super) struct Driver {
+    server: ServerConfig,
+    session: Session,
+    sink: Arc<dyn super::EventSink>,
+    opts: TransportOptions,
+    channel: Result<Channel, TransportError>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    shared: Arc<Shared>,
+    fallback_logged: bool,
+}
+
+impl Driver {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        server: ServerConfig,
+        authorities: AuthorityFilter,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn super::EventSink>,
+        opts: TransportOptions,
+        channel: Result<Channel, TransportError>,
+        commands: mpsc::UnboundedReceiver<Command>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let mut cfg = SessionConfig::new(opts.node.clone())
+            .with_variant(server.api)
+            .with_does_not_exist_timeout(opts.does_not_exist_timeout)
+            .with_authorities(authorities);
+        cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
+        Driver {
+            session: Session::new(cfg, types),
+            server,
+            sink,
+            opts,
+            channel,
+            commands,
+            shared,
+            fallback_logged: false,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let mut backoff = Backoff::new(self.opts.backoff);
+        let mut attempt: u64 = 0;
+        loop {
+            if !self.session.has_subscriptions() && !self.wait(None).await {
+                return;
+            }
+            attempt += 1;
+            let span = tracing::info_span!(
+                "ads_stream",
+                server = %self.server.server_uri,
+                variant = ?self.session.variant(),
+                attempt,
+            );
+            let outcome = self.run_stream().instrument(span).await;
+            let delay = match outcome {
+                Outcome::Shutdown => return,
+                Outcome::Idle => {
+                    backoff.reset();
+                    continue;
+                }
+                Outcome::Ended {
+                    code,
+                    after_response,
+                } => {
+                    if after_response {
+                        backoff.reset();
+                    }
+                    if self.falls_back(code, after_response) {
+                        continue;
+                    }
+                    if after_response && code == Code::Ok {
+                        continue;
+                    }
+                    backoff.next_delay()
+                }
+            };
+            tracing::debug!(server = %self.server.server_uri, ?delay, "reconnecting after a delay");
+            if !self.wait(Some(now() + delay)).await {
+                return;
+            }
+        }
+    }
+
+    /// Whether the stream's end means "this server does not speak delta":
+    /// switch to SotW (logged once) unless the bootstrap pinned the variant.
+    fn falls_back(&mut self, code: Code, after_response: bool) -> bool {
+        let fall_back = self.is_fallback(code, after_response);
+        if fall_back {
+            if !self.fallback_logged {
+                self.fallback_logged = true;
+                tracing::warn!(
+                    server = %self.server.server_uri,
+                    "server does not implement DeltaAggregatedResources; using state-of-the-world ADS"
+                );
+            }
+            self.session.set_variant(ApiVariant::Sotw);
+            self.shared.stats().variant = ApiVariant::Sotw;
+        }
+        fall_back
+    }
+
+    /// Whether an end with `code` is a delta refusal to fall back from.
+    fn is_fallback(&self, code: Code, after_response: bool) -> bool {
+        code == Code::Unimplemented
+            && !after_response
+            && self.session.variant() == ApiVariant::Delta
+            && !self.server.api_pinned
+    }
+
+    /// Without a stream: applies commands and fires timers until `deadline`
+    /// (or, without one, until something is subscribed). `false` on shutdown.
+    async fn wait(&mut self, deadline: Option<Instant>) -> bool {
+        loop {
+            self.flush(None);
+            if deadline.is_none() && self.session.has_subscriptions() {
+                return true;
+            }
+            let timer = self.session.poll_timeout();
+            let wake = tokio::select! {
+                cmd = self.commands.recv() => Wake::Command(cmd),
+                () = sleep_until(timer) => Wake::Timer,
+                () = sleep_until(deadline) => Wake::Deadline,
+            };
+            match wake {
+                Wake::Command(cmd) => {
+                    if !self.apply(cmd) {
+                        return false;
+                    }
+                }
+                Wake::Timer => self.session.handle_timeout(now()),
+                _ => return true,
+            }
+        }
+    }
+
+    /// Opens a stream and drives it until it ends.
+    async fn run_stream(&mut self) -> Outcome {
+        let channel = match &self.channel {
+            Ok(channel) => channel.clone(),
+            Err(e) => {
+                let message = e.to_string();
+                return self.end(Code::Unavailable, message, false);
+            }
+        };
+        self.shared.stats().streams_opened += 1;
+        self.session.handle_connected(now());
+        let (out, mut call) = self.open(channel);
+        let mut inbound: Option<Inbound> = None;
+        let mut after_response = false;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            self.flush(Some(&out));
+            if self.session.has_subscriptions() {
+                idle_since = None;
+            } else if idle_since.is_none() {
+                idle_since = Some(now());
+            }
+            let idle_at = idle_since.map(|t| t + self.opts.idle_grace);
+            let timer = self.session.poll_timeout();
+            let wake = tokio::select! {
+                cmd = self.commands.recv() => Wake::Command(cmd),
+                r = &mut call, if inbound.is_none() => Wake::Connected(r),
+                m = recv(&mut inbound) => Wake::Message(m),
+                () = sleep_until(timer) => Wake::Timer,
+                () = sleep_until(idle_at) => Wake::Idle,
+            };
+            match wake {
+                Wake::Command(cmd) => {
+                    if !self.apply(cmd) {
+                        self.session
+                            .handle_stream_end(now(), StreamEnd::local("shut down"));
+                        self.flush(None);
+                        return Outcome::Shutdown;
+                    }
+                }
+                Wake::Connected(Ok(stream)) => inbound = Some(stream),
+                Wake::Connected(Err(status)) | Wake::Message(Err(status)) => {
+                    return self.end(status.code(), status.message().to_owned(), after_response);
+                }
+                Wake::Message(Ok(None)) => {
+                    return self.end(
+                        Code::Ok,
+                        "stream closed by the server".into(),
+                        after_response,
+                    );
+                }
+                Wake::Message(Ok(Some(response))) => {
+                    after_response = true;
+                    self.handle(response);
+                }
+                Wake::Timer => self.session.handle_timeout(now()),
+                Wake::Idle => {
+                    tracing::debug!(server = %self.server.server_uri, "closing the idle ADS stream");
+                    self.session
+                        .handle_stream_end(now(), StreamEnd::local("idle"));
+                    self.flush(None);
+                    return Outcome::Idle;
+                }
+                Wake::Deadline => {}
+            }
+        }
+    }
+
+    /// Starts the RPC of the session's variant. The call resolves when the
+    /// server's headers arrive, which some servers send only with their
+    /// first response, so requests are written meanwhile.
+    fn open(&self, channel: Channel) -> (Outbound, Call) {
+        let mut client = AggregatedDiscoveryServiceClient::new(channel)
+            .max_decoding_message_size(self.opts.max_message_size)
+            .max_encoding_message_size(self.opts.max_message_size);
+        match self.session.variant() {
+            ApiVariant::Delta => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let call = async move {
+                    let response = client
+                        .delta_aggregated_resources(UnboundedReceiverStream::new(rx))
+                        .await?;
+                    Ok(Inbound::Delta(response.into_inner()))
+                };
+                (Outbound::Delta(tx), Box::pin(call))
+            }
+            ApiVariant::Sotw => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let call = async move {
+                    let response = client
+                        .stream_aggregated_resources(UnboundedReceiverStream::new(rx))
+                        .await?;
+                    Ok(Inbound::Sotw(response.into_inner()))
+                };
+                (Outbound::Sotw(tx), Box::pin(call))
+            }
+        }
+    }
+
+    /// Feeds one response to the session.
+    fn handle(&mut self, response: Response) {
+        let now = now();
+        let first = !self.shared.stats().connected;
+        if first {
+            self.shared.stats().connected = true;
+        }
+        match response {
+            Response::Delta(r) => {
+                let _span = tracing::debug_span!(
+                    "ads_response",
+                    type_url = %r.type_url,
+                    resources = r.resources.len(),
+                    removed = r.removed_resources.len(),
+                )
+                .entered();
+                self.session.handle_delta_response(now, r);
+            }
+            Response::Sotw(r) => {
+                let _span = tracing::debug_span!(
+                    "ads_response",
+                    type_url = %r.type_url,
+                    resources = r.resources.len(),
+                )
+                .entered();
+                self.session.handle_sotw_response(now, r);
+            }
+        }
+    }
+
+    /// The stream ended with `code`: tell the session (unless it is the
+    /// delta→SotW fallback, which is not the server failing).
+    fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
+        self.shared.stats().connected = false;
+        let end = if self.is_fallback(code, after_response) {
+            StreamEnd::local(format!("delta ADS unimplemented: {message}"))
+        } else {
+            StreamEnd::new(
+                code as i32,
+                format!("{}: {message}", self.server.server_uri),
+            )
+        };
+        if code == Code::Ok {
+            tracing::debug!(server = %self.server.server_uri, "ADS stream ended");
+        } else {
+            tracing::warn!(server = %self.server.server_uri, ?code, %message, "ADS stream failed");
+        }
+        self.session.handle_stream_end(now(), end);
+        self.flush(None);
+        Outcome::Ended {
+            code,
+            after_response,
+        }
+    }
+
+    /// Applies a command; `false` when the driver must stop.
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        match command {
+            None | Some(Command::Shutdown) => return false,
+            Some(Command::Subscribe(key)) => self.session.subscribe(key),
+            Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
+            Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
+            Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
+        }
+        true
+    }
+
+    /// Writes what the session wants written, hands its events to the sink
+    /// and publishes the counters.
+    fn flush(&mut self, out: Option<&Outbound>) {
+        if let Some(out) = out {
+            let now = now();
+            while let Some(request) = self.session.poll_transmit(now) {
+                out.send(request);
+            }
+        }
+        let events: Vec<_> = std::iter::from_fn(|| self.session.poll_event()).collect();
+        if !events.is_empty() {
+            self.sink.deliver(&self.server, events);
+        }
+        let s = self.session.stats();
+        let mut stats = self.shared.stats();
+        stats.server_failure = s.server_failure;
+        stats.resource_updates_valid = s.resource_updates_valid;
+        stats.resource_updates_invalid = s.resource_updates_invalid;
+        stats.foreign_names_ignored = s.foreign_names_ignored;
+    }
+}

@@ -1,0 +1,251 @@
+//! The tonic driver of the protocol core: one channel and one ADS stream
+//! per management server, reconnects, the delta→SotW fallback, TLS.
+//!
+//! ```text
+//!  AdsConnection (handle, Clone) ──commands──► driver task (one per server)
+//!                                               │  owns a protocol::Session
+//!                                               │  writes poll_transmit() to the stream
+//!                                               │  feeds responses / stream ends / timeouts
+//!                                               └─► EventSink::deliver(events)  (never blocks)
+//! ```
+//!
+//! The driver is thin: it never looks at a nonce or a version; the
+//! [`Session`](crate::protocol::Session) decides what to send. What it owns
+//! is IO and time:
+//!
+//! - the stream opens on the first subscription and closes `idle_grace`
+//!   after the last one goes (the task stays, and reopens on the next);
+//! - delta ADS by default; a server that answers `UNIMPLEMENTED` to
+//!   `DeltaAggregatedResources` is spoken to in SotW from then on (logged
+//!   once), unless the bootstrap pinned the variant;
+//! - reconnects wait a jittered exponential backoff (1 s, ×1.6, ±20 %,
+//!   120 s cap), reset after a response; a stream that ends OK after a
+//!   response reconnects at once.
+
+mod backoff;
+mod channel;
+mod driver;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use tokio::sync::mpsc;
+
+pub use backoff::BackoffConfig;
+pub use channel::{TransportError, endpoint};
+
+use crate::bootstrap::{ApiVariant, ServerConfig};
+use crate::protocol::{AuthorityFilter, CoreEvent, DEFAULT_DOES_NOT_EXIST_TIMEOUT, ResourceKey};
+use crate::types::TypeRegistry;
+
+/// Where a connection's events go. Called by the driver task after each
+/// input; it must not block (hand the events on, e.g. to latest-value
+/// channels), or the stream stalls.
+pub trait EventSink: Send + Sync + 'static {
+    /// Events from the stream to `server`, in order.
+    fn deliver(&self, server: &ServerConfig, events: Vec<CoreEvent>);
+}
+
+/// How connections behave. The defaults are gRPC's.
+#[derive(Debug, Clone)]
+pub struct TransportOptions {
+    /// The node sent on each stream's first request (client features are
+    /// added by the protocol core).
+    pub node: Node,
+    /// See [`SessionConfig::does_not_exist_timeout`](crate::protocol::SessionConfig).
+    pub does_not_exist_timeout: Duration,
+    /// How long a stream with no subscriptions stays open (default 30 s).
+    pub idle_grace: Duration,
+    /// Reconnect backoff.
+    pub backoff: BackoffConfig,
+    /// HTTP/2 keepalive ping interval (none by default).
+    pub keepalive_interval: Option<Duration>,
+    /// How long to wait for a keepalive ping's answer.
+    pub keepalive_timeout: Option<Duration>,
+    /// The largest message encoded or decoded (default 16 MiB: real CDS
+    /// pushes reach 12 MB).
+    pub max_message_size: usize,
+    /// How long a connection attempt may take (default 20 s, as gRPC's
+    /// minimum connect timeout).
+    pub connect_timeout: Duration,
+}
+
+impl Default for TransportOptions {
+    fn default() -> Self {
+        TransportOptions {
+            node: Node::default(),
+            does_not_exist_timeout: DEFAULT_DOES_NOT_EXIST_TIMEOUT,
+            idle_grace: Duration::from_secs(30),
+            backoff: BackoffConfig::default(),
+            keepalive_interval: None,
+            keepalive_timeout: None,
+            max_message_size: 16 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// A connection's counters, named after gRFC A78.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Whether a stream is up and has received a response (`connected`).
+    pub connected: bool,
+    /// Streams that failed before any response (`server_failure`).
+    pub server_failure: u64,
+    /// Valid resources received (`resource_updates_valid`).
+    pub resource_updates_valid: u64,
+    /// Rejected resources received (`resource_updates_invalid`).
+    pub resource_updates_invalid: u64,
+    /// Names of authorities this server may not deliver, ignored.
+    pub foreign_names_ignored: u64,
+    /// Streams opened so far.
+    pub streams_opened: u64,
+    /// The variant spoken (SotW after a fallback).
+    pub variant: ApiVariant,
+}
+
+/// What the handle asks of the driver.
+#[derive(Debug)]
+enum Command {
+    Subscribe(ResourceKey),
+    Unsubscribe(ResourceKey),
+    SubscribeWildcard(String),
+    UnsubscribeWildcard(String),
+    Shutdown,
+}
+
+/// What the handle and the driver share.
+#[derive(Debug)]
+struct Shared {
+    stats: Mutex<ConnectionStats>,
+}
+
+impl Shared {
+    fn stats(&self) -> MutexGuard<'_, ConnectionStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A handle on the ADS connection to one server. Cloning is cheap; the
+/// driver task ends when every handle is dropped or on
+/// [`shutdown`](Self::shutdown).
+#[derive(Debug, Clone)]
+pub struct AdsConnection {
+    commands: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
+}
+
+impl AdsConnection {
+    /// Spawns the driver task for `server` on the current tokio runtime
+    /// (panics outside one, like `tokio::spawn`). Nothing connects until the
+    /// first subscription. A server whose channel cannot be set up (bad
+    /// target, unreadable TLS files) reports the error as
+    /// [`CoreEvent::StreamFailed`] on every attempt; use
+    /// [`try_spawn`](Self::try_spawn) to fail at once instead.
+    pub fn spawn(
+        server: ServerConfig,
+        authorities: AuthorityFilter,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn EventSink>,
+        opts: TransportOptions,
+    ) -> Self {
+        let channel = endpoint(&server, &opts).map(|ep| ep.connect_lazy());
+        Self::start(server, authorities, types, sink, opts, channel)
+    }
+
+    /// Like [`spawn`](Self::spawn), but a channel that cannot be set up is
+    /// an error here.
+    pub fn try_spawn(
+        server: ServerConfig,
+        authorities: AuthorityFilter,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn EventSink>,
+        opts: TransportOptions,
+    ) -> Result<Self, TransportError> {
+        let channel = endpoint(&server, &opts)?.connect_lazy();
+        Ok(Self::start(
+            server,
+            authorities,
+            types,
+            sink,
+            opts,
+            Ok(channel),
+        ))
+    }
+
+    fn start(
+        server: ServerConfig,
+        authorities: AuthorityFilter,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn EventSink>,
+        opts: TransportOptions,
+        channel: Result<tonic::transport::Channel, TransportError>,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            stats: Mutex::new(ConnectionStats {
+                connected: false,
+                server_failure: 0,
+                resource_updates_valid: 0,
+                resource_updates_invalid: 0,
+                foreign_names_ignored: 0,
+                streams_opened: 0,
+                variant: server.api,
+            }),
+        });
+        let driver = driver::Driver::new(
+            server,
+            authorities,
+            types,
+            sink,
+            opts,
+            channel,
+            rx,
+            Arc::clone(&shared),
+        );
+        tokio::spawn(driver.run());
+        AdsConnection {
+            commands: tx,
+            shared,
+        }
+    }
+
+    /// Subscribes to `key` (its name a canonical key).
+    pub fn subscribe(&self, key: ResourceKey) {
+        self.send(Command::Subscribe(key));
+    }
+
+    /// Unsubscribes from `key`.
+    pub fn unsubscribe(&self, key: ResourceKey) {
+        self.send(Command::Unsubscribe(key));
+    }
+
+    /// Subscribes to `*` for `type_url`.
+    pub fn subscribe_wildcard(&self, type_url: &str) {
+        self.send(Command::SubscribeWildcard(type_url.to_owned()));
+    }
+
+    /// Unsubscribes from `*` for `type_url`.
+    pub fn unsubscribe_wildcard(&self, type_url: &str) {
+        self.send(Command::UnsubscribeWildcard(type_url.to_owned()));
+    }
+
+    /// The connection's counters.
+    pub fn stats(&self) -> ConnectionStats {
+        *self.shared.stats()
+    }
+
+    /// Closes the stream and ends the driver task.
+    pub fn shutdown(&self) {
+        self.send(Command::Shutdown);
+    }
+
+    fn send(&self, command: Command) {
+        // The driver is gone only after a shutdown; then there is nothing
+        // left to do with the command.
+        let _ = self.commands.send(command);
+    }
+}
