@@ -1,0 +1,124 @@
+//! Shared pieces of the end-to-end tests: a testbed, a client bootstrapped
+//! against it, and builders of valid Envoy resources.
+
+#![allow(dead_code)]
+
+pub mod resources;
+
+use std::time::Duration;
+
+use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
+use xdsfed::core::client::XdsClient;
+use xdsfed::core::transport::TransportOptions;
+use xdsfed::core::types::ResourceType;
+use xdsfed::core::watch::{Watch, WatchEvent};
+
+/// Long enough for loopback on a loaded 2-core CI machine; tests never
+/// assert on timings, they only bound how long a failure takes to show.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Transport options with timers short enough for tests.
+pub fn fast_transport() -> TransportOptions {
+    let mut options = TransportOptions::default();
+    options.does_not_exist_timeout = Duration::from_millis(500);
+    options.backoff.initial = Duration::from_millis(20);
+    options.backoff.max = Duration::from_millis(200);
+    options.idle_grace = Duration::from_millis(200);
+    options
+}
+
+/// A JSON bootstrap: `servers` is the top-level list, `authorities` maps an
+/// authority to its server URI list.
+pub fn bootstrap_json(
+    default_server: &str,
+    authorities: &[(&str, &[&str])],
+    extra_server_json: &str,
+) -> String {
+    let server = |uri: &str| {
+        format!(
+            r#"{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]{extra_server_json}}}"#
+        )
+    };
+    let authorities: Vec<String> = authorities
+        .iter()
+        .map(|(name, uris)| {
+            let servers: Vec<String> = uris.iter().map(|u| server(u)).collect();
+            format!(r#""{name}": {{"xds_servers": [{}]}}"#, servers.join(","))
+        })
+        .collect();
+    format!(
+        r#"{{"xds_servers": [{}], "node": {{"id": "e2e-node", "cluster": "e2e"}}, "authorities": {{{}}}}}"#,
+        server(default_server),
+        authorities.join(",")
+    )
+}
+
+/// A client for a JSON bootstrap as written (delta ADS, not pinned), with
+/// fast timers.
+pub fn client(bootstrap: &str) -> XdsClient {
+    let bootstrap = Bootstrap::from_json_str(bootstrap).expect("test bootstrap is valid");
+    XdsClient::builder(bootstrap)
+        .transport_options(fast_transport())
+        .build()
+        .expect("inside a tokio runtime")
+}
+
+/// A client for a JSON bootstrap whose every server is pinned to `variant`.
+pub fn client_with(bootstrap: &str, variant: ApiVariant) -> XdsClient {
+    let mut bootstrap = Bootstrap::from_json_str(bootstrap).expect("test bootstrap is valid");
+    let servers = bootstrap.xds_servers.iter_mut().chain(
+        bootstrap
+            .authorities
+            .values_mut()
+            .flat_map(|a| a.xds_servers.iter_mut()),
+    );
+    for server in servers {
+        server.api = variant;
+        server.api_pinned = true;
+    }
+    XdsClient::builder(bootstrap)
+        .transport_options(fast_transport())
+        .build()
+        .expect("inside a tokio runtime")
+}
+
+/// The next event, or a panic naming what was awaited.
+pub async fn next<T: ResourceType>(watch: &mut Watch<T>) -> WatchEvent<T::Resource> {
+    match tokio::time::timeout(PATIENCE, watch.next()).await {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("watch of {} ended", watch.key()),
+        Err(_) => panic!("no event for {} within {PATIENCE:?}", watch.key()),
+    }
+}
+
+/// The next `Changed` resource, skipping nothing else: any other event fails.
+pub async fn changed<T: ResourceType>(watch: &mut Watch<T>) -> std::sync::Arc<T::Resource> {
+    match next(watch).await {
+        WatchEvent::Changed(r) => r,
+        other => panic!(
+            "expected a change of {}, got {}",
+            watch.key(),
+            describe(&other)
+        ),
+    }
+}
+
+pub fn describe<T>(event: &WatchEvent<T>) -> String {
+    match event {
+        WatchEvent::Changed(_) => "Changed".into(),
+        WatchEvent::DoesNotExist => "DoesNotExist".into(),
+        WatchEvent::Error(e) => format!("Error({e})"),
+        WatchEvent::AmbientError(e) => format!("AmbientError({e})"),
+    }
+}
+
+/// Waits until `f` holds, polling; panics with `what` after [`PATIENCE`].
+pub async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !f() {
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting until {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
