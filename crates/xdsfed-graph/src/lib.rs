@@ -1,1 +1,60 @@
-//! placeholder
+//! The Listener → RouteConfiguration → Cluster → ClusterLoadAssignment graph:
+//! follow it across xDS authorities, warm it, publish consistent snapshots.
+//!
+//! A data plane needs a complete view, not loose resources: the listener, its
+//! routes, every cluster those routes can reach and each cluster's endpoints,
+//! all from one moment. This crate turns the xDS client's per-resource
+//! updates into such views.
+//!
+//! ```text
+//!   xDS client ── Update<T> per watched resource ──► GraphEngine ── Arc<Snapshot> ──► SnapshotCell ──► readers
+//!        ▲                                             │
+//!        └───────────── Watch / Unwatch ───────────────┘
+//! ```
+//!
+//! [`GraphEngine`] is sans-IO: no clock, no tasks, no channels. A driver
+//! feeds it the client's events and the current time, and carries out what it
+//! asks for (see the [polling order](engine#polling-order)). The rules it
+//! applies (readiness, make before break, garbage collection, where errors
+//! go) are in the [`engine`] module and in `docs/graph.md`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Instant;
+//! use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+//! use xdsfed_graph::{GraphEngine, GraphOptions, Provenance, Roots, Update, WatchChange};
+//!
+//! let now = Instant::now();
+//! let mut engine = GraphEngine::new(Roots::new().cluster("static-backend"), GraphOptions::default(), now);
+//! assert!(matches!(engine.poll_watch(), Some(WatchChange::Watch { .. })));
+//! assert!(engine.poll_snapshot().is_none()); // cold: nothing to publish yet
+//!
+//! // A cluster without EDS is a leaf: it is warm as soon as it arrives.
+//! let cluster = Cluster { name: "static-backend".into(), ..Default::default() };
+//! let provenance = Provenance::new(None, "xds.example:443", "v1");
+//! engine.on_cluster(now, "static-backend", Update::Changed(Arc::new(cluster), provenance));
+//! let snapshot = engine.poll_snapshot().expect("every reachable resource is warm");
+//! assert!(snapshot.cluster("static-backend").is_some_and(|c| c.is_ok()));
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+mod cell;
+pub mod edges;
+pub mod engine;
+mod error;
+mod options;
+mod resource;
+mod snapshot;
+
+pub use cell::{PublisherGone, SnapshotCell, SnapshotReader};
+pub use edges::Via;
+pub use engine::{GraphEngine, WatchChange};
+pub use error::GraphError;
+pub use options::{GraphOptions, KnownAuthorities, Roots};
+pub use resource::{Provenance, ResourceKind, Update, Versioned};
+pub use snapshot::{
+    ClusterEndpoints, ClusterSnapshot, ListenerSnapshot, RouteBinding, RouteConfigSnapshot,
+    Snapshot,
+};

@@ -1,0 +1,131 @@
+//! The edges of the resource graph, read out of validated resources.
+//!
+//! ```text
+//! Listener ──(HttpConnectionManager: rds.route_config_name | inline route_config)──► RouteConfiguration
+//! RouteConfiguration ──(route.cluster | weighted_clusters | request_mirror_policies)──► Cluster
+//! Cluster(EDS) ──(eds_cluster_config.service_name, default: the cluster's name)──► ClusterLoadAssignment
+//! Cluster(aggregate) ──(ClusterConfig.clusters, in priority order)──► Cluster
+//! Cluster(STATIC, STRICT_DNS, LOGICAL_DNS, …) : a leaf with its inline load_assignment
+//! ```
+//!
+//! Each edge also says how its target is fetched ([`Via`]). xDS TP1 lets a
+//! `ConfigSource` sit beside a name (`rds.config_source`,
+//! `eds_cluster_config.eds_config`): when its `authorities` list the name's
+//! authority, that source is used; otherwise the authority must be one the
+//! bootstrap defines. A name whose authority is in neither is an error on
+//! that edge only: the parent (or, for route and aggregate edges, which
+//! carry no `ConfigSource`, the target cluster) is marked failed, and the
+//! rest of the graph is unaffected.
+
+mod cluster;
+mod listener;
+mod route;
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::core::v3::ConfigSource;
+
+use crate::error::GraphError;
+use crate::options::KnownAuthorities;
+use crate::resource::ResourceKind;
+
+pub(crate) use cluster::{ClusterShape, parse_cluster};
+pub(crate) use listener::{ListenerShape, parse_listener};
+pub(crate) use route::{RouteScan, scan_route_config};
+
+/// How a resource the graph reached is to be fetched.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Via {
+    /// Through the bootstrap: the servers of the name's authority, or the
+    /// default servers for an old-style name.
+    Bootstrap,
+    /// Through the `ConfigSource` found beside the name, whose `authorities`
+    /// list the name's authority.
+    ConfigSource(Arc<ConfigSource>),
+}
+
+/// A resource identity inside the engine: its kind and its canonical name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub(crate) kind: ResourceKind,
+    pub(crate) name: Arc<str>,
+}
+
+impl Key {
+    pub(crate) fn new(kind: ResourceKind, name: Arc<str>) -> Self {
+        Self { kind, name }
+    }
+}
+
+/// One outgoing edge: the target and how it resolves. A target that cannot
+/// be fetched still gets a node (in error), so that it shows up where it is
+/// used; edges with a `ConfigSource` never do, their error goes on the parent.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge {
+    pub(crate) target: Key,
+    pub(crate) via: Result<Via, GraphError>,
+}
+
+/// What parsing needs from the engine's configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ParseCx<'a> {
+    pub(crate) known: &'a KnownAuthorities,
+}
+
+impl ParseCx<'_> {
+    /// Resolves the edge `referrer → name` (TP1 § authority resolution).
+    pub(crate) fn resolve(
+        &self,
+        kind: ResourceKind,
+        name: &Arc<str>,
+        source: Option<&ConfigSource>,
+        referrer: &Arc<str>,
+    ) -> Result<Via, GraphError> {
+        let Some(authority) = xdsfed_core::name::authority_of(name) else {
+            return Ok(Via::Bootstrap);
+        };
+        if let Some(source) = source
+            && source.authorities.iter().any(|a| a.name == authority)
+        {
+            return Ok(Via::ConfigSource(Arc::new(source.clone())));
+        }
+        if self.known.contains(authority) {
+            return Ok(Via::Bootstrap);
+        }
+        Err(GraphError::UnknownAuthority {
+            kind,
+            name: Arc::clone(name),
+            authority: Arc::from(authority),
+            referrer: Arc::clone(referrer),
+        })
+    }
+}
+
+/// The canonical form of a name found inside a resource, so that it keys the
+/// same node however the referring resource spelled it.
+pub(crate) fn canonical_name(kind: ResourceKind, raw: &str) -> Result<Arc<str>, GraphError> {
+    match xdsfed_core::name::canonical_key(raw) {
+        Ok(key) if key == raw => Ok(Arc::from(raw)),
+        Ok(key) => Ok(Arc::from(key)),
+        Err(e) => Err(GraphError::InvalidName {
+            kind,
+            name: Arc::from(raw),
+            why: Arc::from(e.to_string()),
+        }),
+    }
+}
+
+/// An edge to a cluster named in a route or an aggregate cluster. Those
+/// places carry no `ConfigSource`, so only the bootstrap can resolve them.
+pub(crate) fn cluster_edge(cx: ParseCx<'_>, raw: &str, referrer: &Arc<str>) -> Edge {
+    match canonical_name(ResourceKind::Cluster, raw) {
+        Ok(name) => Edge {
+            via: cx.resolve(ResourceKind::Cluster, &name, None, referrer),
+            target: Key::new(ResourceKind::Cluster, name),
+        },
+        Err(e) => Edge {
+            target: Key::new(ResourceKind::Cluster, Arc::from(raw)),
+            via: Err(e),
+        },
+    }
+}

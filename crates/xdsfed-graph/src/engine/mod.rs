@@ -1,0 +1,394 @@
+//! The sans-IO graph engine.
+//!
+//! ```text
+//!  on_listener / on_route_config ─►┐             ┌─► poll_snapshot ─► Arc<Snapshot> to publish
+//!  on_cluster / on_endpoints      ─►│ GraphEngine ├─► poll_watch    ─► Watch / Unwatch for the client
+//!  handle_timeout                 ─►┘             └─► poll_timeout  ─► when to call handle_timeout
+//! ```
+//!
+//! The engine never reads a clock and never blocks: the driver passes `now`
+//! in, delivers what the xDS client reported, and carries out what the
+//! engine asks for. Methods come in four families, as in quinn-proto:
+//! getters, `on_*`/`handle_*` inputs, and `#[must_use] poll_*` outputs.
+//!
+//! # Polling order
+//! After feeding every event that is available (feed a whole batch before
+//! polling, so a response carrying many resources yields one snapshot):
+//! 1. drain [`poll_snapshot`](GraphEngine::poll_snapshot) and publish;
+//! 2. drain [`poll_watch`](GraphEngine::poll_watch) (publishing a snapshot
+//!    can release `Unwatch`es, so this comes second);
+//! 3. sleep until [`poll_timeout`](GraphEngine::poll_timeout) or the next
+//!    event.
+//!
+//! # Rules
+//! - **Following.** A node is created, and watched, when an edge from a
+//!   live node first reaches it (see [`crate::edges`]).
+//! - **Readiness** (A74). A snapshot is produced only when no reachable
+//!   node is cold: each has arrived, or is known not to exist, or has a
+//!   definite error, or has outlived the warming timeout.
+//! - **Make before break.** Because of readiness, an update that adds or
+//!   repoints to a cold resource does not replace the published snapshot
+//!   until that resource is warm: the old snapshot serves meanwhile.
+//! - **Garbage collection.** A node that no root reaches any more is retired
+//!   at once (it stops counting for readiness); its `Unwatch` is released
+//!   when the next snapshot is published, so the old snapshot's resources keep
+//!   being followed while it is still the one serving. Aggregate cluster
+//!   cycles cut off from every root are found and retired too.
+//! - **Work in proportion to change.** An update dirties the snapshot
+//!   entries that depend on it (endpoints → their clusters; a cluster →
+//!   itself and, if its aggregate children changed, its aggregate
+//!   ancestors; a route configuration → itself and its listeners); only
+//!   those are rebuilt, into persistent maps.
+
+mod apply;
+mod build;
+mod links;
+mod node;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use imbl::OrdMap;
+
+use crate::edges::{Key, ParseCx, Via, canonical_name};
+use crate::options::{GraphOptions, Roots};
+use crate::resource::{ResourceKind, Update};
+use crate::snapshot::Snapshot;
+use node::{Node, State};
+
+/// What the engine asks of the xDS client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchChange {
+    /// Start watching a resource the graph now reaches.
+    Watch {
+        /// Its type.
+        kind: ResourceKind,
+        /// Its canonical name; report updates under exactly this name.
+        name: Arc<str>,
+        /// How to reach its server.
+        via: Via,
+    },
+    /// Stop watching: nothing in the published snapshot references it.
+    Unwatch {
+        /// Its type.
+        kind: ResourceKind,
+        /// Its name, as given in the `Watch`.
+        name: Arc<str>,
+    },
+    /// Watch every resource of this type (wildcard LDS or CDS).
+    WatchAll {
+        /// The type.
+        kind: ResourceKind,
+    },
+}
+
+/// The state of a wildcard root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wildcard {
+    Off,
+    /// Nothing delivered yet; holds snapshots back until `deadline`.
+    Waiting {
+        deadline: Instant,
+    },
+    Synced,
+}
+
+/// Follows the resource graph and decides when a complete snapshot exists.
+/// See the [module documentation](self) for the rules.
+#[derive(Debug)]
+pub struct GraphEngine {
+    opts: GraphOptions,
+    /// Every live node: reached from a root.
+    nodes: HashMap<Key, Node>,
+    /// Nodes retired since the last publication; their `Unwatch` waits for
+    /// it, and a node referenced again before then is revived from here.
+    retired: HashMap<Key, Node>,
+    /// Warming deadlines of the cold live nodes.
+    timers: BTreeSet<(Instant, Key)>,
+    /// How many live nodes are cold.
+    cold: usize,
+    wildcard_listeners: Wildcard,
+    wildcard_clusters: Wildcard,
+    /// Snapshot entries to rebuild (listeners, route configurations,
+    /// clusters) at the next publication.
+    dirty: HashSet<Key>,
+    watch_changes: VecDeque<WatchChange>,
+    /// The maps the next snapshot is cut from; always current for the
+    /// entries not in `dirty`.
+    out: Snapshot,
+    last: Option<Arc<Snapshot>>,
+}
+
+impl GraphEngine {
+    /// An engine that starts from `roots`. Their watches are waiting in
+    /// [`poll_watch`](Self::poll_watch); their warming timers start at `now`.
+    pub fn new(roots: Roots, opts: GraphOptions, now: Instant) -> Self {
+        let deadline = now + opts.warming_timeout;
+        let wildcard = |on: bool| {
+            if on {
+                Wildcard::Waiting { deadline }
+            } else {
+                Wildcard::Off
+            }
+        };
+        let mut engine = Self {
+            wildcard_listeners: wildcard(roots.all_listeners),
+            wildcard_clusters: wildcard(roots.all_clusters),
+            opts,
+            nodes: HashMap::new(),
+            retired: HashMap::new(),
+            timers: BTreeSet::new(),
+            cold: 0,
+            dirty: HashSet::new(),
+            watch_changes: VecDeque::new(),
+            out: Snapshot {
+                generation: 0,
+                listeners: OrdMap::new(),
+                route_configs: OrdMap::new(),
+                clusters: OrdMap::new(),
+            },
+            last: None,
+        };
+        for (kind, all) in [
+            (ResourceKind::Listener, roots.all_listeners),
+            (ResourceKind::Cluster, roots.all_clusters),
+        ] {
+            if all {
+                engine
+                    .watch_changes
+                    .push_back(WatchChange::WatchAll { kind });
+            }
+        }
+        let named = roots
+            .listeners
+            .iter()
+            .map(|n| (ResourceKind::Listener, n))
+            .chain(roots.clusters.iter().map(|n| (ResourceKind::Cluster, n)));
+        for (kind, raw) in named {
+            engine.add_root(now, kind, raw);
+        }
+        engine
+    }
+
+    fn add_root(&mut self, now: Instant, kind: ResourceKind, raw: &str) {
+        let referrer: Arc<str> = Arc::from("the graph's roots");
+        let cx = ParseCx {
+            known: &self.opts.known_authorities,
+        };
+        let (name, via) = match canonical_name(kind, raw) {
+            Ok(name) => {
+                let via = cx.resolve(kind, &name, None, &referrer);
+                (name, via)
+            }
+            Err(e) => (Arc::from(raw), Err(e)),
+        };
+        let key = Key::new(kind, name);
+        if let Some(node) = self.nodes.get_mut(&key) {
+            node.named_root = true;
+            return;
+        }
+        let mut node = self.new_node(now, &key, via);
+        node.named_root = true;
+        self.insert_node(key, node);
+    }
+
+    // ---- getters ----
+
+    /// The options the engine runs with.
+    pub fn options(&self) -> &GraphOptions {
+        &self.opts
+    }
+
+    /// The snapshot most recently returned by
+    /// [`poll_snapshot`](Self::poll_snapshot).
+    pub fn current(&self) -> Option<&Arc<Snapshot>> {
+        self.last.as_ref()
+    }
+
+    /// How many reachable resources are still cold.
+    pub fn cold_count(&self) -> usize {
+        self.cold
+    }
+
+    /// How many resources the graph currently reaches.
+    pub fn reachable_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether every reachable resource is warm or definitely failed, so
+    /// that a snapshot can be cut.
+    pub fn is_ready(&self) -> bool {
+        self.cold == 0
+            && !matches!(self.wildcard_listeners, Wildcard::Waiting { .. })
+            && !matches!(self.wildcard_clusters, Wildcard::Waiting { .. })
+    }
+
+    // ---- inputs ----
+
+    /// The client reported on listener `name`.
+    pub fn on_listener(&mut self, now: Instant, name: &str, update: Update<Listener>) {
+        self.on_update(now, ResourceKind::Listener, name, update);
+    }
+
+    /// The client reported on route configuration `name`.
+    pub fn on_route_config(
+        &mut self,
+        now: Instant,
+        name: &str,
+        update: Update<RouteConfiguration>,
+    ) {
+        self.on_update(now, ResourceKind::RouteConfiguration, name, update);
+    }
+
+    /// The client reported on cluster `name`.
+    pub fn on_cluster(&mut self, now: Instant, name: &str, update: Update<Cluster>) {
+        self.on_update(now, ResourceKind::Cluster, name, update);
+    }
+
+    /// The client reported on the ClusterLoadAssignment `name` (an EDS
+    /// service name).
+    pub fn on_endpoints(
+        &mut self,
+        now: Instant,
+        name: &str,
+        update: Update<ClusterLoadAssignment>,
+    ) {
+        self.on_update(now, ResourceKind::ClusterLoadAssignment, name, update);
+    }
+
+    /// Fires the warming timers due at `now`: each resource still cold is
+    /// marked failed, so that the snapshot can go out without it. Spurious
+    /// calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((deadline, key)) = self.timers.first().cloned() {
+            if deadline > now {
+                break;
+            }
+            self.fire_warming_timeout(&key, deadline);
+        }
+        for wildcard in [&mut self.wildcard_listeners, &mut self.wildcard_clusters] {
+            if let Wildcard::Waiting { deadline } = *wildcard
+                && deadline <= now
+            {
+                // An empty or silent server: publish what there is.
+                *wildcard = Wildcard::Synced;
+            }
+        }
+    }
+
+    // ---- outputs ----
+
+    /// The next watch change for the client.
+    #[must_use]
+    pub fn poll_watch(&mut self) -> Option<WatchChange> {
+        self.watch_changes.pop_front()
+    }
+
+    /// A new complete snapshot, when the graph is ready and something changed
+    /// since the last one (or none was produced yet).
+    #[must_use]
+    pub fn poll_snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        if !self.is_ready() || (self.dirty.is_empty() && self.last.is_some()) {
+            return None;
+        }
+        let snapshot = Arc::new(self.publish());
+        self.last = Some(Arc::clone(&snapshot));
+        Some(snapshot)
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let wildcard = |w: Wildcard| match w {
+            Wildcard::Waiting { deadline } => Some(deadline),
+            Wildcard::Off | Wildcard::Synced => None,
+        };
+        [
+            self.timers.first().map(|(deadline, _)| *deadline),
+            wildcard(self.wildcard_listeners),
+            wildcard(self.wildcard_clusters),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    // ---- node bookkeeping shared by the submodules ----
+
+    /// A fresh node for `key`: cold and watched when it can be fetched, in
+    /// error (and never watched) when it cannot.
+    fn new_node(&mut self, now: Instant, key: &Key, via: Result<Via, crate::GraphError>) -> Node {
+        match via {
+            Ok(via) => {
+                self.watch_changes.push_back(WatchChange::Watch {
+                    kind: key.kind,
+                    name: Arc::clone(&key.name),
+                    via,
+                });
+                let mut node = Node::new(State::Cold {
+                    deadline: now + self.opts.warming_timeout,
+                    last_error: None,
+                });
+                node.watched = true;
+                node
+            }
+            Err(e) => Node::new(State::Absent(e)),
+        }
+    }
+
+    /// Makes `node` live, keeping the cold count and timers true.
+    fn insert_node(&mut self, key: Key, node: Node) {
+        if let State::Cold { deadline, .. } = node.state {
+            self.cold += 1;
+            self.timers.insert((deadline, key.clone()));
+        }
+        self.mark_dirty(&key);
+        self.nodes.insert(key, node);
+    }
+
+    /// Takes `key` out of the live graph, keeping the cold count and timers
+    /// true.
+    fn remove_node(&mut self, key: &Key) -> Option<Node> {
+        let node = self.nodes.remove(key)?;
+        if let State::Cold { deadline, .. } = node.state {
+            self.cold -= 1;
+            self.timers.remove(&(deadline, key.clone()));
+        }
+        self.mark_dirty(key);
+        Some(node)
+    }
+
+    /// Replaces the state of live node `key`, keeping the cold count and
+    /// timers true. Returns whether the node's aggregate children changed.
+    fn set_state(&mut self, key: &Key, state: State) -> bool {
+        let Some(node) = self.nodes.get_mut(key) else {
+            return false;
+        };
+        let before = node.aggregate_children().cloned();
+        if let State::Cold { deadline, .. } = node.state {
+            self.cold -= 1;
+            self.timers.remove(&(deadline, key.clone()));
+        }
+        if let State::Cold { deadline, .. } = state {
+            self.cold += 1;
+            self.timers.insert((deadline, key.clone()));
+        }
+        node.state = state;
+        before.as_ref() != node.aggregate_children()
+    }
+
+    /// Records that the snapshot entry of `key` must be rebuilt. Endpoints
+    /// have no entry of their own.
+    fn mark_dirty(&mut self, key: &Key) {
+        if key.kind != ResourceKind::ClusterLoadAssignment {
+            self.dirty.insert(key.clone());
+        }
+    }
+}

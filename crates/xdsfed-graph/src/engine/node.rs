@@ -1,0 +1,116 @@
+//! One resource the graph reaches, and the state it is in.
+//!
+//! ```text
+//!            Changed                      Changed
+//!   Cold ──────────────► Present ◄──────────────────┐
+//!    │                    │  ▲ AmbientError: keeps  │
+//!    │ DoesNotExist,      │  └ the value, records   │
+//!    │ Error, timeout     │ DoesNotExist, Error     │
+//!    ▼                    ▼                         │
+//!  Absent ◄───────────────┘                         │
+//!    └──────────────────────────────────────────────┘
+//! ```
+//! `Cold` is the only state that holds a snapshot back. `Absent` is definite:
+//! the resource is known to be missing, unusable, or late past the warming
+//! timeout, and the snapshot reports it where A74 says.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+
+use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
+use crate::error::GraphError;
+use crate::resource::Provenance;
+
+/// A resource value together with what the graph read out of it.
+#[derive(Debug, Clone)]
+pub(super) enum Value {
+    Listener {
+        res: Arc<Listener>,
+        shape: Arc<ListenerShape>,
+    },
+    Route {
+        res: Arc<RouteConfiguration>,
+        clusters: Arc<[Arc<str>]>,
+        headers: Arc<[Arc<str>]>,
+    },
+    Cluster {
+        res: Arc<Cluster>,
+        shape: ClusterShape,
+    },
+    Endpoints {
+        res: Arc<ClusterLoadAssignment>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum State {
+    /// Watched, nothing definite yet. Holds snapshots back until `deadline`.
+    Cold {
+        deadline: Instant,
+        /// An ambient error seen while waiting, quoted if the wait times out.
+        last_error: Option<Arc<str>>,
+    },
+    Present {
+        value: Value,
+        provenance: Provenance,
+        ambient: Option<Arc<str>>,
+        /// The node's outgoing edges, read from `value`.
+        edges: Arc<[Edge]>,
+    },
+    Absent(GraphError),
+}
+
+#[derive(Debug)]
+pub(super) struct Node {
+    pub(super) state: State,
+    /// The nodes with an edge to this one. Only live nodes appear here.
+    pub(super) parents: HashSet<Key>,
+    /// Named in the [`Roots`](crate::Roots).
+    pub(super) named_root: bool,
+    /// Delivered by a wildcard subscription and not since deleted.
+    pub(super) wildcard_member: bool,
+    /// A [`WatchChange::Watch`](crate::WatchChange::Watch) was emitted for
+    /// it, so retiring it must emit an `Unwatch`.
+    pub(super) watched: bool,
+}
+
+impl Node {
+    pub(super) fn new(state: State) -> Self {
+        Self {
+            state,
+            parents: HashSet::new(),
+            named_root: false,
+            wildcard_member: false,
+            watched: false,
+        }
+    }
+
+    pub(super) fn is_root(&self) -> bool {
+        self.named_root || self.wildcard_member
+    }
+
+    pub(super) fn edges(&self) -> Arc<[Edge]> {
+        match &self.state {
+            State::Present { edges, .. } => Arc::clone(edges),
+            State::Cold { .. } | State::Absent(_) => Arc::new([]),
+        }
+    }
+
+    /// The children if this is a usable aggregate cluster; aggregate
+    /// ancestors must be rebuilt exactly when this changes.
+    pub(super) fn aggregate_children(&self) -> Option<&Arc<[Arc<str>]>> {
+        match &self.state {
+            State::Present {
+                value: Value::Cluster { shape, .. },
+                ..
+            } => shape.aggregate_children(),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Names across authorities (xDS TP1, gRFC A47).
+
+use super::*;
+use crate::{ClusterEndpoints, GraphError, KnownAuthorities, Via};
+
+const L: &str = "xdstp://a.test/envoy.config.listener.v3.Listener/front";
+const R: &str = "xdstp://a.test/envoy.config.route.v3.RouteConfiguration/front";
+const CA: &str = "xdstp://a.test/envoy.config.cluster.v3.Cluster/local";
+const CB: &str = "xdstp://b.test/envoy.config.cluster.v3.Cluster/remote";
+const EA: &str = "xdstp://a.test/envoy.config.endpoint.v3.ClusterLoadAssignment/local";
+const EB: &str = "xdstp://b.test/envoy.config.endpoint.v3.ClusterLoadAssignment/remote";
+
+fn known(names: &[&str]) -> GraphOptions {
+    GraphOptions::default()
+        .with_warming_timeout(TIMEOUT)
+        .with_known_authorities(KnownAuthorities::only(names.iter().copied()))
+}
+
+/// A route on authority A reaches a cluster on authority B; each resource
+/// keeps the provenance of its own authority.
+#[test]
+fn route_on_one_authority_reaches_cluster_on_another() {
+    let mut h = Harness::with_options(Roots::new().listener(L), known(&["a.test", "b.test"]));
+    h.listener(listener_rds(L, R), "1");
+    h.route(route_config(R, &[CA, CB]), "1");
+    h.cluster(eds_cluster(CA, Some(EA)), "1");
+    h.cluster(eds_cluster(CB, Some(EB)), "7");
+    let watched = h.watch_changes().watched;
+    assert!(watched.contains(&key(ResourceKind::Cluster, CB)));
+    assert!(watched.contains(&key(ResourceKind::ClusterLoadAssignment, EB)));
+    h.endpoints(cla(EA, 1), "1");
+    h.endpoints(cla(EB, 1), "9");
+
+    let s = h.ready();
+    assert!(s.is_ok());
+    let remote = s.cluster(CB).expect("cluster on b");
+    let provenance = &remote.cluster.as_ref().expect("present").provenance;
+    assert_eq!(provenance.authority.as_deref(), Some("b.test"));
+    assert_eq!(&*provenance.version, "7");
+    let ClusterEndpoints::Eds {
+        assignment: Some(assignment),
+        ..
+    } = &remote.endpoints
+    else {
+        panic!("remote endpoints missing");
+    };
+    assert_eq!(&*assignment.provenance.version, "9");
+}
+
+/// A ConfigSource beside the name that lists its authority is used, even
+/// for an authority the bootstrap does not know.
+#[test]
+fn config_source_listing_the_authority_is_used_for_that_edge() {
+    let mut h = Harness::with_options(Roots::new().cluster(CA), known(&["a.test"]));
+    h.watch_changes();
+    let source = config_source(&["b.test"]);
+    h.cluster(
+        eds_cluster_with_source(CA, Some(EB), Some(source.clone())),
+        "1",
+    );
+    match h.engine.poll_watch() {
+        Some(WatchChange::Watch { kind, name, via }) => {
+            assert_eq!(kind, ResourceKind::ClusterLoadAssignment);
+            assert_eq!(&*name, EB);
+            assert_eq!(via, Via::ConfigSource(Arc::new(source)));
+        }
+        other => panic!("expected a watch of the endpoints, got {other:?}"),
+    }
+}
+
+/// Without such a ConfigSource, the bootstrap decides.
+#[test]
+fn name_on_a_bootstrap_authority_resolves_via_the_bootstrap() {
+    let mut h = Harness::with_options(Roots::new().cluster(CA), known(&["a.test"]));
+    h.watch_changes();
+    h.cluster(
+        eds_cluster_with_source(CA, Some(EA), Some(config_source(&["other.test"]))),
+        "1",
+    );
+    assert!(matches!(
+        h.engine.poll_watch(),
+        Some(WatchChange::Watch {
+            via: Via::Bootstrap,
+            ..
+        })
+    ));
+}
+
+/// An authority in neither the bootstrap nor the ConfigSource fails that
+/// edge only: the cluster holding it, not its sibling nor the snapshot.
+#[test]
+fn unknown_authority_fails_only_its_edge() {
+    let mut h = Harness::with_options(Roots::new().listener(L), known(&["a.test"]));
+    h.listener(listener_rds(L, R), "1");
+    h.route(route_config(R, &[CA, CB]), "1");
+    let watched = h.watch_changes().watched;
+    assert!(
+        !watched.contains(&key(ResourceKind::Cluster, CB)),
+        "a name no server can serve is not watched"
+    );
+    h.cluster(eds_cluster(CA, Some(EA)), "1");
+    h.endpoints(cla(EA, 1), "1");
+
+    let s = h.ready();
+    assert!(s.is_ok());
+    assert!(s.cluster(CA).is_some_and(|c| c.is_ok()));
+    assert!(matches!(
+        s.cluster(CB).and_then(|c| c.error.clone()),
+        Some(GraphError::UnknownAuthority { authority, .. }) if &*authority == "b.test"
+    ));
+}
+
+/// gRFC A47: an `xdstp://` EDS cluster must name its EDS service.
+#[test]
+fn xdstp_eds_cluster_without_service_name_is_an_error_on_that_cluster() {
+    let mut h = Harness::new(Roots::new().cluster(CA));
+    h.watch_changes();
+    h.cluster(eds_cluster(CA, None), "1");
+    assert!(h.watch_changes().watched.is_empty());
+    let s = h.ready();
+    assert_eq!(
+        s.cluster(CA).and_then(|c| c.error.clone()),
+        Some(GraphError::XdstpEdsWithoutServiceName {
+            cluster: Arc::from(CA)
+        })
+    );
+}

@@ -1,0 +1,148 @@
+//! What the graph starts from ([`Roots`]) and how it behaves ([`GraphOptions`]).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The resources the graph starts from. Everything else is reached by
+/// following edges, and is watched only while some path from a root
+/// reaches it.
+///
+/// ```
+/// use xdsfed_graph::Roots;
+/// let roots = Roots::new()
+///     .listener("xdstp://edge.example/envoy.config.listener.v3.Listener/frontend")
+///     .cluster("legacy-backend");
+/// assert!(!roots.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roots {
+    pub(crate) listeners: BTreeSet<String>,
+    pub(crate) clusters: BTreeSet<String>,
+    pub(crate) all_listeners: bool,
+    pub(crate) all_clusters: bool,
+}
+
+impl Roots {
+    /// No roots yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a listener by name (`xdstp://` or old-style).
+    pub fn listener(mut self, name: impl Into<String>) -> Self {
+        self.listeners.insert(name.into());
+        self
+    }
+
+    /// Adds a cluster by name, for data planes that are handed cluster names
+    /// directly rather than through routes.
+    pub fn cluster(mut self, name: impl Into<String>) -> Self {
+        self.clusters.insert(name.into());
+        self
+    }
+
+    /// Every listener the servers offer (wildcard LDS, as Envoy subscribes).
+    pub fn all_listeners(mut self) -> Self {
+        self.all_listeners = true;
+        self
+    }
+
+    /// Every cluster the servers offer (wildcard CDS, as Envoy subscribes).
+    pub fn all_clusters(mut self) -> Self {
+        self.all_clusters = true;
+        self
+    }
+
+    /// Whether no root was given (such a graph is ready at once and empty).
+    pub fn is_empty(&self) -> bool {
+        self.listeners.is_empty()
+            && self.clusters.is_empty()
+            && !self.all_listeners
+            && !self.all_clusters
+    }
+}
+
+/// Which `xdstp://` authorities the bootstrap defines.
+///
+/// The engine needs this to tell, per edge, whether a name can be fetched
+/// at all (xDS TP1: a `ConfigSource` beside the name may list the authority;
+/// otherwise the bootstrap must).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KnownAuthorities {
+    /// Do not check: the driver resolves every authority itself and reports
+    /// an unknown one back as an [`Update::Error`](crate::Update::Error).
+    #[default]
+    Any,
+    /// Exactly these authorities are in the bootstrap.
+    Only(BTreeSet<String>),
+}
+
+impl KnownAuthorities {
+    /// The bootstrap lists exactly these authorities.
+    pub fn only<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Only(names.into_iter().map(Into::into).collect())
+    }
+
+    pub(crate) fn contains(&self, authority: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Only(set) => set.contains(authority),
+        }
+    }
+}
+
+/// How the engine warms and bounds the graph.
+///
+/// ```
+/// use std::time::Duration;
+/// use xdsfed_graph::GraphOptions;
+/// let opts = GraphOptions::default().with_warming_timeout(Duration::from_secs(5));
+/// assert_eq!(opts.max_aggregate_depth, 16);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphOptions {
+    /// How long a newly reached resource may stay cold before the snapshot
+    /// is published with it marked failed. Default 15 s, Envoy's default
+    /// `initial_fetch_timeout` and gRPC's does-not-exist timer.
+    pub warming_timeout: Duration,
+    /// The deepest aggregate cluster tree accepted, counting the aggregate
+    /// cluster itself as level 1. Default 16, as in gRPC (A37/A75).
+    pub max_aggregate_depth: usize,
+    /// The authorities the bootstrap defines.
+    pub known_authorities: KnownAuthorities,
+}
+
+impl Default for GraphOptions {
+    fn default() -> Self {
+        Self {
+            warming_timeout: Duration::from_secs(15),
+            max_aggregate_depth: 16,
+            known_authorities: KnownAuthorities::Any,
+        }
+    }
+}
+
+impl GraphOptions {
+    /// Sets [`warming_timeout`](Self::warming_timeout).
+    pub fn with_warming_timeout(mut self, timeout: Duration) -> Self {
+        self.warming_timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_aggregate_depth`](Self::max_aggregate_depth).
+    pub fn with_max_aggregate_depth(mut self, depth: usize) -> Self {
+        self.max_aggregate_depth = depth;
+        self
+    }
+
+    /// Sets [`known_authorities`](Self::known_authorities).
+    pub fn with_known_authorities(mut self, known: KnownAuthorities) -> Self {
+        self.known_authorities = known;
+        self
+    }
+}
