@@ -163,29 +163,24 @@ impl XdsClient {
     /// names an authority the bootstrap does not know; the client never sends
     /// a name to a server that does not serve its authority.
     pub fn watch<T: ResourceType>(&self, name: &str) -> Result<Watch<T>, WatchError> {
-        if self.inner.types.get(T::TYPE_URL).is_none() {
-            return Err(WatchError::UnknownType(T::TYPE_URL));
-        }
-        let parsed = ResourceName::parse_user_supplied(name)?;
-        parsed.check_type(T::TYPE_URL)?;
-        let key = ResourceKey::new(T::TYPE_URL, parsed.canonical().as_ref());
+        let parsed = self.inner.parse::<T>(name)?;
         let (server_key, server) = self.inner.server_for(&parsed)?;
-        let provenance = Provenance {
-            authority: parsed.authority().map(Arc::from),
-            server: Arc::from(server_key.to_string()),
-        };
-        let policy = DataErrorPolicy::from_features(&server.server_features);
+        Ok(self.inner.start_watch::<T>(&parsed, server_key, &server))
+    }
 
-        let mut state = self.inner.lock();
-        let (rx, first) = self.inner.cache.add_watcher(&key, provenance, policy);
-        if first {
-            let conn = self.inner.connection(&mut state, &server_key, &server);
-            conn.subscribe(key.clone());
-            state.subscribed.insert(key.clone(), server_key);
-        }
-        drop(state);
-        let owner: Arc<dyn Release> = Arc::clone(&self.inner) as Arc<dyn Release>;
-        Ok(Watch::new(rx, Arc::new(Guard { owner, key })))
+    /// Watches `name` on `server`, whatever the bootstrap maps its authority
+    /// to: for names found next to a ConfigSource that lists their authority
+    /// and names its own server (xDS TP1). That ConfigSource is the
+    /// authorisation to send the name there.
+    pub fn watch_on_server<T: ResourceType>(
+        &self,
+        name: &str,
+        server: &ServerConfig,
+    ) -> Result<Watch<T>, WatchError> {
+        let parsed = self.inner.parse::<T>(name)?;
+        Ok(self
+            .inner
+            .start_watch::<T>(&parsed, ServerKey::new(server), server))
     }
 
     /// Watches every resource of type `T` on the default servers (wildcard
@@ -265,6 +260,39 @@ impl XdsClient {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn parse<T: ResourceType>(&self, name: &str) -> Result<ResourceName, WatchError> {
+        if self.types.get(T::TYPE_URL).is_none() {
+            return Err(WatchError::UnknownType(T::TYPE_URL));
+        }
+        let parsed = ResourceName::parse_user_supplied(name)?;
+        parsed.check_type(T::TYPE_URL)?;
+        Ok(parsed)
+    }
+
+    fn start_watch<T: ResourceType>(
+        self: &Arc<Self>,
+        parsed: &ResourceName,
+        server_key: ServerKey,
+        server: &ServerConfig,
+    ) -> Watch<T> {
+        let key = ResourceKey::new(T::TYPE_URL, parsed.canonical().as_ref());
+        let provenance = Provenance {
+            authority: parsed.authority().map(Arc::from),
+            server: Arc::from(server_key.to_string()),
+        };
+        let policy = DataErrorPolicy::from_features(&server.server_features);
+        let mut state = self.lock();
+        let (rx, first) = self.cache.add_watcher(&key, provenance.clone(), policy);
+        if first {
+            let conn = self.connection(&mut state, &server_key, server);
+            conn.subscribe(key.clone());
+            state.subscribed.insert(key.clone(), server_key);
+        }
+        drop(state);
+        let owner: Arc<dyn Release> = Arc::clone(self) as Arc<dyn Release>;
+        Watch::new(rx, Arc::new(Guard { owner, key }), provenance)
     }
 
     fn server_for(&self, name: &ResourceName) -> Result<(ServerKey, ServerConfig), AuthorityError> {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::cache::{ResourceState, ResourceStatus, WildcardQueue};
+use crate::cache::{Provenance, ResourceState, ResourceStatus, WildcardQueue};
 use crate::error::{ErrorKind, XdsError};
 use crate::protocol::ResourceKey;
 use crate::types::ResourceType;
@@ -85,6 +85,7 @@ pub struct Watch<T: ResourceType> {
     rx: watch::Receiver<ResourceState>,
     _guard: Arc<Guard>,
     key: ResourceKey,
+    provenance: Provenance,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -95,14 +96,24 @@ impl<T: ResourceType> std::fmt::Debug for Watch<T> {
 }
 
 impl<T: ResourceType> Watch<T> {
-    pub(crate) fn new(rx: watch::Receiver<ResourceState>, guard: Arc<Guard>) -> Self {
+    pub(crate) fn new(
+        rx: watch::Receiver<ResourceState>,
+        guard: Arc<Guard>,
+        provenance: Provenance,
+    ) -> Self {
         let key = guard.key.clone();
         Watch {
             rx,
             _guard: guard,
             key,
+            provenance,
             _type: PhantomData,
         }
+    }
+
+    /// The resource's authority and the server its subscription is on.
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
     }
 
     /// The resource's cache key.
