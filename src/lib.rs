@@ -16,6 +16,7 @@
 
 pub mod policy;
 pub mod proto;
+pub mod testbed_control;
 
 pub use xdsfed_core as core;
 pub use xdsfed_graph as graph;

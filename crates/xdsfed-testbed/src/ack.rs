@@ -1,0 +1,299 @@
+//! Per-client ACK/NACK tracking and liveness.
+//!
+//! The policy distribution protocol counts a version as done once every
+//! connected client has answered it, and a NACK counts as an answer: one
+//! broken client must not block everyone else. This tracker keeps that rule
+//! for xDS, per resource rather than per snapshot:
+//!
+//! ```text
+//! stream sends response (nonce N: resources r1@v1, r2@v2) ─► sent[N]
+//! client request echoes N, no error_detail ─► client ACKed r1@v1 and r2@v2
+//! client request echoes N, error_detail    ─► client NACKed them, with the message
+//! wait_acked(r1, v1): every connected client that subscribes to r1 has answered v1
+//! ```
+//!
+//! Unlike that protocol, updates are pushed at once, so a client is only
+//! waited for when it subscribes to the resource. A client is "connected"
+//! while it has at least one open stream that has sent a request; when its
+//! last stream ends it leaves the tracker with everything it answered.
+//! A reconnecting delta client that lists `r1@v1` in
+//! `initial_resource_versions` is taken to hold (and so to have ACKed) it.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Mutex, MutexGuard, PoisonError},
+    time::{Duration, SystemTime},
+};
+
+use tokio::sync::watch;
+
+use crate::subscription::Subscription;
+
+/// A client's answer to one version of one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Accepted.
+    Acked,
+    /// Rejected, with the client's `error_detail.message`.
+    Nacked(String),
+}
+
+/// A client that rejected the awaited version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nack {
+    /// The client's node id.
+    pub node_id: String,
+    /// The message of its `error_detail`.
+    pub error: String,
+}
+
+/// The result of [`crate::Server::wait_acked`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckReport {
+    /// Node ids that ACKed the version, sorted.
+    pub acked_by: Vec<String>,
+    /// Clients that NACKed it, sorted by node id.
+    pub nacked_by: Vec<Nack>,
+    /// Subscribed clients that had not answered when the wait ended, sorted.
+    pub pending: Vec<String>,
+    /// True when the timeout passed before every client answered.
+    pub timed_out: bool,
+}
+
+/// A connected client as the tracker sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The client's node id.
+    pub node_id: String,
+    /// When its last request arrived, on any stream.
+    pub last_request: SystemTime,
+    /// How many open streams it has.
+    pub streams: usize,
+}
+
+type ResourceId = (String, String); // (type URL, canonical key)
+
+#[derive(Debug, Default)]
+struct StreamEntry {
+    node_id: Option<String>,
+    subscriptions: HashMap<String, Subscription>,
+    /// Nonce → what that response carried: (type URL, key, version).
+    sent: HashMap<String, Vec<(String, String, String)>>,
+}
+
+#[derive(Debug)]
+struct ClientEntry {
+    last_request: SystemTime,
+    streams: usize,
+    answers: HashMap<ResourceId, HashMap<String, Outcome>>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    streams: HashMap<u64, StreamEntry>,
+    clients: BTreeMap<String, ClientEntry>,
+}
+
+/// ACK tracking and liveness for one server's clients.
+#[derive(Debug)]
+pub(crate) struct AckTracker {
+    inner: Mutex<Inner>,
+    changed: watch::Sender<u64>,
+}
+
+impl Default for AckTracker {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::default(),
+            changed: watch::Sender::new(0),
+        }
+    }
+}
+
+impl AckTracker {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Mutations are small inserts/removes; a poisoned lock holds usable data.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The connected clients, sorted by node id.
+    pub(crate) fn clients(&self) -> Vec<ClientInfo> {
+        self.lock()
+            .clients
+            .iter()
+            .map(|(node_id, c)| ClientInfo {
+                node_id: node_id.clone(),
+                last_request: c.last_request,
+                streams: c.streams,
+            })
+            .collect()
+    }
+
+    /// The answers so far to `version` of (`type_url`, `key`).
+    pub(crate) fn report(&self, type_url: &str, key: &str, version: &str) -> (AckReport, bool) {
+        let inner = self.lock();
+        let mut interested: BTreeMap<&str, ()> = BTreeMap::new();
+        for stream in inner.streams.values() {
+            let (Some(node), Some(sub)) = (&stream.node_id, stream.subscriptions.get(type_url))
+            else {
+                continue;
+            };
+            if sub.covers(key) {
+                interested.insert(node, ());
+            }
+        }
+        let id = (type_url.to_owned(), key.to_owned());
+        let mut report = AckReport::default();
+        for node in interested.into_keys() {
+            let outcome = inner
+                .clients
+                .get(node)
+                .and_then(|c| c.answers.get(&id))
+                .and_then(|versions| versions.get(version));
+            match outcome {
+                Some(Outcome::Acked) => report.acked_by.push(node.to_owned()),
+                Some(Outcome::Nacked(error)) => report.nacked_by.push(Nack {
+                    node_id: node.to_owned(),
+                    error: error.clone(),
+                }),
+                None => report.pending.push(node.to_owned()),
+            }
+        }
+        let done = report.pending.is_empty();
+        (report, done)
+    }
+
+    /// Waits until every connected client subscribed to (`type_url`, `key`)
+    /// has ACKed or NACKed `version`, or `timeout` passes.
+    pub(crate) async fn wait(
+        &self,
+        type_url: &str,
+        key: &str,
+        version: &str,
+        timeout: Duration,
+    ) -> AckReport {
+        let mut changed = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            changed.mark_unchanged();
+            let (mut report, done) = self.report(type_url, key, version);
+            if done {
+                return report;
+            }
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) | Err(_) => {
+                    report.timed_out = true;
+                    return report;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn open(&self, stream: u64) {
+        self.lock().streams.insert(stream, StreamEntry::default());
+    }
+
+    /// A request arrived on `stream`; `node_id` is its node, if it carried one.
+    pub(crate) fn request(&self, stream: u64, node_id: Option<&str>) {
+        let mut inner = self.lock();
+        let Inner { streams, clients } = &mut *inner;
+        let Some(entry) = streams.get_mut(&stream) else {
+            return;
+        };
+        if entry.node_id.is_none() {
+            let node = node_id.map_or_else(|| format!("<stream {stream}>"), str::to_owned);
+            clients
+                .entry(node.clone())
+                .or_insert_with(|| ClientEntry {
+                    last_request: SystemTime::now(),
+                    streams: 0,
+                    answers: HashMap::new(),
+                })
+                .streams += 1;
+            entry.node_id = Some(node);
+        }
+        if let Some(client) = entry.node_id.as_ref().and_then(|n| clients.get_mut(n)) {
+            client.last_request = SystemTime::now();
+        }
+        drop(inner);
+        self.bump();
+    }
+
+    pub(crate) fn subscribed(&self, stream: u64, type_url: &str, sub: &Subscription) {
+        if let Some(entry) = self.lock().streams.get_mut(&stream) {
+            entry.subscriptions.insert(type_url.to_owned(), sub.clone());
+        }
+        self.bump();
+    }
+
+    pub(crate) fn sent(&self, stream: u64, nonce: &str, carried: Vec<(String, String, String)>) {
+        if let Some(entry) = self.lock().streams.get_mut(&stream) {
+            entry.sent.insert(nonce.to_owned(), carried);
+        }
+    }
+
+    /// The client answered the response with `nonce`; `error` is a NACK's message.
+    pub(crate) fn answered(&self, stream: u64, nonce: &str, error: Option<String>) {
+        let mut inner = self.lock();
+        let Inner { streams, clients } = &mut *inner;
+        let Some(entry) = streams.get_mut(&stream) else {
+            return;
+        };
+        let Some(carried) = entry.sent.remove(nonce) else {
+            return;
+        };
+        let Some(client) = entry.node_id.as_ref().and_then(|n| clients.get_mut(n)) else {
+            return;
+        };
+        let outcome = error.map_or(Outcome::Acked, Outcome::Nacked);
+        for (type_url, key, version) in carried {
+            client
+                .answers
+                .entry((type_url, key))
+                .or_default()
+                .insert(version, outcome.clone());
+        }
+        drop(inner);
+        self.bump();
+    }
+
+    /// The client says it already holds these versions (delta reconnect).
+    pub(crate) fn holds(&self, stream: u64, type_url: &str, held: &[(String, String)]) {
+        let mut inner = self.lock();
+        let Inner { streams, clients } = &mut *inner;
+        let Some(client) = streams
+            .get(&stream)
+            .and_then(|e| e.node_id.as_ref())
+            .and_then(|n| clients.get_mut(n))
+        else {
+            return;
+        };
+        for (key, version) in held {
+            client
+                .answers
+                .entry((type_url.to_owned(), key.clone()))
+                .or_default()
+                .entry(version.clone())
+                .or_insert(Outcome::Acked);
+        }
+    }
+
+    pub(crate) fn close(&self, stream: u64) {
+        let mut inner = self.lock();
+        if let Some(node) = inner.streams.remove(&stream).and_then(|e| e.node_id)
+            && let Some(client) = inner.clients.get_mut(&node)
+        {
+            client.streams = client.streams.saturating_sub(1);
+            if client.streams == 0 {
+                inner.clients.remove(&node);
+            }
+        }
+        drop(inner);
+        self.bump();
+    }
+}

@@ -1,0 +1,325 @@
+//! The ADS service of one management server: both `StreamAggregatedResources`
+//! (state of the world, [`sotw`]) and `DeltaAggregatedResources` (incremental,
+//! [`delta`]).
+//!
+//! ```text
+//!  client requests ─► stream task ─► Subscription per type ─┐
+//!  store changes   ─►     │                                 ├─► select + faults ─► response ─► client
+//!  fault changes   ─►     │                                 │
+//!  shutdown        ─►     └─► Recorder, AckTracker ◄────────┘
+//! ```
+//!
+//! Each stream is one task that owns its per-type state; it wakes on a
+//! request, on a change of the store or of the faults, and on the server's
+//! shutdown. The store is read through copy-on-write tables, so a slow stream
+//! never holds up a writer.
+
+mod delta;
+mod sotw;
+
+use std::{pin::Pin, sync::Arc};
+
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+    aggregated_discovery_service_server::AggregatedDiscoveryService,
+};
+use envoy_types::pb::google::protobuf::Any;
+use futures::Stream;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::{
+    faults::{Faults, MALFORMED_BYTES, redirect_any},
+    recording::Variant,
+    server::Shared,
+    store::TypeTable,
+    subscription::Subscription,
+    version,
+};
+
+/// How many responses may wait for the transport before a stream task pauses.
+const OUTBOUND_QUEUE: usize = 16;
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The tonic service of one server run.
+#[derive(Debug, Clone)]
+pub(crate) struct Ads {
+    pub(crate) shared: Arc<Shared>,
+    /// Becomes `true` when the server stops; every stream then ends with `UNAVAILABLE`.
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+/// What a stream task needs.
+#[derive(Debug)]
+pub(crate) struct StreamCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: u64,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) store_changed: watch::Receiver<u64>,
+    pub(crate) faults_changed: watch::Receiver<Arc<Faults>>,
+    /// Responses sent so far on this stream.
+    pub(crate) responses: u32,
+    next_nonce: u64,
+}
+
+impl StreamCtx {
+    fn nonce(&mut self) -> String {
+        self.next_nonce += 1;
+        format!("{}-{}", self.id, self.next_nonce)
+    }
+
+    /// The status that ends the stream after a response, if the faults say so.
+    fn close_after_response(&self) -> Option<Status> {
+        let limit = self.shared.faults().close_after_responses?;
+        (self.responses >= limit)
+            .then(|| Status::unavailable(format!("fault: stream closed after {limit} responses")))
+    }
+}
+
+impl Ads {
+    /// Opens a stream on the recorder and tracker, or refuses it per the faults.
+    fn open(&self, variant: Variant) -> Result<StreamCtx, Status> {
+        let faults = self.shared.faults();
+        let id = self.shared.recorder.open(variant);
+        let refusal = if *self.shutdown.borrow() {
+            Some(Status::unavailable("server is stopping"))
+        } else if faults.refuse_connections {
+            Some(Status::unavailable("fault: refusing connections"))
+        } else if faults.close_immediately {
+            Some(Status::unavailable("fault: stream closed at once"))
+        } else if variant == Variant::Delta && faults.delta_unimplemented {
+            Some(Status::unimplemented(
+                "fault: DeltaAggregatedResources is not implemented",
+            ))
+        } else {
+            None
+        };
+        if let Some(status) = refusal {
+            self.shared.recorder.close(id, status_text(&status));
+            return Err(status);
+        }
+        self.shared.tracker.open(id);
+        Ok(StreamCtx {
+            shared: self.shared.clone(),
+            id,
+            shutdown: self.shutdown.clone(),
+            store_changed: self.shared.store.subscribe(),
+            faults_changed: self.shared.subscribe_faults(),
+            responses: 0,
+            next_nonce: 0,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl AggregatedDiscoveryService for Ads {
+    type StreamAggregatedResourcesStream = BoxStream<DiscoveryResponse>;
+    type DeltaAggregatedResourcesStream = BoxStream<DeltaDiscoveryResponse>;
+
+    async fn stream_aggregated_resources(
+        &self,
+        request: Request<Streaming<DiscoveryRequest>>,
+    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
+        let ctx = self.open(Variant::Sotw)?;
+        let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+        tokio::spawn(sotw::run(ctx, request.into_inner(), tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn delta_aggregated_resources(
+        &self,
+        request: Request<Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
+        let ctx = self.open(Variant::Delta)?;
+        let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+        tokio::spawn(delta::run(ctx, request.into_inner(), tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+fn status_text(status: &Status) -> String {
+    format!("{:?}: {}", status.code(), status.message())
+}
+
+/// One resource a response will carry, before wire faults are applied.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub(crate) key: String,
+    pub(crate) wire: String,
+    pub(crate) resource: Any,
+    pub(crate) version: String,
+}
+
+/// What a subscription selects, with redirects and silences applied.
+#[derive(Debug, Default)]
+pub(crate) struct Selected {
+    /// By canonical key.
+    pub(crate) wanted: std::collections::BTreeMap<String, Outgoing>,
+    /// Absent names and empty globs: (key, name as written).
+    pub(crate) absent: Vec<(String, String)>,
+}
+
+pub(crate) fn select(
+    faults: &Faults,
+    type_url: &str,
+    sub: &Subscription,
+    table: &TypeTable,
+) -> Selected {
+    let selection = sub.select(table);
+    let mut selected = Selected::default();
+    for (key, (wire, stored)) in selection.wanted {
+        selected.wanted.insert(
+            key.clone(),
+            Outgoing {
+                key,
+                wire,
+                resource: stored.resource.clone(),
+                version: stored.version.clone(),
+            },
+        );
+    }
+    selected.absent = selection.absent;
+    // A redirect answers a subscribed name whether or not it exists here.
+    for (key, wire) in &sub.names {
+        if let Some(target) = faults.redirect_for(key) {
+            let resource = redirect_any(target);
+            let version = version::of_bytes(&resource.value);
+            selected.wanted.insert(
+                key.clone(),
+                Outgoing {
+                    key: key.clone(),
+                    wire: wire.clone(),
+                    resource,
+                    version,
+                },
+            );
+            selected.absent.retain(|(k, _)| k != key);
+        }
+    }
+    selected
+        .wanted
+        .retain(|key, _| !faults.is_silent(type_url, key));
+    selected
+        .absent
+        .retain(|(key, _)| !faults.is_silent(type_url, key));
+    selected
+}
+
+/// Applies the wire faults (malformed, duplicate, injected) to what a
+/// response carries: `(name, resource, version)` in order.
+pub(crate) fn on_the_wire(
+    faults: &Faults,
+    type_url: &str,
+    outgoing: &[&Outgoing],
+) -> Vec<(String, Any, String)> {
+    let mut wire = Vec::with_capacity(outgoing.len());
+    for out in outgoing {
+        let mut resource = out.resource.clone();
+        if faults.is_malformed(&out.key) {
+            resource.value = MALFORMED_BYTES.to_vec();
+        }
+        let copies = if faults.is_duplicated(&out.key) { 2 } else { 1 };
+        for _ in 0..copies {
+            wire.push((out.wire.clone(), resource.clone(), out.version.clone()));
+        }
+    }
+    for injected in faults
+        .inject
+        .iter()
+        .filter(|i| i.resource.type_url == type_url)
+    {
+        wire.push((
+            injected.name.clone(),
+            injected.resource.clone(),
+            version::of_bytes(&injected.resource.value),
+        ));
+    }
+    wire
+}
+
+/// Why a stream task ends.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The server ends the stream with this status.
+    Status(Status),
+    /// The client half-closed its side.
+    ClientClosed,
+    /// The client's side failed (reset, transport error).
+    ClientFailed(Status),
+    /// The response stream was dropped: the client is gone.
+    ClientGone,
+}
+
+impl End {
+    pub(crate) fn stopping() -> Self {
+        Self::Status(Status::unavailable("server is stopping"))
+    }
+}
+
+/// Resolves once the server run is stopping (or its control is gone).
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _closed_counts_as_stopped = shutdown.wait_for(|stopping| *stopping).await;
+}
+
+/// Sends one response: applies the delay fault, records it, counts it and
+/// ends the stream if the close-after-K fault says so.
+pub(crate) async fn send<T: Clone>(
+    ctx: &mut StreamCtx,
+    tx: &mpsc::Sender<Result<T, Status>>,
+    response: T,
+    record: impl FnOnce(T) -> crate::recording::Message,
+) -> Result<(), End> {
+    if let Some(delay) = ctx.shared.faults().response_delay {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stopped(&mut ctx.shutdown) => return Err(End::stopping()),
+        }
+    }
+    ctx.shared.recorder.record(ctx.id, record(response.clone()));
+    tokio::select! {
+        sent = tx.send(Ok(response)) => sent.map_err(|_| End::ClientGone)?,
+        () = stopped(&mut ctx.shutdown) => return Err(End::stopping()),
+    }
+    ctx.responses = ctx.responses.saturating_add(1);
+    match ctx.close_after_response() {
+        Some(status) => Err(End::Status(status)),
+        None => Ok(()),
+    }
+}
+
+/// Ends a stream: sends the closing status if there is one and takes the
+/// stream out of the recorder and the tracker.
+pub(crate) async fn finish<T>(ctx: StreamCtx, tx: mpsc::Sender<Result<T, Status>>, end: End) {
+    let why = match end {
+        End::Status(status) => {
+            let why = status_text(&status);
+            // The client may be gone already; the status is best effort.
+            let _ = tx.try_send(Err(status));
+            why
+        }
+        End::ClientClosed => "client closed".to_owned(),
+        End::ClientFailed(status) => format!("client failed: {}", status_text(&status)),
+        End::ClientGone => "client gone".to_owned(),
+    };
+    ctx.shared.recorder.close(ctx.id, why);
+    ctx.shared.tracker.close(ctx.id);
+}
+
+/// The node id a request carries, if any.
+pub(crate) fn node_id(
+    node: Option<&envoy_types::pb::envoy::config::core::v3::Node>,
+) -> Option<&str> {
+    node.map(|n| n.id.as_str())
+}
+
+impl StreamCtx {
+    /// Books a request with the recorder and the tracker.
+    pub(crate) fn on_request(&self, node: Option<&str>) {
+        if let Some(node) = node {
+            self.shared.recorder.set_node(self.id, node);
+        }
+        self.shared.tracker.request(self.id, node);
+    }
+}

@@ -1,0 +1,162 @@
+//! `StreamAggregatedResources`: the state-of-the-world variant.
+//!
+//! Every response of a type carries everything the client's subscription
+//! selects: with a wildcard (the Listener/Cluster "full state") every resource
+//! of the type, otherwise exactly the requested names that exist. Its
+//! `version_info` is the hash over the sorted `(name, version)` pairs it
+//! carries, so it changes exactly when the content does.
+//!
+//! A response is sent for the first request of a type, when a request names a
+//! resource it did not name before (§How the client specifies what resources
+//! to return: newly requested resources are always resent), and when the
+//! selected content changes. A request echoing a nonce other than the latest
+//! one of its type is stale and is ignored (§Resource updates).
+
+use std::collections::HashMap;
+
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use tokio::sync::mpsc;
+use tonic::{Status, Streaming};
+
+use super::{End, StreamCtx, finish, node_id, on_the_wire, select, send, stopped};
+use crate::{recording::Message, subscription::Subscription, version};
+
+type Tx = mpsc::Sender<Result<DiscoveryResponse, Status>>;
+
+#[derive(Debug, Default)]
+struct TypeState {
+    sub: Subscription,
+    /// The nonce of the latest response of this type.
+    last_nonce: Option<String>,
+    /// The version of the latest response of this type.
+    last_version: Option<String>,
+    /// Send even if the content did not change.
+    force: bool,
+    /// The store revision of this type last evaluated.
+    seen_revision: Option<u64>,
+}
+
+pub(super) async fn run(mut ctx: StreamCtx, mut inbound: Streaming<DiscoveryRequest>, tx: Tx) {
+    let mut types: HashMap<String, TypeState> = HashMap::new();
+    let end = loop {
+        // Biased: a change made before a request was sent is handled before
+        // that request, so a test's fence request is answered after the push.
+        let step = tokio::select! {
+            biased;
+            () = stopped(&mut ctx.shutdown) => Err(End::stopping()),
+            _ = ctx.faults_changed.changed() => push_all(&mut ctx, &mut types, &tx, true).await,
+            _ = ctx.store_changed.changed() => push_all(&mut ctx, &mut types, &tx, false).await,
+            message = inbound.message() => match message {
+                Ok(Some(request)) => on_request(&mut ctx, &mut types, request, &tx).await,
+                Ok(None) => Err(End::ClientClosed),
+                Err(status) => Err(End::ClientFailed(status)),
+            },
+        };
+        if let Err(end) = step {
+            break end;
+        }
+    };
+    finish(ctx, tx, end).await;
+}
+
+async fn on_request(
+    ctx: &mut StreamCtx,
+    types: &mut HashMap<String, TypeState>,
+    request: DiscoveryRequest,
+    tx: &Tx,
+) -> Result<(), End> {
+    ctx.on_request(node_id(request.node.as_ref()));
+    ctx.shared
+        .recorder
+        .record(ctx.id, Message::Request(request.clone()));
+    if request.type_url.is_empty() {
+        return Err(End::Status(Status::invalid_argument(
+            "DiscoveryRequest.type_url is empty",
+        )));
+    }
+    let state = types.entry(request.type_url.clone()).or_default();
+    if !request.response_nonce.is_empty() {
+        if state.last_nonce.as_deref() != Some(request.response_nonce.as_str()) {
+            return Ok(()); // stale: a newer response is on its way
+        }
+        let error = request.error_detail.as_ref().map(|s| s.message.clone());
+        ctx.shared
+            .tracker
+            .answered(ctx.id, &request.response_nonce, error);
+    }
+    let first = !state.sub.seen;
+    let change = state.sub.apply_sotw(&request.resource_names);
+    state.force |= first || !change.subscribed.is_empty();
+    // The subscription may select something else from the same revision.
+    state.seen_revision = None;
+    ctx.shared
+        .tracker
+        .subscribed(ctx.id, &request.type_url, &state.sub);
+    push(ctx, &request.type_url, state, tx).await
+}
+
+async fn push_all(
+    ctx: &mut StreamCtx,
+    types: &mut HashMap<String, TypeState>,
+    tx: &Tx,
+    everything: bool,
+) -> Result<(), End> {
+    for (type_url, state) in types.iter_mut() {
+        if everything {
+            state.seen_revision = None;
+        }
+        push(ctx, type_url, state, tx).await?;
+    }
+    Ok(())
+}
+
+/// Sends the selected state of this type if it changed or must be resent.
+async fn push(
+    ctx: &mut StreamCtx,
+    type_url: &str,
+    state: &mut TypeState,
+    tx: &Tx,
+) -> Result<(), End> {
+    let faults = ctx.shared.faults();
+    let (revision, table) = ctx.shared.store.table(type_url);
+    if state.seen_revision == Some(revision) && !state.force {
+        return Ok(());
+    }
+    if faults.silent_types.contains(type_url) || (state.sub.is_empty() && !state.force) {
+        return Ok(());
+    }
+    state.seen_revision = Some(revision);
+    let selected = select(&faults, type_url, &state.sub, &table);
+    let carried: Vec<_> = selected.wanted.values().collect();
+    let version_info = version::of_pairs(
+        carried
+            .iter()
+            .map(|o| (o.wire.as_str(), o.version.as_str())),
+    );
+    if !state.force && state.last_version.as_deref() == Some(version_info.as_str()) {
+        return Ok(());
+    }
+    state.force = false;
+    let nonce = ctx.nonce();
+    state.last_nonce = Some(nonce.clone());
+    state.last_version = Some(version_info.clone());
+    let response = DiscoveryResponse {
+        version_info,
+        type_url: type_url.to_owned(),
+        resources: on_the_wire(&faults, type_url, &carried)
+            .into_iter()
+            .map(|(_, resource, _)| resource)
+            .collect(),
+        nonce: nonce.clone(),
+        ..Default::default()
+    };
+    ctx.shared.tracker.sent(
+        ctx.id,
+        &nonce,
+        carried
+            .iter()
+            .map(|o| (type_url.to_owned(), o.key.clone(), o.version.clone()))
+            .collect(),
+    );
+    send(ctx, tx, response, Message::Response).await
+}

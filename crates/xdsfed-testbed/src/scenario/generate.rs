@@ -1,0 +1,136 @@
+//! Generators: many resources from one line of a scenario.
+//!
+//! `clusters: {count: N, endpoints_per_cluster: E}` makes N EDS clusters and
+//! their N `ClusterLoadAssignment`s with E endpoints each, named
+//! `xdstp://AUTHORITY/envoy.config.cluster.v3.Cluster/PREFIX-NNNN` and
+//! `xdstp://AUTHORITY/envoy.config.endpoint.v3.ClusterLoadAssignment/PREFIX-NNNN`.
+//! Endpoints point at the named backend when there is one, otherwise at
+//! distinct loopback ports from 20000 up that nothing listens on.
+
+use envoy_types::pb::envoy::config::{
+    cluster::v3::{
+        Cluster,
+        cluster::{ClusterDiscoveryType, DiscoveryType, EdsClusterConfig},
+    },
+    core::v3::{
+        Address, AggregatedConfigSource, ApiVersion, ConfigSource, SocketAddress,
+        address::Address as AddressKind, config_source::ConfigSourceSpecifier,
+        socket_address::PortSpecifier,
+    },
+    endpoint::v3::{
+        ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints,
+        lb_endpoint::HostIdentifier,
+    },
+};
+use envoy_types::pb::google::protobuf::Any;
+use prost::Name;
+
+/// The first port of generated endpoints without a backend.
+const FIRST_PORT: u32 = 20_000;
+
+/// What to generate, resolved against the scenario.
+#[derive(Debug, Clone)]
+pub(crate) struct Clusters {
+    pub(crate) count: u32,
+    pub(crate) endpoints_per_cluster: u32,
+    pub(crate) authority: String,
+    pub(crate) prefix: String,
+    pub(crate) backend_port: Option<u16>,
+}
+
+fn pack<M: Name>(message: &M) -> Any {
+    Any {
+        type_url: M::type_url(),
+        value: message.encode_to_vec(),
+    }
+}
+
+fn socket(port: u32) -> Address {
+    Address {
+        address: Some(AddressKind::SocketAddress(SocketAddress {
+            address: "127.0.0.1".into(),
+            port_specifier: Some(PortSpecifier::PortValue(port)),
+            ..Default::default()
+        })),
+    }
+}
+
+/// The generated resources as `(name, resource)`: each cluster, then its endpoints.
+pub(crate) fn clusters(spec: &Clusters) -> Vec<(String, Any)> {
+    let width = spec.count.saturating_sub(1).to_string().len().max(4);
+    let mut out = Vec::with_capacity(spec.count as usize * 2);
+    for i in 0..spec.count {
+        let leaf = format!("{}-{i:0width$}", spec.prefix);
+        let cluster_name = format!("xdstp://{}/{}/{leaf}", spec.authority, Cluster::full_name());
+        let cla_name = format!(
+            "xdstp://{}/{}/{leaf}",
+            spec.authority,
+            ClusterLoadAssignment::full_name()
+        );
+        let cluster = Cluster {
+            name: cluster_name.clone(),
+            cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
+            eds_cluster_config: Some(EdsClusterConfig {
+                eds_config: Some(ConfigSource {
+                    resource_api_version: ApiVersion::V3 as i32,
+                    config_source_specifier: Some(ConfigSourceSpecifier::Ads(
+                        AggregatedConfigSource::default(),
+                    )),
+                    ..Default::default()
+                }),
+                service_name: cla_name.clone(),
+            }),
+            ..Default::default()
+        };
+        let lb_endpoints = (0..spec.endpoints_per_cluster)
+            .map(|e| {
+                let port = match spec.backend_port {
+                    Some(port) => u32::from(port),
+                    None => FIRST_PORT + (i * spec.endpoints_per_cluster + e) % 40_000,
+                };
+                LbEndpoint {
+                    host_identifier: Some(HostIdentifier::Endpoint(Endpoint {
+                        address: Some(socket(port)),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let cla = ClusterLoadAssignment {
+            cluster_name: cla_name.clone(),
+            endpoints: vec![LocalityLbEndpoints {
+                lb_endpoints,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        out.push((cluster_name, pack(&cluster)));
+        out.push((cla_name, pack(&cla)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn clusters_generator_makes_count_clusters_with_endpoints() {
+        let made = clusters(&Clusters {
+            count: 3,
+            endpoints_per_cluster: 2,
+            authority: "cloud.example".into(),
+            prefix: "bulk".into(),
+            backend_port: None,
+        });
+        assert_eq!(made.len(), 6);
+        assert_eq!(
+            made[0].0,
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/bulk-0000"
+        );
+        let cla = ClusterLoadAssignment::decode(made[1].1.value.as_slice()).unwrap();
+        assert_eq!(cla.endpoints[0].lb_endpoints.len(), 2);
+    }
+}

@@ -1,0 +1,582 @@
+//! Scenario files: a whole testbed in YAML.
+//!
+//! ```yaml
+//! servers:                      # management servers, each on 127.0.0.1
+//!   - name: cloud
+//!     authorities: [cloud.example]
+//!     port: 0                   # optional; 0 (the default) picks a free port
+//! backends:                     # optional gRPC health servers on 127.0.0.1:0
+//!   - name: greeter
+//! resources:                    # Envoy resources through the protobuf JSON mapping
+//!   - name: xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments
+//!     server: cloud             # optional when one server serves the authority
+//!     resource:
+//!       "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+//!       name: xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments
+//!       type: EDS
+//!       eds_cluster_config: {eds_config: {ads: {}}}
+//!   - name: rate-limits         # any type, as bytes
+//!     server: cloud
+//!     encoded: {type_url: type.googleapis.com/xdsfed.policy.v1.Policy, hex: "0a0b726174652d6c696d697473"}
+//! generators:
+//!   - server: cloud
+//!     clusters: {count: 1000, endpoints_per_cluster: 10}
+//! schedule:                     # one action per step, at an offset from the start
+//!   - at: 2s
+//!     set: {name: …, resource: {…}}
+//!   - at: 3s
+//!     delete: {type_url: …, name: …}
+//!   - at: 4s
+//!     faults: {server: cloud, response_delay: 200ms}
+//!   - at: 6s
+//!     restart: {server: cloud, keep_state: true, down_for: 500ms}
+//! ```
+//!
+//! Strings may refer to backends: `${backend.greeter.port}` (a number when
+//! it is the whole string), `${backend.greeter.host}`,
+//! `${backend.greeter.address}`. See `docs/testbed.md` for every field.
+//!
+//! [`Scenario::from_yaml`] checks everything it can before anything starts,
+//! including the JSON mapping of every resource, and names the offending
+//! field by its path (`resources[2].resource: unknown field "nmae"`).
+
+mod duration;
+mod generate;
+mod json;
+mod model;
+mod run;
+
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use envoy_types::pb::google::protobuf::Any;
+use prost_reflect::DescriptorPool;
+use serde_norway::Value;
+use xdsfed_core::name::{authority_of, canonical_key};
+
+pub use json::envoy_pool;
+pub use run::RunningScenario;
+
+use crate::{ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
+
+/// Why a scenario cannot be read or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// The file cannot be read.
+    #[error("cannot read scenario {file}: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The YAML does not fit the scenario format.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The field path, e.g. `servers[1].port`.
+        path: String,
+        /// What serde said, with line and column.
+        message: String,
+    },
+    /// A value fits the format but not the rules.
+    #[error("{path}: {why}")]
+    Invalid {
+        /// The field path.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The testbed did not start.
+    #[error("starting the testbed: {0}")]
+    Start(#[source] Box<TestbedError>),
+    /// A resource or step failed against a running server.
+    #[error("{path}: {source}")]
+    Apply {
+        /// The field path of the resource or step.
+        path: String,
+        /// What the server said.
+        source: Box<ServerError>,
+    },
+}
+
+impl ScenarioError {
+    /// Whether the scenario itself is wrong (as opposed to the machine).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::Read { .. } | Self::Syntax { .. } | Self::Invalid { .. }
+        )
+    }
+}
+
+impl From<TestbedError> for ScenarioError {
+    fn from(e: TestbedError) -> Self {
+        Self::Start(Box::new(e))
+    }
+}
+
+fn invalid(path: impl Into<String>, why: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        path: path.into(),
+        why: why.into(),
+    }
+}
+
+/// Where a resource's content comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// YAML through the JSON mapping; converted once backends have ports.
+    Yaml(Value),
+    /// Bytes given in the file.
+    Encoded(Any),
+}
+
+/// A resource to put on a server.
+#[derive(Debug, Clone)]
+struct Planned {
+    path: String,
+    server: String,
+    name: String,
+    source: Source,
+}
+
+/// A scheduled action.
+#[derive(Debug, Clone)]
+enum Action {
+    Set(Planned),
+    Delete {
+        server: String,
+        type_url: String,
+        name: String,
+    },
+    Faults {
+        server: String,
+        faults: Faults,
+        inject: Vec<(String, Value)>,
+    },
+    Restart {
+        server: String,
+        keep_state: bool,
+        down_for: Duration,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    at: Duration,
+    path: String,
+    action: Action,
+}
+
+#[derive(Debug, Clone)]
+struct Generator {
+    path: String,
+    server: String,
+    spec: generate::Clusters,
+    backend: Option<String>,
+}
+
+/// A checked scenario, ready to [start](Scenario::start).
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    servers: Vec<ServerSpec>,
+    backends: Vec<String>,
+    resources: Vec<Planned>,
+    generators: Vec<Generator>,
+    schedule: Vec<Step>,
+    pool: DescriptorPool,
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn from_file(file: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ScenarioError::Read {
+            file: file.to_owned(),
+            source,
+        })?;
+        Self::from_yaml(&text)
+    }
+
+    /// Checks a scenario, with Envoy's types for the JSON mapping.
+    pub fn from_yaml(text: &str) -> Result<Self, ScenarioError> {
+        let pool = envoy_pool().map_err(|why| invalid("resources", why))?;
+        Self::from_yaml_with_pool(text, pool)
+    }
+
+    /// Checks a scenario, with the types of `pool` for the JSON mapping (for
+    /// your own resource types: add them to [`envoy_pool`]).
+    pub fn from_yaml_with_pool(text: &str, pool: DescriptorPool) -> Result<Self, ScenarioError> {
+        let file: model::File = serde_path_to_error::deserialize(
+            serde_norway::Deserializer::from_str(text),
+        )
+        .map_err(|e| ScenarioError::Syntax {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+        check(file, pool)
+    }
+
+    /// The servers the scenario starts.
+    pub fn servers(&self) -> &[ServerSpec] {
+        &self.servers
+    }
+
+    /// The backend names the scenario starts.
+    pub fn backends(&self) -> &[String] {
+        &self.backends
+    }
+
+    /// How many scheduled steps it has.
+    pub fn schedule_len(&self) -> usize {
+        self.schedule.len()
+    }
+
+    /// Starts servers and backends, loads the resources and generators, and
+    /// runs the schedule in the background.
+    pub async fn start(&self) -> Result<RunningScenario, ScenarioError> {
+        run::start(self).await
+    }
+}
+
+fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioError> {
+    if file.servers.is_empty() {
+        return Err(invalid("servers", "a scenario needs at least one server"));
+    }
+    let mut servers = Vec::with_capacity(file.servers.len());
+    let mut names = BTreeSet::new();
+    for (i, entry) in file.servers.into_iter().enumerate() {
+        let path = format!("servers[{i}]");
+        if entry.name.is_empty() {
+            return Err(invalid(format!("{path}.name"), "must not be empty"));
+        }
+        if !names.insert(entry.name.clone()) {
+            return Err(invalid(
+                format!("{path}.name"),
+                format!("a server named {:?} already exists", entry.name),
+            ));
+        }
+        if entry.authorities.is_empty() {
+            return Err(invalid(
+                format!("{path}.authorities"),
+                "a server serves at least one authority",
+            ));
+        }
+        servers.push(ServerSpec {
+            name: entry.name,
+            authorities: entry.authorities,
+            port: entry.port,
+        });
+    }
+    let mut backends = Vec::new();
+    for (i, entry) in file.backends.into_iter().enumerate() {
+        if entry.name.is_empty() || backends.contains(&entry.name) {
+            return Err(invalid(
+                format!("backends[{i}].name"),
+                format!(
+                    "backend names must be unique and non-empty, got {:?}",
+                    entry.name
+                ),
+            ));
+        }
+        backends.push(entry.name);
+    }
+    let cx = Context {
+        servers: &servers,
+        backends: &backends,
+        pool: &pool,
+    };
+    let resources = file
+        .resources
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| cx.resource(format!("resources[{i}]"), entry))
+        .collect::<Result<Vec<_>, _>>()?;
+    let generators = file
+        .generators
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| cx.generator(format!("generators[{i}]"), entry))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut schedule = file
+        .schedule
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| cx.step(format!("schedule[{i}]"), entry))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Stable: steps at the same offset keep the file's order.
+    schedule.sort_by_key(|s| s.at);
+    Ok(Scenario {
+        servers,
+        backends,
+        resources,
+        generators,
+        schedule,
+        pool,
+    })
+}
+
+struct Context<'a> {
+    servers: &'a [ServerSpec],
+    backends: &'a [String],
+    pool: &'a DescriptorPool,
+}
+
+impl Context<'_> {
+    fn server(
+        &self,
+        path: &str,
+        named: Option<String>,
+        resource: &str,
+    ) -> Result<String, ScenarioError> {
+        if let Some(name) = named {
+            return self
+                .servers
+                .iter()
+                .any(|s| s.name == name)
+                .then_some(name.clone())
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{path}.server"),
+                        format!("no server is named {name:?}"),
+                    )
+                });
+        }
+        let authority = canonical_key(resource)
+            .ok()
+            .and_then(|k| authority_of(&k).map(str::to_owned))
+            .ok_or_else(|| {
+                invalid(
+                    format!("{path}.server"),
+                    "an old-style name needs `server` to say where it lives",
+                )
+            })?;
+        let serving: Vec<&ServerSpec> = self
+            .servers
+            .iter()
+            .filter(|s| s.authorities.contains(&authority))
+            .collect();
+        match serving.as_slice() {
+            [one] => Ok(one.name.clone()),
+            [] => Err(invalid(
+                format!("{path}.name"),
+                format!("no server serves authority {authority:?}"),
+            )),
+            _ => Err(invalid(
+                format!("{path}.server"),
+                format!("several servers serve {authority:?}; say which with `server`"),
+            )),
+        }
+    }
+
+    fn check_backends(&self, path: &str, value: &Value) -> Result<(), ScenarioError> {
+        let mut found = Vec::new();
+        json::backend_references(value, &mut found);
+        match found.into_iter().find(|b| !self.backends.contains(b)) {
+            Some(missing) => Err(invalid(
+                path,
+                format!("refers to backend {missing:?}, which the scenario does not start"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Converts with placeholder ports, to find mapping errors before starting.
+    fn dry_any(&self, path: &str, value: &Value) -> Result<Any, ScenarioError> {
+        self.check_backends(path, value)?;
+        let placeholder = self.backends.iter().map(|b| (b.clone(), 1)).collect();
+        json::to_any(self.pool, value, &placeholder).map_err(|why| invalid(path, why))
+    }
+
+    fn resource(
+        &self,
+        path: String,
+        entry: model::ResourceEntry,
+    ) -> Result<Planned, ScenarioError> {
+        let server = self.server(&path, entry.server, &entry.name)?;
+        let (source, any) = match (entry.resource, entry.encoded) {
+            (Some(value), None) => {
+                let any = self.dry_any(&format!("{path}.resource"), &value)?;
+                (Source::Yaml(value), any)
+            }
+            (None, Some(encoded)) => {
+                let value = hex::decode(&encoded.hex)
+                    .map_err(|e| invalid(format!("{path}.encoded.hex"), e.to_string()))?;
+                let any = Any {
+                    type_url: encoded.type_url,
+                    value,
+                };
+                (Source::Encoded(any.clone()), any)
+            }
+            _ => {
+                return Err(invalid(
+                    path,
+                    "give exactly one of `resource` (YAML) and `encoded` (type_url + hex)",
+                ));
+            }
+        };
+        self.check_store(&path, &server, &entry.name, any)?;
+        Ok(Planned {
+            path,
+            server,
+            name: entry.name,
+            source,
+        })
+    }
+
+    /// The checks the server will make, made now.
+    fn check_store(
+        &self,
+        path: &str,
+        server: &str,
+        name: &str,
+        any: Any,
+    ) -> Result<(), ScenarioError> {
+        Store::new()
+            .set(name, any)
+            .map_err(|e| invalid(format!("{path}.name"), e.to_string()))?;
+        let authority = canonical_key(name)
+            .ok()
+            .and_then(|k| authority_of(&k).map(str::to_owned));
+        let spec = self.servers.iter().find(|s| s.name == server);
+        if let (Some(authority), Some(spec)) = (authority, spec)
+            && !spec.authorities.contains(&authority)
+        {
+            return Err(invalid(
+                format!("{path}.name"),
+                format!("server {server:?} does not serve authority {authority:?}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn generator(
+        &self,
+        path: String,
+        entry: model::GeneratorEntry,
+    ) -> Result<Generator, ScenarioError> {
+        let spec = self
+            .servers
+            .iter()
+            .find(|s| s.name == entry.server)
+            .ok_or_else(|| {
+                invalid(
+                    format!("{path}.server"),
+                    format!("no server is named {:?}", entry.server),
+                )
+            })?;
+        let clusters = entry.clusters;
+        let authority = match clusters.authority {
+            Some(a) if spec.authorities.contains(&a) => a,
+            Some(a) => {
+                return Err(invalid(
+                    format!("{path}.clusters.authority"),
+                    format!("server {:?} does not serve {a:?}", spec.name),
+                ));
+            }
+            None => spec.authorities.first().cloned().unwrap_or_default(),
+        };
+        if let Some(backend) = &clusters.backend
+            && !self.backends.contains(backend)
+        {
+            return Err(invalid(
+                format!("{path}.clusters.backend"),
+                format!("no backend is named {backend:?}"),
+            ));
+        }
+        if clusters.prefix.is_empty() || clusters.prefix.contains(['/', '?', '#']) {
+            return Err(invalid(
+                format!("{path}.clusters.prefix"),
+                "must be a non-empty path segment",
+            ));
+        }
+        Ok(Generator {
+            path,
+            server: spec.name.clone(),
+            spec: generate::Clusters {
+                count: clusters.count,
+                endpoints_per_cluster: clusters.endpoints_per_cluster,
+                authority,
+                prefix: clusters.prefix,
+                backend_port: None,
+            },
+            backend: clusters.backend,
+        })
+    }
+
+    fn step(&self, path: String, entry: model::StepEntry) -> Result<Step, ScenarioError> {
+        let at = duration::parse(&entry.at).map_err(|why| invalid(format!("{path}.at"), why))?;
+        let mut actions = Vec::new();
+        if let Some(set) = entry.set {
+            actions.push(Action::Set(self.resource(format!("{path}.set"), set)?));
+        }
+        if let Some(delete) = entry.delete {
+            let server = self.server(&format!("{path}.delete"), delete.server, &delete.name)?;
+            actions.push(Action::Delete {
+                server,
+                type_url: delete.type_url,
+                name: delete.name,
+            });
+        }
+        if let Some(faults) = entry.faults {
+            actions.push(self.faults(&format!("{path}.faults"), faults)?);
+        }
+        if let Some(restart) = entry.restart {
+            let server = self.server(&format!("{path}.restart"), Some(restart.server), "")?;
+            let down_for = match restart.down_for {
+                Some(d) => duration::parse(&d)
+                    .map_err(|why| invalid(format!("{path}.restart.down_for"), why))?,
+                None => Duration::ZERO,
+            };
+            actions.push(Action::Restart {
+                server,
+                keep_state: restart.keep_state,
+                down_for,
+            });
+        }
+        let mut actions = actions.into_iter();
+        match (actions.next(), actions.next()) {
+            (Some(action), None) => Ok(Step { at, path, action }),
+            _ => Err(invalid(
+                path,
+                "a step has exactly one of `set`, `delete`, `faults`, `restart`",
+            )),
+        }
+    }
+
+    fn faults(&self, path: &str, entry: model::FaultsEntry) -> Result<Action, ScenarioError> {
+        let server = self.server(path, Some(entry.server), "")?;
+        let response_delay = entry
+            .response_delay
+            .map(|d| {
+                duration::parse(&d).map_err(|why| invalid(format!("{path}.response_delay"), why))
+            })
+            .transpose()?;
+        let mut inject = Vec::new();
+        for (i, injected) in entry.inject.into_iter().enumerate() {
+            self.dry_any(&format!("{path}.inject[{i}].resource"), &injected.resource)?;
+            inject.push((injected.name, injected.resource));
+        }
+        let faults = Faults {
+            refuse_connections: entry.refuse_connections,
+            close_immediately: entry.close_immediately,
+            close_after_responses: entry.close_after_responses,
+            response_delay,
+            silent_names: entry.silent_names.into_iter().collect(),
+            silent_types: entry.silent_types.into_iter().collect(),
+            malformed_names: entry.malformed_names.into_iter().collect(),
+            duplicate_names: entry.duplicate_names.into_iter().collect(),
+            inject: Vec::new(),
+            redirects: entry.redirects,
+            delta_unimplemented: entry.delta_unimplemented,
+        };
+        Ok(Action::Faults {
+            server,
+            faults,
+            inject,
+        })
+    }
+}

@@ -1,0 +1,387 @@
+//! One management server: a loopback listener serving ADS for one or more
+//! authorities, with its store, faults, recording and ACK tracker.
+//!
+//! A [`Server`] outlives the runs of its listener: [`Server::restart`] stops
+//! serving (every open stream ends with `UNAVAILABLE`), optionally drops the
+//! resources, and listens again on the same port. The recording, the faults
+//! and the tracker's history carry over, so a test can look at both sides of
+//! the restart.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryServiceServer;
+use envoy_types::pb::google::protobuf::Any;
+use tokio::{
+    net::TcpListener,
+    sync::{Mutex, watch},
+    task::JoinHandle,
+};
+use tokio_stream::{StreamExt, wrappers::TcpListenerStream};
+use xdsfed_core::name::{authority_of, canonical_key};
+
+use crate::{
+    ack::{AckReport, AckTracker, ClientInfo},
+    ads::Ads,
+    faults::Faults,
+    recording::Recorder,
+    store::{Store, StoreError, StoredResource},
+    subscription::key_of,
+};
+
+/// How long a stopping server waits for its connections to drain before it
+/// drops them.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// What describes a server: its name, authorities and optional fixed port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// A name unique within the testbed, e.g. `cloud`.
+    pub name: String,
+    /// The authorities it serves, e.g. `cloud.example`.
+    pub authorities: Vec<String>,
+    /// The port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+}
+
+impl ServerSpec {
+    /// A server on an ephemeral port.
+    pub fn new(
+        name: impl Into<String>,
+        authorities: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            authorities: authorities.into_iter().map(Into::into).collect(),
+            port: 0,
+        }
+    }
+}
+
+/// Why a server operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The listener could not bind.
+    #[error("server {server:?}: cannot listen on {addr}: {source}")]
+    Bind {
+        /// The server's name.
+        server: String,
+        /// The address it tried.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The resource was refused by the store.
+    #[error("server {server:?}: {source}")]
+    Store {
+        /// The server's name.
+        server: String,
+        /// What the store said.
+        source: StoreError,
+    },
+    /// An xdstp name of an authority this server does not serve.
+    #[error(
+        "server {server:?} does not serve authority {authority:?} of resource {name:?} (it serves {served:?})"
+    )]
+    ForeignAuthority {
+        /// The server's name.
+        server: String,
+        /// The resource's name.
+        name: String,
+        /// The authority in the name.
+        authority: String,
+        /// The authorities the server serves.
+        served: Vec<String>,
+    },
+    /// `wait_acked` without a version for a resource the server does not hold.
+    #[error("server {server:?} holds no {type_url} named {name:?}")]
+    NoSuchResource {
+        /// The server's name.
+        server: String,
+        /// The type URL.
+        type_url: String,
+        /// The name.
+        name: String,
+    },
+}
+
+/// The state that survives restarts, shared with the stream tasks.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) tracker: AckTracker,
+    pub(crate) recorder: Recorder,
+    faults: watch::Sender<Arc<Faults>>,
+}
+
+impl Shared {
+    /// The faults in force now.
+    pub(crate) fn faults(&self) -> Arc<Faults> {
+        self.faults.borrow().clone()
+    }
+
+    pub(crate) fn subscribe_faults(&self) -> watch::Receiver<Arc<Faults>> {
+        self.faults.subscribe()
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// A running management server. See the [module docs](self).
+#[derive(Debug)]
+pub struct Server {
+    spec: ServerSpec,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    run: Mutex<Option<Run>>,
+}
+
+impl Server {
+    /// Binds `127.0.0.1:{spec.port}` and starts serving.
+    pub async fn start(spec: ServerSpec) -> Result<Self, ServerError> {
+        let shared = Arc::new(Shared {
+            store: Store::new(),
+            tracker: AckTracker::default(),
+            recorder: Recorder::default(),
+            faults: watch::Sender::new(Arc::new(Faults::default())),
+        });
+        let wanted = SocketAddr::from(([127, 0, 0, 1], spec.port));
+        let (addr, run) = serve(&spec.name, wanted, shared.clone()).await?;
+        Ok(Self {
+            spec,
+            addr,
+            shared,
+            run: Mutex::new(Some(run)),
+        })
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The authorities it serves.
+    pub fn authorities(&self) -> &[String] {
+        &self.spec.authorities
+    }
+
+    /// `127.0.0.1:PORT`; the same after a restart.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, for a tonic client.
+    pub fn uri(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The store: set, update and delete resources at run time. Prefer
+    /// [`Server::set_resource`], which also checks the authority.
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// The recording of every stream.
+    pub fn recording(&self) -> &Recorder {
+        &self.shared.recorder
+    }
+
+    /// The connected clients with their last request time.
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        self.shared.tracker.clients()
+    }
+
+    /// Creates or replaces a resource and pushes it to every subscribed
+    /// stream. An xdstp name must be of one of the server's authorities.
+    pub fn set_resource(
+        &self,
+        name: &str,
+        resource: Any,
+    ) -> Result<Arc<StoredResource>, ServerError> {
+        if let Ok(key) = canonical_key(name)
+            && let Some(authority) = authority_of(&key)
+            && !self.spec.authorities.iter().any(|a| a == authority)
+        {
+            return Err(ServerError::ForeignAuthority {
+                server: self.spec.name.clone(),
+                name: name.to_owned(),
+                authority: authority.to_owned(),
+                served: self.spec.authorities.clone(),
+            });
+        }
+        self.shared
+            .store
+            .set(name, resource)
+            .map_err(|source| self.store_error(source))
+    }
+
+    /// Encodes `message` and stores it as `name`.
+    pub fn set_message<M: prost::Name>(
+        &self,
+        name: &str,
+        message: &M,
+    ) -> Result<Arc<StoredResource>, ServerError> {
+        let resource = Any {
+            type_url: M::type_url(),
+            value: message.encode_to_vec(),
+        };
+        self.set_resource(name, resource)
+    }
+
+    /// Deletes a resource; subscribed delta streams get it in `removed_resources`.
+    /// Returns whether it existed.
+    pub fn delete_resource(&self, type_url: &str, name: &str) -> Result<bool, ServerError> {
+        self.shared
+            .store
+            .delete(type_url, name)
+            .map_err(|source| self.store_error(source))
+    }
+
+    fn store_error(&self, source: StoreError) -> ServerError {
+        ServerError::Store {
+            server: self.spec.name.clone(),
+            source,
+        }
+    }
+
+    /// The faults in force.
+    pub fn faults(&self) -> Faults {
+        (*self.shared.faults()).clone()
+    }
+
+    /// Replaces the faults; open streams apply them from their next step.
+    pub fn set_faults(&self, faults: Faults) {
+        self.shared.faults.send_replace(Arc::new(faults));
+    }
+
+    /// Changes the faults in place.
+    pub fn update_faults(&self, change: impl FnOnce(&mut Faults)) {
+        self.shared.faults.send_modify(|f| change(Arc::make_mut(f)));
+    }
+
+    /// Waits until every connected client subscribed to the resource has
+    /// ACKed or NACKed `version` (the stored version when `None`), or
+    /// `timeout` passes. The report names who NACKed, with what error, and
+    /// who is still pending.
+    pub async fn wait_acked(
+        &self,
+        type_url: &str,
+        name: &str,
+        version: Option<&str>,
+        timeout: Duration,
+    ) -> Result<AckReport, ServerError> {
+        let version = match version {
+            Some(v) => v.to_owned(),
+            None => self
+                .shared
+                .store
+                .get(type_url, name)
+                .map(|s| s.version.clone())
+                .ok_or_else(|| ServerError::NoSuchResource {
+                    server: self.spec.name.clone(),
+                    type_url: type_url.to_owned(),
+                    name: name.to_owned(),
+                })?,
+        };
+        Ok(self
+            .shared
+            .tracker
+            .wait(type_url, &key_of(name), &version, timeout)
+            .await)
+    }
+
+    /// Stops serving: new connections are refused by the OS and every open
+    /// stream ends with `UNAVAILABLE`. Idempotent.
+    pub async fn stop(&self) {
+        let Some(run) = self.run.lock().await.take() else {
+            return;
+        };
+        stop_run(run).await;
+    }
+
+    /// Stops, drops the resources unless `keep_state`, waits `down_for`, and
+    /// listens again on the same port.
+    pub async fn restart(&self, keep_state: bool, down_for: Duration) -> Result<(), ServerError> {
+        let mut run = self.run.lock().await;
+        if let Some(old) = run.take() {
+            stop_run(old).await;
+        }
+        if !keep_state {
+            self.shared.store.clear();
+        }
+        tokio::time::sleep(down_for).await;
+        let (_, new) = serve(&self.spec.name, self.addr, self.shared.clone()).await?;
+        *run = Some(new);
+        Ok(())
+    }
+}
+
+async fn stop_run(run: Run) {
+    run.stop.send_replace(true);
+    let mut task = run.task;
+    if tokio::time::timeout(DRAIN, &mut task).await.is_err() {
+        task.abort();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(mut run) = self.run.try_lock()
+            && let Some(run) = run.take()
+        {
+            run.stop.send_replace(true);
+            run.task.abort();
+        }
+    }
+}
+
+async fn serve(
+    name: &str,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<(SocketAddr, Run), ServerError> {
+    let bind_error = |source| ServerError::Bind {
+        server: name.to_owned(),
+        addr,
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let (stop, mut stopped) = watch::channel(false);
+    let ads = Ads {
+        shared: shared.clone(),
+        shutdown: stop.subscribe(),
+    };
+    let refusing = shared.clone();
+    // Refusing a connection means closing it right after accept: the client
+    // sees the connection fail before any HTTP/2 exchange.
+    let incoming = TcpListenerStream::new(listener).filter_map(move |conn| match conn {
+        Ok(stream) if refusing.faults().refuse_connections => {
+            drop(stream);
+            None
+        }
+        Ok(stream) => {
+            // Small xDS messages must not wait for Nagle's algorithm.
+            let _ = stream.set_nodelay(true);
+            Some(Ok::<_, std::io::Error>(stream))
+        }
+        Err(e) => Some(Err(e)),
+    });
+    let server_name = name.to_owned();
+    let task = tokio::spawn(async move {
+        let result = tonic::transport::Server::builder()
+            .add_service(AggregatedDiscoveryServiceServer::new(ads))
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(server = %server_name, error = %e, "management server stopped with an error");
+        }
+    });
+    Ok((addr, Run { stop, task }))
+}

@@ -1,0 +1,148 @@
+//! `xdsfed testbed --config FILE`: addresses on stdout, exit codes, Ctrl-C.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn example(name: &str) -> String {
+    format!("{}/bootstrap-examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Kills the child if the test fails before it exits.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn testbed_prints_servers_backends_and_control_then_stops_on_ctrl_c() {
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args(["testbed", "--config", &example("testbed-federated.yaml")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    loop {
+        let line = rx.recv_timeout(WAIT).expect("the testbed prints `ready`");
+        if line == "ready" {
+            break;
+        }
+        lines.push(line);
+    }
+    let servers: Vec<&String> = lines.iter().filter(|l| l.starts_with("server ")).collect();
+    assert_eq!(servers.len(), 2, "{lines:?}");
+    assert!(
+        servers[0].starts_with("server cloud 127.0.0.1:")
+            && servers[0].ends_with("authorities=cloud.example")
+    );
+    assert!(
+        servers[1].starts_with("server onprem 127.0.0.1:")
+            && servers[1].ends_with("authorities=onprem.example")
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("backend ")).count(),
+        2
+    );
+    let control = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("control "))
+        .expect("the control address is printed");
+    let addr: std::net::SocketAddr = control.parse().unwrap();
+    assert!(addr.ip().is_loopback() && addr.port() != 0);
+    // The printed server address accepts connections.
+    let server_addr = servers[0].split(' ').nth(2).unwrap();
+    std::net::TcpStream::connect(server_addr).expect("the cloud server listens");
+
+    let status = Command::new("kill")
+        .args(["-INT", &running.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = running.0.wait().unwrap();
+    assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+}
+
+#[test]
+fn testbed_with_bad_scenario_exits_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, "servers:\n  - name: a\n    authorities: []\n").unwrap();
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args(["testbed", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("servers[0].authorities"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn testbed_with_missing_file_or_bad_flag_exits_2() {
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args(["testbed", "--config", "/nonexistent/testbed.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/testbed.yaml"));
+
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args([
+            "testbed",
+            "--config",
+            "x.yaml",
+            "--control",
+            "not-an-address",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn testbed_exits_1_when_control_port_is_taken() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args([
+            "testbed",
+            "--config",
+            &example("testbed-federated.yaml"),
+            "--control",
+            &addr,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+}

@@ -1,0 +1,280 @@
+//! The gRPC control API (`xdsfed.testbed.v1.TestbedControl`) over a running
+//! testbed, driven by the generated tonic client.
+
+use std::{sync::Arc, time::Duration};
+
+use envoy_types::pb::envoy::{
+    config::cluster::v3::Cluster,
+    service::discovery::v3::{
+        DeltaDiscoveryRequest,
+        aggregated_discovery_service_client::AggregatedDiscoveryServiceClient,
+    },
+};
+use prost::{Message, Name};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::{Code, transport::Channel};
+use xdsfed::{
+    proto::testbed::v1::{self as pb, testbed_control_client::TestbedControlClient},
+    testbed::{ServerSpec, Testbed},
+    testbed_control::ControlService,
+};
+
+const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+const C1: &str = "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/c1";
+const WAIT: Duration = Duration::from_secs(5);
+
+async fn start() -> (Arc<Testbed>, TestbedControlClient<Channel>) {
+    let testbed = Arc::new(
+        Testbed::start([
+            ServerSpec::new("cloud", ["cloud.example"]),
+            ServerSpec::new("onprem", ["onprem.example"]),
+        ])
+        .await
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = ControlService::new(testbed.clone()).into_server();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    (testbed, TestbedControlClient::new(channel))
+}
+
+fn cluster_any(name: &str) -> prost_types::Any {
+    prost_types::Any {
+        type_url: Cluster::type_url(),
+        value: Cluster {
+            name: name.into(),
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn list_servers_reports_addresses_and_authorities() {
+    let (testbed, mut control) = start().await;
+    let servers = control
+        .list_servers(pb::ListServersRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .servers;
+    assert_eq!(servers.len(), 2);
+    assert_eq!(servers[1].name, "onprem");
+    assert_eq!(servers[1].authorities, ["onprem.example"]);
+    assert_eq!(servers[1].address, testbed.servers()[1].addr().to_string());
+}
+
+#[tokio::test]
+async fn set_resource_returns_content_hash_and_wait_acked_sees_the_ack() {
+    let (testbed, mut control) = start().await;
+    let version = control
+        .set_resource(pb::SetResourceRequest {
+            server: "cloud".into(),
+            name: C1.into(),
+            resource: Some(cluster_any(C1)),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .version;
+    assert_eq!(
+        version,
+        xdsfed::testbed::version::of_bytes(&cluster_any(C1).value)
+    );
+
+    // A raw delta client subscribes and ACKs.
+    let channel = tonic::transport::Endpoint::from_shared(testbed.servers()[0].uri())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    let mut ads = AggregatedDiscoveryServiceClient::new(channel);
+    tx.send(DeltaDiscoveryRequest {
+        node: Some(envoy_types::pb::envoy::config::core::v3::Node {
+            id: "harness-client".into(),
+            ..Default::default()
+        }),
+        type_url: CDS.into(),
+        resource_names_subscribe: vec![C1.into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut responses = ads
+        .delta_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = tokio::time::timeout(WAIT, responses.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    tx.send(DeltaDiscoveryRequest {
+        type_url: CDS.into(),
+        response_nonce: response.nonce,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+
+    let report = control
+        .wait_acked(pb::WaitAckedRequest {
+            server: "cloud".into(),
+            type_url: CDS.into(),
+            name: C1.into(),
+            version: String::new(),
+            timeout: Some(prost_types::Duration {
+                seconds: 5,
+                nanos: 0,
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!report.timed_out, "{report:?}");
+    assert_eq!(report.acked_by, ["harness-client"]);
+    assert_eq!(report.version, version);
+
+    let clients = control
+        .list_clients(pb::ListClientsRequest {
+            server: "cloud".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .clients;
+    assert_eq!(clients.len(), 1);
+    assert_eq!(clients[0].node_id, "harness-client");
+    assert!(clients[0].last_request_unix_ms > 0);
+
+    let streams = control
+        .list_streams(pb::ListStreamsRequest {
+            server: "cloud".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .streams;
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0].variant, "delta");
+    assert_eq!(streams[0].responses, 1);
+}
+
+#[tokio::test]
+async fn set_and_get_faults_round_trip() {
+    let (testbed, mut control) = start().await;
+    let faults = pb::Faults {
+        close_after_responses: 3,
+        response_delay: Some(prost_types::Duration {
+            seconds: 0,
+            nanos: 250_000_000,
+        }),
+        silent_names: vec![C1.into()],
+        redirects: [(
+            C1.to_string(),
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/c2".to_string(),
+        )]
+        .into(),
+        inject: vec![pb::InjectedResource {
+            name: "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/x".into(),
+            resource: Some(cluster_any("x")),
+        }],
+        ..Default::default()
+    };
+    control
+        .set_faults(pb::SetFaultsRequest {
+            server: "cloud".into(),
+            faults: Some(faults.clone()),
+        })
+        .await
+        .unwrap();
+    let applied = testbed.servers()[0].faults();
+    assert_eq!(applied.close_after_responses, Some(3));
+    assert_eq!(applied.response_delay, Some(Duration::from_millis(250)));
+    assert_eq!(applied.inject.len(), 1);
+    let back = control
+        .get_faults(pb::GetFaultsRequest {
+            server: "cloud".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .faults
+        .unwrap();
+    assert_eq!(back, faults);
+}
+
+#[tokio::test]
+async fn delete_and_restart_act_on_the_named_server() {
+    let (testbed, mut control) = start().await;
+    testbed.servers()[0]
+        .set_resource(
+            C1,
+            envoy_types::pb::google::protobuf::Any {
+                type_url: CDS.into(),
+                value: vec![],
+            },
+        )
+        .unwrap();
+    control
+        .restart_server(pb::RestartServerRequest {
+            server: "cloud".into(),
+            keep_state: true,
+            down_for: None,
+        })
+        .await
+        .unwrap();
+    assert!(
+        testbed.servers()[0].store().get(CDS, C1).is_some(),
+        "state kept"
+    );
+    let existed = control
+        .delete_resource(pb::DeleteResourceRequest {
+            server: "cloud".into(),
+            type_url: CDS.into(),
+            name: C1.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .existed;
+    assert!(existed);
+    assert!(testbed.servers()[0].store().get(CDS, C1).is_none());
+}
+
+#[tokio::test]
+async fn unknown_server_is_not_found_and_foreign_authority_invalid() {
+    let (_testbed, mut control) = start().await;
+    let status = control
+        .list_clients(pb::ListClientsRequest {
+            server: "nowhere".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
+    assert!(status.message().contains("nowhere"));
+
+    let status = control
+        .set_resource(pb::SetResourceRequest {
+            server: "cloud".into(),
+            name: "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/c".into(),
+            resource: Some(cluster_any("c")),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("onprem.example"), "{status:?}");
+}
