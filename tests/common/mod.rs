@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
 use xdsfed::core::client::XdsClient;
-use xdsfed::core::transport::TransportOptions;
+use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::types::ResourceType;
 use xdsfed::core::watch::{Watch, WatchEvent};
 
@@ -19,12 +19,17 @@ pub const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Transport options with timers short enough for tests.
 pub fn fast_transport() -> TransportOptions {
-    let mut options = TransportOptions::default();
-    options.does_not_exist_timeout = Duration::from_millis(500);
-    options.backoff.initial = Duration::from_millis(20);
-    options.backoff.max = Duration::from_millis(200);
-    options.idle_grace = Duration::from_millis(200);
-    options
+    let defaults = TransportOptions::default();
+    TransportOptions {
+        does_not_exist_timeout: Duration::from_millis(500),
+        idle_grace: Duration::from_millis(200),
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+            ..defaults.backoff
+        },
+        ..defaults
+    }
 }
 
 /// A JSON bootstrap: `servers` is the top-level list, `authorities` maps an
@@ -120,5 +125,32 @@ pub async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
             panic!("timed out waiting until {what}");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits for a `Changed` resource that satisfies `want`, skipping other
+/// changes and errors (a failing server reports errors before a fallback or
+/// an alternative answers); panics after [`PATIENCE`].
+pub async fn changed_until<T: ResourceType>(
+    watch: &mut Watch<T>,
+    what: &str,
+    mut want: impl FnMut(&T::Resource) -> bool,
+) -> std::sync::Arc<T::Resource> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let event = match tokio::time::timeout_at(deadline, watch.next()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => panic!("watch of {} ended waiting for {what}", watch.key()),
+            Err(_) => panic!(
+                "{} did not reach {what} within {PATIENCE:?}; last state {:?}",
+                watch.key(),
+                watch.state()
+            ),
+        };
+        if let WatchEvent::Changed(r) = event
+            && want(&r)
+        {
+            return r;
+        }
     }
 }

@@ -27,7 +27,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::error::{ErrorKind, XdsError};
 use crate::protocol::event::RemovedReason;
-use crate::protocol::{CoreEvent, ResourceKey};
+use crate::protocol::{CoreEvent, ResourceKey, glob_of};
 use crate::types::Decoded;
 
 /// A resource's status, as CSDS (`envoy.admin.v3.ClientResourceStatus`) names it.
@@ -100,6 +100,29 @@ pub struct ResourceState {
     pub last_updated: Option<SystemTime>,
     /// The version of the last rejected update, for CSDS.
     pub failed_version: Option<Arc<str>>,
+    /// Where the last good copy came from: which server, under which name,
+    /// and whether a fallback server, an `#alt` or a redirect served it.
+    /// `None` until a copy arrives (and for copies applied through
+    /// [`Cache::apply`], which knows no routing).
+    pub source: Option<Source>,
+}
+
+/// Where a cached copy came from (see [`ResourceState::source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The server that sent it.
+    pub server: Arc<str>,
+    /// The authority of the name it was fetched as (`None` for old-style).
+    pub authority: Option<Arc<str>>,
+    /// The name it was fetched as: the watched name itself, or the `#alt`
+    /// or redirect target that stood in for it.
+    pub fetched_as: Arc<str>,
+    /// Served by a fallback server of its authority (gRFC A71), not the first.
+    pub fallback: bool,
+    /// Served by the watched name's `#alt` alternative (xDS TP1).
+    pub alt: bool,
+    /// Reached through one or more `ResourceLocator` redirects (xDS TP1).
+    pub redirected: bool,
 }
 
 impl ResourceState {
@@ -111,6 +134,7 @@ impl ResourceState {
             error: None,
             last_updated: None,
             failed_version: None,
+            source: None,
         }
     }
 }
@@ -162,6 +186,9 @@ struct Inner {
     by_server: HashMap<Arc<str>, HashSet<ResourceKey>>,
     /// Wildcard watchers per type URL.
     wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
+    /// Glob collection watchers per glob (xDS TP1): members arriving under a
+    /// watched glob get entries, and changes are queued for its watchers.
+    collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
 }
 
 /// Names changed since a wildcard watcher last looked, and a wake-up.
@@ -306,6 +333,64 @@ impl Cache {
         (queue, first)
     }
 
+    /// Adds a watcher of the members of the glob collection `glob`; members
+    /// already cached count as changed.
+    pub(crate) fn add_collection(&self, glob: &ResourceKey) -> Arc<WildcardQueue> {
+        let mut inner = self.lock();
+        let queue = Arc::new(WildcardQueue::default());
+        {
+            let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, entry) in &inner.entries {
+                if key.type_url == glob.type_url
+                    && glob_of(&key.name).is_some_and(|g| *g == *glob.name)
+                    && entry.tx.borrow().status != ResourceStatus::Requested
+                {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
+        }
+        inner
+            .collections
+            .entry(glob.clone())
+            .or_default()
+            .push(Arc::clone(&queue));
+        queue
+    }
+
+    /// Removes a collection watcher; with the last one, the member entries
+    /// nobody else watches go.
+    pub(crate) fn remove_collection(&self, glob: &ResourceKey, queue: &Arc<WildcardQueue>) {
+        let mut inner = self.lock();
+        let Some(list) = inner.collections.get_mut(glob) else {
+            return;
+        };
+        list.retain(|q| !Arc::ptr_eq(q, queue));
+        if !list.is_empty() {
+            return;
+        }
+        inner.collections.remove(glob);
+        if inner.wildcard.contains_key(&glob.type_url) {
+            return;
+        }
+        let orphaned: Vec<ResourceKey> = inner
+            .entries
+            .iter()
+            .filter(|(k, e)| {
+                e.watchers == 0
+                    && k.type_url == glob.type_url
+                    && glob_of(&k.name).is_some_and(|g| *g == *glob.name)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in orphaned {
+            if let Some(entry) = inner.entries.remove(&key)
+                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
+            {
+                keys.remove(&key);
+            }
+        }
+    }
+
     pub(crate) fn remove_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) -> bool {
         let mut inner = self.lock();
         let Some(list) = inner.wildcard.get_mut(type_url) else {
@@ -337,13 +422,98 @@ impl Cache {
     pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
         let mut inner = self.lock();
         for event in events {
-            inner.apply_one(server, policy, event);
+            inner.apply_one(server, policy, event, None);
+        }
+    }
+
+    /// Applies events already routed to the entries they are for (their keys
+    /// are the entries' keys), each with where it came from. `server` in
+    /// each [`Source`] is what error messages name.
+    pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
+        let mut inner = self.lock();
+        for (event, source) in events {
+            let server = if source.fetched_as.is_empty() {
+                Arc::clone(&source.server)
+            } else {
+                Arc::from(format!("{} (as {})", source.server, source.fetched_as))
+            };
+            inner.apply_one(&server, policy, event, Some(source));
+        }
+    }
+
+    /// Reports a transient error (the stream to the entries' server failed,
+    /// gRFC A57) to each of `keys`: an ambient error where a copy serves,
+    /// an error where none does.
+    pub(crate) fn transient_error(&self, keys: &[ResourceKey], error: &XdsError) {
+        let inner = self.lock();
+        for key in keys {
+            if let Some(entry) = inner.entries.get(key) {
+                entry
+                    .tx
+                    .send_modify(|state| state.error = Some(error.clone()));
+                inner.mark_wildcard_dirty(key);
+            }
+        }
+    }
+
+    /// Reports a stream failure of `server` to the entries held only for
+    /// wildcard watchers of that server (watched entries are the router's).
+    pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
+        let inner = self.lock();
+        let Some(keys) = inner.by_server.get(server) else {
+            return;
+        };
+        for key in keys {
+            if let Some(entry) = inner.entries.get(key)
+                && entry.watchers == 0
+            {
+                entry
+                    .tx
+                    .send_modify(|state| state.error = Some(error.clone()));
+                inner.mark_wildcard_dirty(key);
+            }
+        }
+    }
+
+    /// Whether `key` has an answer: a copy, or a known absence. gRFC A71
+    /// counts both as cached; a watcher of anything else is waiting.
+    pub(crate) fn is_answered(&self, key: &ResourceKey) -> bool {
+        self.lock().entries.get(key).is_some_and(|e| {
+            let state = e.tx.borrow();
+            state.resource.is_some() || state.status == ResourceStatus::DoesNotExist
+        })
+    }
+
+    /// Whether `key` holds a copy.
+    pub(crate) fn has_copy(&self, key: &ResourceKey) -> bool {
+        self.lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| e.tx.borrow().resource.is_some())
+    }
+
+    /// Reports a permanent error for `key` (a refused redirect, a malformed
+    /// collection): like a NACK, the last good copy keeps serving.
+    pub(crate) fn data_error(&self, key: &ResourceKey, error: XdsError) {
+        let inner = self.lock();
+        if let Some(entry) = inner.entries.get(key) {
+            entry.tx.send_modify(|state| {
+                state.status = ResourceStatus::ReceivedError;
+                state.error = Some(error.clone());
+            });
+            inner.mark_wildcard_dirty(key);
         }
     }
 }
 
 impl Inner {
-    fn apply_one(&mut self, server: &Arc<str>, policy: DataErrorPolicy, event: CoreEvent) {
+    fn apply_one(
+        &mut self,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+        event: CoreEvent,
+        source: Option<Source>,
+    ) {
         match event {
             CoreEvent::Upsert {
                 key,
@@ -360,6 +530,9 @@ impl Inner {
                         || state.error.is_some()
                         || state.status != ResourceStatus::Acked;
                     state.version = Some(version);
+                    if source.is_some() {
+                        state.source = source;
+                    }
                     state.status = ResourceStatus::Acked;
                     state.error = None;
                     state.failed_version = None;
@@ -497,6 +670,23 @@ impl Inner {
                     self.mark_wildcard_dirty(&key);
                 }
             }
+            CoreEvent::Redirect { key, target, .. } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let message = format!(
+                    "{} {} redirected by server {} to {}: following redirects of glob collection members is not supported yet",
+                    short_type(&key.type_url),
+                    key.name,
+                    server,
+                    target
+                );
+                entry.tx.send_modify(|state| {
+                    state.status = ResourceStatus::ReceivedError;
+                    state.error = Some(XdsError::new(ErrorKind::ServerError, message));
+                });
+                self.mark_wildcard_dirty(&key);
+            }
             CoreEvent::StreamHealthy => {}
             #[allow(unreachable_patterns)]
             _ => {}
@@ -511,7 +701,7 @@ impl Inner {
         policy: DataErrorPolicy,
     ) -> Option<&mut Entry> {
         if !self.entries.contains_key(key) {
-            if !self.wildcard.contains_key(&key.type_url) {
+            if !self.wildcard.contains_key(&key.type_url) && self.collection_of(key).is_none() {
                 return None;
             }
             self.by_server
@@ -534,7 +724,30 @@ impl Inner {
         self.entries.get_mut(key)
     }
 
+    /// The watched glob collection `key` is a member of, if any.
+    fn collection_of(&self, key: &ResourceKey) -> Option<&Vec<Arc<WildcardQueue>>> {
+        if self.collections.is_empty() {
+            return None;
+        }
+        let glob = glob_of(&key.name)?;
+        self.collections
+            .get(&ResourceKey::new(Arc::clone(&key.type_url), glob))
+    }
+
     fn mark_wildcard_dirty(&self, key: &ResourceKey) {
+        // A member of a watched glob, or the glob itself (empty, TP1 §Glob).
+        let collection = self
+            .collection_of(key)
+            .into_iter()
+            .chain(self.collections.get(key));
+        for queue in collection.flatten() {
+            queue
+                .dirty
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(Arc::clone(&key.name));
+            queue.notify.notify_one();
+        }
         if let Some(list) = self.wildcard.get(&key.type_url) {
             for queue in list {
                 queue

@@ -30,6 +30,40 @@ pub struct ResourceStatusEntry {
     pub failed_version: Option<String>,
     /// Whether a cached copy is serving.
     pub cached: bool,
+    /// Where the cached copy came from, when it did not come straight from
+    /// the subscription's first server: see [`SourceStatus`].
+    pub source: Option<SourceStatus>,
+}
+
+/// Where a resource's cached copy came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceStatus {
+    /// The server that sent it.
+    pub server: String,
+    /// The authority of the name it was fetched as (`null` for old-style).
+    pub authority: Option<String>,
+    /// The name it was fetched as, when another than the resource's own
+    /// (an `#alt` alternative or a redirect target).
+    pub fetched_as: Option<String>,
+    /// Sent by a fallback server of its authority (gRFC A71).
+    pub fallback: bool,
+    /// Served by the name's `#alt` alternative (xDS TP1).
+    pub alt: bool,
+    /// Reached through a `ResourceLocator` redirect (xDS TP1).
+    pub redirected: bool,
+}
+
+/// One authority's servers and which one it uses (gRFC A71).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuthorityStatus {
+    /// The authority (`null` for old-style names).
+    pub authority: Option<String>,
+    /// Its servers, in priority order.
+    pub servers: Vec<String>,
+    /// The server answers are taken from.
+    pub active: String,
+    /// Whether that is a fallback server (not the first).
+    pub on_fallback: bool,
 }
 
 /// Counters of one server's connection, named after gRFC A78's metrics.
@@ -60,6 +94,8 @@ pub struct ClientStatus {
     pub resources: Vec<ResourceStatusEntry>,
     /// Every server connection.
     pub servers: Vec<ServerStatus>,
+    /// Every authority in use, with its active server.
+    pub authorities: Vec<AuthorityStatus>,
 }
 
 impl ClientStatus {
@@ -97,6 +133,14 @@ pub(crate) fn resources_of(cache: &Cache) -> Vec<ResourceStatusEntry> {
             error: state.error.as_ref().map(ToString::to_string),
             failed_version: state.failed_version.as_deref().map(str::to_owned),
             cached: state.resource.is_some(),
+            source: state.source.as_ref().map(|s| SourceStatus {
+                server: s.server.to_string(),
+                authority: s.authority.as_deref().map(str::to_owned),
+                fetched_as: (!s.fetched_as.is_empty()).then(|| s.fetched_as.to_string()),
+                fallback: s.fallback,
+                alt: s.alt,
+                redirected: s.redirected,
+            }),
         });
     });
     out.sort_by(|a, b| (&a.type_url, &a.name).cmp(&(&b.type_url, &b.name)));

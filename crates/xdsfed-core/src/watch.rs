@@ -222,3 +222,114 @@ impl<T: ResourceType> WildcardWatch<T> {
         }
     }
 }
+
+/// A change to a glob collection (xDS TP1 §Glob), as a
+/// [`CollectionWatch`] reports it.
+#[derive(Debug, Clone)]
+pub enum CollectionEvent<T> {
+    /// A member was added or changed.
+    Upsert {
+        /// The member's cache key.
+        name: Arc<str>,
+        /// Its new value.
+        resource: Arc<T>,
+    },
+    /// A member left the collection (deleted by the server).
+    Removed {
+        /// The member's cache key.
+        name: Arc<str>,
+    },
+    /// The server says the collection is empty (it named the glob in
+    /// `removed_resources`).
+    Empty,
+    /// A member or the collection could not be served; `name` is the
+    /// member's key, or the glob's.
+    Error {
+        /// Which member (or the glob).
+        name: Arc<str>,
+        /// What went wrong.
+        error: XdsError,
+    },
+}
+
+pub(crate) struct CollectionGuard {
+    pub(crate) cache: Arc<crate::cache::Cache>,
+    pub(crate) glob: ResourceKey,
+    pub(crate) queue: Arc<WildcardQueue>,
+}
+
+impl Drop for CollectionGuard {
+    fn drop(&mut self) {
+        self.cache.remove_collection(&self.glob, &self.queue);
+    }
+}
+
+/// A watch of a glob collection: every resource of type `T` directly under
+/// the glob's path with its context parameters (delta xDS only). Yields
+/// member changes, latest value per member. Dropping it unsubscribes the
+/// glob.
+pub struct CollectionWatch<T: ResourceType> {
+    // Dropped first: the queue goes before the subscription.
+    pub(crate) collection: CollectionGuard,
+    pub(crate) glob: Watch<T>,
+}
+
+impl<T: ResourceType> std::fmt::Debug for CollectionWatch<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectionWatch")
+            .field("glob", &self.collection.glob)
+            .finish()
+    }
+}
+
+impl<T: ResourceType> CollectionWatch<T> {
+    /// The glob's cache key.
+    pub fn key(&self) -> &ResourceKey {
+        &self.collection.glob
+    }
+
+    /// The glob's own state: `DOES_NOT_EXIST` while the server says the
+    /// collection is empty.
+    pub fn state(&self) -> ResourceState {
+        self.glob.state()
+    }
+
+    /// The next change; `None` once the client is gone.
+    pub async fn next(&mut self) -> Option<CollectionEvent<T::Resource>> {
+        let queue = Arc::clone(&self.collection.queue);
+        loop {
+            let notified = queue.notify.notified();
+            let popped = queue.dirty.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let Some(name) = popped else {
+                notified.await;
+                continue;
+            };
+            let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+            let Some(state) = self.collection.cache.state(&key) else {
+                continue;
+            };
+            if key == self.collection.glob {
+                match (&state.status, &state.error) {
+                    (ResourceStatus::DoesNotExist, _) => return Some(CollectionEvent::Empty),
+                    (_, Some(error)) => {
+                        return Some(CollectionEvent::Error {
+                            name,
+                            error: error.clone(),
+                        });
+                    }
+                    _ => continue,
+                }
+            }
+            match event_of::<T>(&state, &key) {
+                Some(WatchEvent::Changed(resource)) => {
+                    return Some(CollectionEvent::Upsert { name, resource });
+                }
+                Some(WatchEvent::DoesNotExist) => return Some(CollectionEvent::Removed { name }),
+                Some(WatchEvent::Error(error) | WatchEvent::AmbientError(error)) => {
+                    return Some(CollectionEvent::Error { name, error });
+                }
+                None => {}
+            }
+        }
+    }
+}

@@ -66,6 +66,17 @@ pub enum CoreEvent {
         /// Why.
         reason: RemovedReason,
     },
+    /// A subscribed resource arrived as an `xds.core.v3.ResourceLocator`: the
+    /// server redirects it to `target` (xDS TP1 "Server redirects"). Whether
+    /// to follow is the client's decision; the core holds it as received.
+    Redirect {
+        /// Which resource.
+        key: ResourceKey,
+        /// The canonical key of the target.
+        target: Arc<str>,
+        /// The resource's version.
+        version: Arc<str>,
+    },
     /// The does-not-exist timer expired (gRFC A57).
     DoesNotExist {
         /// Which resource.

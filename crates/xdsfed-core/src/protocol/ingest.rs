@@ -32,6 +32,51 @@ use super::timers::Timer;
 use crate::name::{NameError, canonical_key};
 use crate::types::{Decoded, ValidationError};
 
+/// The type URL of a redirect (xDS TP1 "Server redirects").
+pub const RESOURCE_LOCATOR_TYPE_URL: &str = "type.googleapis.com/xds.core.v3.ResourceLocator";
+
+/// The canonical key a `ResourceLocator`'s bytes point at. Only `xdstp`
+/// locators are followed; directives in a locator are not supported.
+fn locator_target(bytes: &[u8]) -> Result<Arc<str>, ValidationError> {
+    use envoy_types::pb::xds::core::v3::{ResourceLocator, resource_locator};
+    use prost::Message as _;
+
+    let locator = ResourceLocator::decode(bytes)
+        .map_err(|e| ValidationError(format!("malformed ResourceLocator: {e}")))?;
+    if locator.scheme != resource_locator::Scheme::Xdstp as i32 {
+        return Err(ValidationError::field(
+            "scheme",
+            "only xdstp redirects are supported",
+        ));
+    }
+    if locator.resource_type.is_empty() || locator.id.is_empty() {
+        return Err(ValidationError(
+            "ResourceLocator without a resource type or id".into(),
+        ));
+    }
+    let mut name = format!(
+        "xdstp://{}/{}/{}",
+        locator.authority, locator.resource_type, locator.id
+    );
+    if let Some(resource_locator::ContextParamSpecifier::ExactContext(cx)) =
+        locator.context_param_specifier
+    {
+        let mut params: Vec<(String, String)> = cx.params.into_iter().collect();
+        params.sort();
+        let query: Vec<String> = params
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !query.is_empty() {
+            name.push('?');
+            name.push_str(&query.join("&"));
+        }
+    }
+    canonical_key(&name)
+        .map(Arc::from)
+        .map_err(|e| ValidationError(format!("ResourceLocator names an invalid resource: {e}")))
+}
+
 /// One resource of a response, before the rules are applied.
 #[derive(Debug)]
 pub(super) struct Item {
@@ -180,6 +225,22 @@ impl Session {
                     continue;
                 }
             };
+            if let Body::Raw(any) = &item.body
+                && any.type_url == RESOURCE_LOCATOR_TYPE_URL
+            {
+                match locator_target(&any.value) {
+                    Ok(target) => self.redirect(now, type_url, key, target, item.version, ttl),
+                    Err(error) => {
+                        let r = Rejected::Invalid {
+                            name: item.raw_name,
+                            error,
+                        };
+                        self.reject(type_url, key, &r, item.version);
+                        rejected.push(r);
+                    }
+                }
+                continue;
+            }
             let decoded = match item.body {
                 Body::Heartbeat => {
                     if let Err(error) =
@@ -238,6 +299,48 @@ impl Session {
         ty.decode(raw)
     }
 
+    /// A redirect: held like a resource (it answers the subscription, and
+    /// a reconnect reports its version), reported for the client to follow
+    /// or refuse.
+    fn redirect(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        name: Arc<str>,
+        target: Arc<str>,
+        version: Arc<str>,
+        ttl: Option<Duration>,
+    ) {
+        self.stats.resource_updates_valid += 1;
+        if let Some(state) = self.states.get_mut(type_url) {
+            state
+                .durable
+                .held
+                .insert(Arc::clone(&name), Arc::clone(&version));
+            state.durable.absent.remove(&name);
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), name);
+        self.cancel_does_not_exist(&key);
+        self.set_ttl(now, &key, ttl);
+        self.events.push_back(CoreEvent::Redirect {
+            key,
+            target,
+            version,
+        });
+    }
+
+    /// Stops the does-not-exist timer of `key` and, for a member of a glob
+    /// collection, of its glob: a member answers the glob.
+    fn cancel_does_not_exist(&mut self, key: &ResourceKey) {
+        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        if let Some(glob) = super::type_state::glob_of(&key.name) {
+            self.timers.cancel(&Timer::DoesNotExist(ResourceKey::new(
+                Arc::clone(&key.type_url),
+                glob,
+            )));
+        }
+    }
+
     /// A valid resource: hold it, stop its does-not-exist timer, (re)arm its
     /// TTL, report it.
     fn accept(
@@ -258,7 +361,7 @@ impl Session {
             state.durable.absent.remove(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
-        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.cancel_does_not_exist(&key);
         self.set_ttl(now, &key, ttl);
         self.events.push_back(CoreEvent::Upsert {
             key,
@@ -355,8 +458,13 @@ impl Session {
                 reason: RemovedReason::Deleted,
             });
         } else if state.durable.absent.insert(name) {
+            // The server answered: a deletion, not the does-not-exist timer
+            // (which means nobody answered, and may call for an `#alt`).
             self.timers.cancel(&Timer::DoesNotExist(key.clone()));
-            self.events.push_back(CoreEvent::DoesNotExist { key });
+            self.events.push_back(CoreEvent::Removed {
+                key,
+                reason: RemovedReason::Deleted,
+            });
         }
     }
 

@@ -69,5 +69,7 @@ pub use config::{
     FEATURE_RESOURCE_TTL, SessionConfig, with_client_features,
 };
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
+pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
 pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
+pub use type_state::{glob_of, is_glob};

@@ -48,6 +48,9 @@ pub(crate) struct Durable {
     pub(crate) absent: HashSet<Arc<str>>,
     /// SotW: the `version_info` of the last ACKed response.
     pub(crate) acked_version: Arc<str>,
+    /// How many of `subscribed` are glob collections (so that names are
+    /// matched against globs only when there are some).
+    pub(crate) globs: usize,
 }
 
 /// State that a new stream resets.
@@ -90,10 +93,44 @@ impl Changes {
     }
 }
 
+/// The glob collection a canonical `xdstp:` key would belong to (xDS TP1
+/// §Glob): its path's last segment replaced by `*`, the same context
+/// parameters. `xdstp://a/T/foo/bar?k=v` → `xdstp://a/T/foo/*?k=v`. `None`
+/// for old-style names and globs themselves.
+pub fn glob_of(key: &str) -> Option<String> {
+    let rest = key.strip_prefix("xdstp://")?;
+    let (path, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    let (parent, last) = path.rsplit_once('/')?;
+    // authority/type at least, and a member, not a glob.
+    if last == "*" || last.is_empty() || !parent.contains('/') {
+        return None;
+    }
+    Some(match query {
+        Some(q) => format!("xdstp://{parent}/*?{q}"),
+        None => format!("xdstp://{parent}/*"),
+    })
+}
+
+/// Whether a canonical key is a glob collection (`…/*`, before any query).
+pub fn is_glob(key: &str) -> bool {
+    key.starts_with("xdstp:")
+        && key
+            .split_once('?')
+            .map_or(key, |(path, _)| path)
+            .ends_with("/*")
+}
+
 impl TypeState {
-    /// Whether resources named `name` are of interest (subscribed, or `*`).
+    /// Whether resources named `name` are of interest: subscribed, `*`, or
+    /// a member of a subscribed glob collection.
     pub(crate) fn wants(&self, name: &str) -> bool {
-        self.durable.wildcard || self.durable.subscribed.contains(name)
+        self.durable.wildcard
+            || self.durable.subscribed.contains(name)
+            || (self.durable.globs > 0
+                && glob_of(name).is_some_and(|g| self.durable.subscribed.contains(g.as_str())))
     }
 
     /// Whether anything at all is subscribed.
@@ -105,6 +142,9 @@ impl TypeState {
     pub(crate) fn subscribe(&mut self, name: Arc<str>) -> bool {
         if !self.durable.subscribed.insert(Arc::clone(&name)) {
             return false;
+        }
+        if is_glob(&name) {
+            self.durable.globs += 1;
         }
         // A name still on the wire (its unsubscription not yet written) is
         // subscribed again anyway: the spec lets a client repeat a
@@ -124,6 +164,17 @@ impl TypeState {
         if !self.durable.wildcard {
             self.durable.held.remove(name);
             self.durable.absent.remove(name);
+        }
+        if is_glob(name) {
+            self.durable.globs = self.durable.globs.saturating_sub(1);
+            if !self.durable.wildcard {
+                // Members only the glob delivered are forgotten with it.
+                let subscribed = &self.durable.subscribed;
+                self.durable.held.retain(|member, _| {
+                    subscribed.contains(member)
+                        || glob_of(member).is_none_or(|g| g.as_str() != &**name)
+                });
+            }
         }
         self.stream.add.remove(name);
         if self.stream.sent.contains(name) {
@@ -200,6 +251,35 @@ mod tests {
 
     fn name(s: &str) -> Arc<str> {
         Arc::from(s)
+    }
+
+    /// xDS TP1 §Glob: members sit directly under the glob's path, with
+    /// exactly its context parameters.
+    #[test]
+    fn glob_members_match_their_glob_only() {
+        let mut t = TypeState::default();
+        t.subscribe(name("xdstp://a/T/foo/*?k=v"));
+        assert!(t.wants("xdstp://a/T/foo/bar?k=v"));
+        assert!(!t.wants("xdstp://a/T/foo/bar"));
+        assert!(!t.wants("xdstp://a/T/foo/bar?k=v&x=y"));
+        assert!(!t.wants("xdstp://a/T/foo/bar/baz?k=v"));
+        assert!(!t.wants("xdstp://a/T/other/bar?k=v"));
+        assert_eq!(glob_of("xdstp://a/T/foo/*"), None);
+        assert!(is_glob("xdstp://a/T/foo/*?k=v"));
+        assert!(!is_glob("xdstp://a/T/foo/x*"));
+    }
+
+    #[test]
+    fn unsubscribing_a_glob_forgets_its_members() {
+        let mut t = TypeState::default();
+        t.subscribe(name("xdstp://a/T/g/*"));
+        t.subscribe(name("xdstp://a/T/g/kept"));
+        t.durable.held.insert(name("xdstp://a/T/g/m"), name("1"));
+        t.durable.held.insert(name("xdstp://a/T/g/kept"), name("1"));
+        t.unsubscribe(&name("xdstp://a/T/g/*"));
+        assert!(!t.wants("xdstp://a/T/g/m"));
+        assert!(!t.durable.held.contains_key("xdstp://a/T/g/m"));
+        assert!(t.durable.held.contains_key("xdstp://a/T/g/kept"));
     }
 
     #[test]

@@ -142,6 +142,6 @@ fn resource_error_not_found_is_a_deletion() {
     s.handle_delta_response(now, r);
     assert_eq!(
         events(&mut s),
-        ["healthy", "upsert a 1", "removed a", "dne b"]
+        ["healthy", "upsert a 1", "removed a", "removed b"]
     );
 }

@@ -5,6 +5,7 @@ mod ack_nack;
 mod authority;
 mod deletion;
 mod does_not_exist;
+mod federation;
 mod reconnect;
 mod sim;
 mod support;

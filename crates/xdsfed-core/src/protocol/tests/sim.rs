@@ -478,8 +478,8 @@ fn sim_missing_resource_is_reported_missing_in_both_variants() {
     sim.connect();
     sim.run_until_idle();
     assert!(
-        sim.take_events().contains(&"dne nope".to_owned()),
-        "delta: at once"
+        sim.take_events().contains(&"removed nope".to_owned()),
+        "delta: at once, by the server"
     );
 
     let mut sim = Sim::new(ApiVariant::Sotw);

@@ -284,6 +284,7 @@ pub(super) fn summary(e: &CoreEvent) -> String {
             reason: RemovedReason::TtlExpired,
         } => format!("expired {}", key.name),
         CoreEvent::DoesNotExist { key } => format!("dne {}", key.name),
+        CoreEvent::Redirect { key, target, .. } => format!("redirect {} {target}", key.name),
         CoreEvent::ResourceError { key, code, .. } => format!("error {} {code}", key.name),
         CoreEvent::StreamFailed { .. } => "failed".into(),
         CoreEvent::StreamHealthy => "healthy".into(),

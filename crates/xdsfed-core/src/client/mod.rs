@@ -1,0 +1,654 @@
+//! The client: watches by name, one ADS stream per server, one cache.
+//!
+//! ```text
+//! watch::<T>(name) ─► parse + check type ─► authority ─► servers ─► ServerKey
+//!                                                                    │
+//!      Watch<T> ◄── cache entry (latest value) ◄── CacheSink ◄── AdsConnection
+//! ```
+//!
+//! Authorities whose servers are equal ([`ServerKey`]) share one connection
+//! and one ADS stream. A connection is opened by the first subscription for
+//! its server; the transport closes an idle stream after a grace period.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+
+use crate::authority::{AuthorityError, AuthorityRegistry, Partition, ServerKey};
+use crate::bootstrap::{ApiVariant, Bootstrap, ServerConfig};
+use crate::cache::{Cache, DataErrorPolicy, Provenance, WildcardQueue};
+use crate::name::{NameError, ResourceName};
+use crate::protocol::{AuthorityFilter, CoreEvent, ResourceKey};
+use crate::status::{AuthorityStatus, ClientStatus, ServerStatus, resources_of};
+use crate::transport::{AdsConnection, EventSink, TransportOptions};
+use crate::types::{ResourceType, TypeRegistry};
+use crate::watch::{
+    CollectionGuard, CollectionWatch, Guard, Release, Watch, WildcardGuard, WildcardWatch,
+};
+
+mod router;
+
+use router::{Alt, AuthorityState, Fetch, Home, Route, State};
+
+/// Why a watch could not be started.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// The name is not a valid resource name, or not of the watched type.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The name's authority is not in the bootstrap.
+    #[error(transparent)]
+    Authority(#[from] AuthorityError),
+    /// The type was not registered with the client.
+    #[error("resource type {0} is not registered with this client")]
+    UnknownType(&'static str),
+    /// The name asks for something the client or its server cannot do
+    /// (e.g. a glob collection over state-of-the-world xDS).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Clients spawn their streams on the current tokio runtime.
+    #[error("XdsClient::build must be called inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// Builds an [`XdsClient`].
+#[derive(Debug)]
+pub struct XdsClientBuilder {
+    bootstrap: Bootstrap,
+    types: TypeRegistry,
+    transport: TransportOptions,
+}
+
+impl XdsClientBuilder {
+    /// Adds a resource type of the user's own; the four Envoy types are
+    /// registered already.
+    pub fn register<T: ResourceType>(mut self) -> Self {
+        self.types.register::<T>();
+        self
+    }
+
+    /// Replaces the transport options (timers, backoff, message size).
+    pub fn transport_options(mut self, options: TransportOptions) -> Self {
+        self.transport = options;
+        self
+    }
+
+    /// Sets the does-not-exist timer (gRFC A57; 15 s by default).
+    pub fn does_not_exist_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.transport.does_not_exist_timeout = timeout;
+        self
+    }
+
+    /// Builds the client. Streams open lazily, on the first watch of each server.
+    pub fn build(self) -> Result<XdsClient, BuildError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
+        let node = self.bootstrap.node_proto();
+        let mut transport = self.transport;
+        transport.node = node.clone();
+        Ok(XdsClient {
+            inner: Arc::new(Inner {
+                registry: AuthorityRegistry::new(&self.bootstrap),
+                node,
+                types: Arc::new(self.types),
+                cache: Arc::new(Cache::new()),
+                transport,
+                runtime,
+                state: Mutex::new(State::default()),
+            }),
+        })
+    }
+}
+
+/// A federated xDS client. Cheap to clone; clones share everything.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use xdsfed_core::bootstrap::Bootstrap;
+/// use xdsfed_core::client::XdsClient;
+/// use xdsfed_core::types::ListenerType;
+///
+/// let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
+/// let mut listener = client.watch::<ListenerType>("xdstp://cloud.example/envoy.config.listener.v3.Listener/frontend")?;
+/// let first = listener.next().await;
+/// println!("{}", client.status().to_json());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct XdsClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: AuthorityRegistry,
+    node: Node,
+    types: Arc<TypeRegistry>,
+    cache: Arc<Cache>,
+    transport: TransportOptions,
+    runtime: tokio::runtime::Handle,
+    /// Connections, authorities and who is subscribed where. One lock over
+    /// all of it, so a subscribe and an unsubscribe of the same key cannot
+    /// cross on the wire, and routing decisions see one consistent state.
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdsClient")
+            .field("node", &self.node.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl XdsClient {
+    /// Starts building a client for `bootstrap`.
+    pub fn builder(bootstrap: Bootstrap) -> XdsClientBuilder {
+        XdsClientBuilder {
+            bootstrap,
+            types: TypeRegistry::with_builtin(),
+            transport: TransportOptions::default(),
+        }
+    }
+
+    /// Watches the resource `name` of type `T`.
+    ///
+    /// `name` is an `xdstp://` name of `T`'s type (or an old-style name). The
+    /// watch fails at once when the name is malformed, is of another type, or
+    /// names an authority the bootstrap does not know; the client never sends
+    /// a name to a server that does not serve its authority.
+    pub fn watch<T: ResourceType>(&self, name: &str) -> Result<Watch<T>, WatchError> {
+        let parsed = self.inner.parse::<T>(name)?;
+        let (server_key, server) = self.inner.server_for(&parsed)?;
+        let home = Home::Authority(Partition::of(&parsed));
+        self.inner
+            .start_watch::<T>(&parsed, home, &server_key, &server)
+    }
+
+    /// Watches `name` on `server`, whatever the bootstrap maps its authority
+    /// to: for names found next to a ConfigSource that lists their authority
+    /// and names its own server (xDS TP1). That ConfigSource is the
+    /// authorisation to send the name there. There is no server fallback:
+    /// the ConfigSource names one server.
+    pub fn watch_on_server<T: ResourceType>(
+        &self,
+        name: &str,
+        server: &ServerConfig,
+    ) -> Result<Watch<T>, WatchError> {
+        let parsed = self.inner.parse::<T>(name)?;
+        let key = ServerKey::new(server);
+        let home = Home::Server(key.clone(), Box::new(server.clone()));
+        self.inner.start_watch::<T>(&parsed, home, &key, server)
+    }
+
+    /// Watches the glob collection `glob` (xDS TP1 §Glob), e.g.
+    /// `xdstp://a/envoy.config.listener.v3.Listener/edge/*?region=eu`: its
+    /// members are the resources of type `T` directly under `edge/` with
+    /// exactly its context parameters. Glob collections need delta xDS: a
+    /// server pinned to state-of-the-world is refused.
+    pub fn watch_collection<T: ResourceType>(
+        &self,
+        glob: &str,
+    ) -> Result<CollectionWatch<T>, WatchError> {
+        let parsed = self.inner.parse::<T>(glob)?;
+        if !parsed.as_xdstp().is_some_and(|n| n.is_glob()) {
+            return Err(WatchError::Unsupported(format!(
+                "{glob} is not a glob collection (xdstp://authority/type/path/*)"
+            )));
+        }
+        let (server_key, server) = self.inner.server_for(&parsed)?;
+        if let Some(sotw) = self
+            .inner
+            .registry
+            .resolve(&parsed)?
+            .iter()
+            .find(|s| s.api == ApiVariant::Sotw && s.api_pinned)
+        {
+            return Err(WatchError::Unsupported(format!(
+                "glob collection {glob}: server {} speaks state-of-the-world xDS, and glob collections need delta xDS (xDS TP1)",
+                sotw.server_uri
+            )));
+        }
+        let key = ResourceKey::new(T::TYPE_URL, parsed.canonical().as_ref());
+        // The queue first, so no member arriving after the subscription is missed.
+        let queue = self.inner.cache.add_collection(&key);
+        let collection = CollectionGuard {
+            cache: Arc::clone(&self.inner.cache),
+            glob: key,
+            queue,
+        };
+        let home = Home::Authority(Partition::of(&parsed));
+        let glob = self
+            .inner
+            .start_watch::<T>(&parsed, home, &server_key, &server)?;
+        Ok(CollectionWatch { collection, glob })
+    }
+
+    /// Watches every resource of type `T` on the default servers (wildcard
+    /// LDS/CDS, as Envoy does).
+    pub fn watch_wildcard<T: ResourceType>(&self) -> Result<WildcardWatch<T>, WatchError> {
+        if self.inner.types.get(T::TYPE_URL).is_none() {
+            return Err(WatchError::UnknownType(T::TYPE_URL));
+        }
+        let (server_key, server) = self.inner.default_server()?;
+        let provenance = Provenance {
+            authority: None,
+            server: Arc::from(server_key.to_string()),
+        };
+        let policy = DataErrorPolicy::from_features(&server.server_features);
+        let mut state = self.inner.lock();
+        let (queue, first) = self
+            .inner
+            .cache
+            .add_wildcard(T::TYPE_URL, provenance, policy);
+        if first {
+            let conn = self.inner.connection(&mut state, &server_key, &server);
+            conn.subscribe_wildcard(T::TYPE_URL);
+            state.wildcard.insert(T::TYPE_URL, server_key);
+        }
+        drop(state);
+        let owner: Arc<dyn Release> = Arc::clone(&self.inner) as Arc<dyn Release>;
+        Ok(WildcardWatch {
+            guard: WildcardGuard {
+                owner,
+                type_url: T::TYPE_URL,
+                queue,
+            },
+            cache: Arc::clone(&self.inner.cache),
+            _type: PhantomData,
+        })
+    }
+
+    /// A CSDS-style dump of every resource and every server connection.
+    pub fn status(&self) -> ClientStatus {
+        let resources = resources_of(&self.inner.cache);
+        let state = self.inner.lock();
+        let mut servers: Vec<ServerStatus> = state
+            .connections
+            .iter()
+            .map(|(key, conn)| {
+                let stats = conn.stats();
+                ServerStatus {
+                    server: key.to_string(),
+                    connected: stats.connected,
+                    server_failure: stats.server_failure,
+                    resource_updates_valid: stats.resource_updates_valid,
+                    resource_updates_invalid: stats.resource_updates_invalid,
+                    foreign_resources_ignored: stats.foreign_names_ignored,
+                    variant: format!("{:?}", stats.variant).to_lowercase(),
+                }
+            })
+            .collect();
+        servers.sort_by(|a, b| a.server.cmp(&b.server));
+        let mut authorities: Vec<AuthorityStatus> = state
+            .authorities
+            .iter()
+            .map(|(partition, a)| AuthorityStatus {
+                authority: match partition {
+                    Partition::Authority(name) => Some(name.clone()),
+                    Partition::OldStyle => None,
+                },
+                servers: a.servers.iter().map(|(k, _)| k.to_string()).collect(),
+                active: a
+                    .servers
+                    .get(a.active)
+                    .map(|(k, _)| k.to_string())
+                    .unwrap_or_default(),
+                on_fallback: a.active > 0,
+            })
+            .collect();
+        authorities.sort_by(|a, b| a.authority.cmp(&b.authority));
+        ClientStatus {
+            node_id: self.inner.node.id.clone(),
+            resources,
+            servers,
+            authorities,
+        }
+    }
+
+    /// The node the client presents to servers.
+    pub fn node(&self) -> &Node {
+        &self.inner.node
+    }
+
+    /// The authority registry built from the bootstrap.
+    pub fn registry(&self) -> &AuthorityRegistry {
+        &self.inner.registry
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn parse<T: ResourceType>(&self, name: &str) -> Result<ResourceName, WatchError> {
+        if self.types.get(T::TYPE_URL).is_none() {
+            return Err(WatchError::UnknownType(T::TYPE_URL));
+        }
+        let parsed = ResourceName::parse_user_supplied(name)?;
+        parsed.check_type(T::TYPE_URL)?;
+        Ok(parsed)
+    }
+
+    fn start_watch<T: ResourceType>(
+        self: &Arc<Self>,
+        parsed: &ResourceName,
+        home: Home,
+        server_key: &ServerKey,
+        server: &ServerConfig,
+    ) -> Result<Watch<T>, WatchError> {
+        let key = ResourceKey::new(T::TYPE_URL, parsed.canonical().as_ref());
+        let alt = self.alt_of::<T>(parsed)?;
+        let provenance = Provenance {
+            authority: parsed.authority().map(Arc::from),
+            server: Arc::from(server_key.to_string()),
+        };
+        let policy = DataErrorPolicy::from_features(&server.server_features);
+        let mut state = self.lock();
+        if let Home::Authority(partition) = &home {
+            self.ensure_authority(&mut state, partition, parsed)?;
+        }
+        let (rx, first) = self.cache.add_watcher(&key, provenance.clone(), policy);
+        if first {
+            state.routes.insert(
+                key.clone(),
+                Route {
+                    primary: key.clone(),
+                    alt: alt.map(|key| Alt { key, active: false }),
+                },
+            );
+            self.fetch(&mut state, key.clone(), home, key.clone());
+        } else if let Some(alt) = alt
+            && let Some(route) = state.routes.get_mut(&key)
+            && route.alt.is_none()
+        {
+            // The first watch that names an alternative gives the entry one.
+            route.alt = Some(Alt {
+                key: alt,
+                active: false,
+            });
+        }
+        drop(state);
+        let owner: Arc<dyn Release> = Arc::clone(self) as Arc<dyn Release>;
+        Ok(Watch::new(rx, Arc::new(Guard { owner, key }), provenance))
+    }
+
+    /// The `#alt` alternative of `parsed`, checked: same type, an authority
+    /// of the bootstrap.
+    fn alt_of<T: ResourceType>(
+        &self,
+        parsed: &ResourceName,
+    ) -> Result<Option<ResourceKey>, WatchError> {
+        let Some(alt) = parsed.as_xdstp().and_then(|n| n.directives().alt()) else {
+            return Ok(None);
+        };
+        alt.check_type(T::TYPE_URL)?;
+        let alt_name = ResourceName::Xdstp(alt.clone());
+        self.registry.resolve(&alt_name)?;
+        Ok(Some(ResourceKey::new(T::TYPE_URL, alt.canonical())))
+    }
+
+    /// Makes sure the routing state knows `partition`'s servers.
+    fn ensure_authority(
+        &self,
+        state: &mut State,
+        partition: &Partition,
+        name: &ResourceName,
+    ) -> Result<(), AuthorityError> {
+        if state.authorities.contains_key(partition) {
+            return Ok(());
+        }
+        let servers: Vec<(ServerKey, ServerConfig)> = self
+            .registry
+            .resolve(name)?
+            .iter()
+            .map(|s| (ServerKey::new(s), s.clone()))
+            .collect();
+        if servers.is_empty() {
+            return Err(AuthorityError::no_servers(name));
+        }
+        state
+            .authorities
+            .insert(partition.clone(), AuthorityState::new(servers));
+        Ok(())
+    }
+
+    /// Subscribes `key` for `reader`, on the servers of its home (once per
+    /// key, whoever reads it).
+    fn fetch(
+        self: &Arc<Self>,
+        state: &mut State,
+        key: ResourceKey,
+        home: Home,
+        reader: ResourceKey,
+    ) {
+        if let Some(fetch) = state.fetches.get_mut(&key) {
+            fetch.readers.insert(reader);
+            return;
+        }
+        let servers: Vec<(ServerKey, ServerConfig)> = match &home {
+            Home::Authority(partition) => match state.authorities.get_mut(partition) {
+                Some(authority) => {
+                    authority.keys.insert(key.clone());
+                    authority.subscribed_on().cloned().collect()
+                }
+                None => Vec::new(),
+            },
+            Home::Server(server_key, server) => vec![(server_key.clone(), (**server).clone())],
+        };
+        for (server_key, server) in &servers {
+            self.connection(state, server_key, server)
+                .subscribe(key.clone());
+        }
+        state.fetches.insert(
+            key,
+            Fetch {
+                home,
+                readers: [reader].into_iter().collect(),
+            },
+        );
+    }
+
+    /// Gives back `reader`'s use of `key`; the last reader unsubscribes it.
+    fn unfetch(&self, state: &mut State, key: &ResourceKey, reader: &ResourceKey) {
+        let Some(fetch) = state.fetches.get_mut(key) else {
+            return;
+        };
+        fetch.readers.remove(reader);
+        if !fetch.readers.is_empty() {
+            return;
+        }
+        let Some(fetch) = state.fetches.remove(key) else {
+            return;
+        };
+        let servers: Vec<ServerKey> = match fetch.home {
+            Home::Authority(partition) => match state.authorities.get_mut(&partition) {
+                Some(authority) => {
+                    authority.keys.remove(key);
+                    authority.subscribed_on().map(|(k, _)| k.clone()).collect()
+                }
+                None => Vec::new(),
+            },
+            Home::Server(server_key, _) => vec![server_key],
+        };
+        for server_key in servers {
+            if let Some(conn) = state.connections.get(&server_key) {
+                conn.unsubscribe(key.clone());
+            }
+        }
+    }
+
+    /// The home of a key fetched for routing (an `#alt` target).
+    fn home_of(&self, state: &mut State, key: &ResourceKey) -> Option<Home> {
+        let name = ResourceName::parse(&key.name).ok()?;
+        let partition = Partition::of(&name);
+        self.ensure_authority(state, &partition, &name).ok()?;
+        Some(Home::Authority(partition))
+    }
+
+    /// Routes one server's events (see [`router`]) and applies them to the
+    /// cache, under the lock so that routing and applying cannot interleave
+    /// with another server's.
+    fn deliver(
+        self: &Arc<Self>,
+        server_key: &ServerKey,
+        server_name: &Arc<str>,
+        policy: DataErrorPolicy,
+        events: Vec<CoreEvent>,
+    ) {
+        let mut state = self.lock();
+        let cache = &self.cache;
+        let fx = state.route(
+            server_key,
+            server_name,
+            events,
+            &|k| cache.is_answered(k),
+            &|k| cache.has_copy(k),
+        );
+        for partition in &fx.fall_back {
+            self.subscribe_on_active(&mut state, partition);
+        }
+        for (entry, alt) in &fx.start_alt {
+            tracing::info!(resource = %entry, alt = %alt, "primary cannot deliver; using the #alt alternative");
+            match self.home_of(&mut state, alt) {
+                Some(home) => self.fetch(&mut state, alt.clone(), home, entry.clone()),
+                None => tracing::warn!(alt = %alt, "the #alt alternative has no servers"),
+            }
+        }
+        for (entry, alt) in &fx.stop_alt {
+            tracing::info!(resource = %entry, alt = %alt, "primary delivers again; leaving the #alt alternative");
+            self.unfetch(&mut state, alt, entry);
+        }
+        if !fx.routed.is_empty() {
+            cache.apply_routed(policy, fx.routed);
+        }
+        if !fx.passthrough.is_empty() {
+            cache.apply(server_name, policy, fx.passthrough);
+        }
+        for (entry, error) in fx.refused {
+            tracing::warn!(resource = %entry, %error, "answer refused");
+            cache.data_error(&entry, error);
+        }
+        if let Some(error) = &fx.failure {
+            cache.transient_error(&fx.transient, error);
+            cache.stream_failed_unwatched(server_name, error);
+        }
+    }
+
+    /// gRFC A71: subscribes every fetch of `partition` on its (new) active
+    /// server.
+    fn subscribe_on_active(self: &Arc<Self>, state: &mut State, partition: &Partition) {
+        let Some(authority) = state.authorities.get(partition) else {
+            return;
+        };
+        let Some((server_key, server)) = authority.servers.get(authority.active).cloned() else {
+            return;
+        };
+        let keys: Vec<ResourceKey> = authority.keys.iter().cloned().collect();
+        tracing::warn!(%partition, server = %server_key, "falling back to the next server of the authority");
+        let conn = self.connection(state, &server_key, &server);
+        for key in keys {
+            conn.subscribe(key);
+        }
+    }
+
+    fn server_for(&self, name: &ResourceName) -> Result<(ServerKey, ServerConfig), AuthorityError> {
+        let servers = self.registry.resolve(name)?;
+        // The first server names the subscription in `Watch::provenance`;
+        // which server serves is the router's choice (gRFC A71).
+        let server = servers
+            .first()
+            .cloned()
+            .ok_or_else(|| AuthorityError::no_servers(name))?;
+        Ok((ServerKey::new(&server), server))
+    }
+
+    fn default_server(&self) -> Result<(ServerKey, ServerConfig), AuthorityError> {
+        self.server_for(&ResourceName::OldStyle(String::new()))
+    }
+
+    fn connection(
+        self: &Arc<Self>,
+        state: &mut State,
+        key: &ServerKey,
+        server: &ServerConfig,
+    ) -> AdsConnection {
+        if let Some(conn) = state.connections.get(key) {
+            return conn.clone();
+        }
+        let sink = Arc::new(RouterSink {
+            client: Arc::downgrade(self),
+            server_key: key.clone(),
+            server: Arc::from(key.to_string()),
+            policy: DataErrorPolicy::from_features(&server.server_features),
+        });
+        let filter = self.authority_filter(key);
+        let _enter = self.runtime.enter();
+        let conn = AdsConnection::spawn(
+            server.clone(),
+            filter,
+            Arc::clone(&self.types),
+            sink,
+            self.transport.clone(),
+        );
+        state.connections.insert(key.clone(), conn.clone());
+        conn
+    }
+
+    /// The authorities whose names this server may deliver.
+    fn authority_filter(&self, key: &ServerKey) -> AuthorityFilter {
+        let mut filter = AuthorityFilter::new().with_old_style(self.registry.serves_old_style(key));
+        for authority in self.registry.authorities_for(key) {
+            filter = filter.with_authority(authority);
+        }
+        filter
+    }
+}
+
+impl Release for Inner {
+    fn release(&self, key: &ResourceKey) {
+        let mut state = self.lock();
+        if self.cache.remove_watcher(key)
+            && let Some(route) = state.routes.remove(key)
+        {
+            self.unfetch(&mut state, &route.primary, key);
+            if let Some(alt) = route.alt.filter(|a| a.active) {
+                self.unfetch(&mut state, &alt.key, key);
+            }
+        }
+    }
+
+    fn release_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) {
+        let mut state = self.lock();
+        if self.cache.remove_wildcard(type_url, queue)
+            && let Some(server) = state.wildcard.remove(type_url)
+            && let Some(conn) = state.connections.get(&server)
+        {
+            conn.unsubscribe_wildcard(type_url);
+        }
+    }
+}
+
+/// Feeds one server's events through the router into the cache. Holds the
+/// client weakly: the client owns the connections, not the other way round.
+struct RouterSink {
+    client: Weak<Inner>,
+    server_key: ServerKey,
+    server: Arc<str>,
+    policy: DataErrorPolicy,
+}
+
+impl EventSink for RouterSink {
+    fn deliver(&self, _server: &ServerConfig, events: Vec<CoreEvent>) {
+        if let Some(client) = self.client.upgrade() {
+            client.deliver(&self.server_key, &self.server, self.policy, events);
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Glob collections (xDS TP1 §Glob) and redirect refusal, against the
+//! testbed over loopback gRPC.
+
+mod common;
+
+use common::resources::{CDS, cluster};
+use common::{PATIENCE, bootstrap_json, client, client_with, describe, next};
+use xdsfed::core::bootstrap::ApiVariant;
+use xdsfed::core::client::WatchError;
+use xdsfed::core::types::ClusterType;
+use xdsfed::core::watch::{CollectionEvent, CollectionWatch, WatchEvent};
+use xdsfed::testbed::{ServerSpec, Testbed};
+
+const CLOUD: &str = "cloud.example";
+
+fn name(id: &str) -> String {
+    format!("xdstp://{CLOUD}/envoy.config.cluster.v3.Cluster/{id}")
+}
+
+fn short<T>(event: &CollectionEvent<T>) -> String {
+    match event {
+        CollectionEvent::Upsert { name, .. } => format!("upsert {name}"),
+        CollectionEvent::Removed { name } => format!("removed {name}"),
+        CollectionEvent::Empty => "empty".into(),
+        CollectionEvent::Error { name, error } => format!("error {name}: {error}"),
+    }
+}
+
+/// Collects events until `done` says the ones seen so far suffice.
+async fn until(
+    watch: &mut CollectionWatch<ClusterType>,
+    what: &str,
+    mut done: impl FnMut(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut seen = Vec::new();
+    while !done(&seen) {
+        match tokio::time::timeout_at(deadline, watch.next()).await {
+            Ok(Some(event)) => seen.push(short(&event)),
+            Ok(None) => panic!("collection watch ended waiting for {what}: {seen:?}"),
+            Err(_) => panic!("no {what} within {PATIENCE:?}: {seen:?}"),
+        }
+    }
+    seen
+}
+
+/// TP1 §Glob: members are the resources directly under the glob's path with
+/// the same context parameters; additions and removals reach the watcher,
+/// and the glob named in `removed_resources` means the collection is empty.
+#[tokio::test]
+async fn glob_collection_tracks_additions_removals_and_the_empty_glob() {
+    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
+        .await
+        .unwrap();
+    let server = &testbed.servers()[0];
+    let uri = server.uri();
+    let (one, two, four) = (
+        name("pool/one?zone=a"),
+        name("pool/two?zone=a"),
+        name("pool/four?zone=a"),
+    );
+    let outsiders = [
+        name("pool/three?zone=b"),
+        name("pool/deep/x?zone=a"),
+        name("other/y?zone=a"),
+    ];
+    for n in [&one, &two].into_iter().chain(outsiders.iter()) {
+        server.set_message(n, &cluster(n, "pool")).unwrap();
+    }
+    let client = client(&bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""));
+    let mut watch = client
+        .watch_collection::<ClusterType>(&name("pool/*?zone=a"))
+        .unwrap();
+
+    let seen = until(&mut watch, "both members", |seen| {
+        seen.contains(&format!("upsert {one}")) && seen.contains(&format!("upsert {two}"))
+    })
+    .await;
+    assert!(
+        seen.iter()
+            .all(|e| outsiders.iter().all(|o| !e.contains(o.as_str()))),
+        "only members: {seen:?}"
+    );
+
+    server.delete_resource(CDS, &one).unwrap();
+    until(&mut watch, "the removal", |seen| {
+        seen.contains(&format!("removed {one}"))
+    })
+    .await;
+    server.set_message(&four, &cluster(&four, "pool")).unwrap();
+    until(&mut watch, "the addition", |seen| {
+        seen.contains(&format!("upsert {four}"))
+    })
+    .await;
+
+    server.delete_resource(CDS, &two).unwrap();
+    server.delete_resource(CDS, &four).unwrap();
+    until(&mut watch, "the empty glob", |seen| {
+        seen.contains(&"empty".to_owned())
+    })
+    .await;
+}
+
+/// TP1 §Glob needs delta xDS: a server pinned to state-of-the-world is
+/// refused at watch time, naming the server.
+#[tokio::test]
+async fn glob_collection_over_sotw_is_refused() {
+    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
+        .await
+        .unwrap();
+    let uri = testbed.servers()[0].uri();
+    let client = client_with(
+        &bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""),
+        ApiVariant::Sotw,
+    );
+    let err = client
+        .watch_collection::<ClusterType>(&name("pool/*"))
+        .unwrap_err();
+    assert!(matches!(err, WatchError::Unsupported(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("delta") && err.to_string().contains(&uri),
+        "{err}"
+    );
+    let err = client
+        .watch_collection::<ClusterType>(&name("pool/x"))
+        .unwrap_err();
+    assert!(err.to_string().contains("not a glob"), "{err}");
+}
+
+/// TP1 "Server redirects": only list collections and members of glob
+/// collections may be redirected; a redirected singleton is refused with an
+/// error naming the resource, the server and the target.
+#[tokio::test]
+async fn redirect_of_a_singleton_resource_is_refused() {
+    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
+        .await
+        .unwrap();
+    let server = &testbed.servers()[0];
+    let uri = server.uri();
+    let (from, to) = (name("alias"), name("canonical"));
+    server.set_message(&to, &cluster(&to, "")).unwrap();
+    server.update_faults(|f| {
+        f.redirects.insert(from.clone(), to.clone());
+    });
+    let client = client(&bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""));
+    let mut watch = client.watch::<ClusterType>(&from).unwrap();
+    match next(&mut watch).await {
+        WatchEvent::Error(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("refused") && text.contains(&from) && text.contains(&to),
+                "{text}"
+            );
+            assert!(text.contains(&uri), "{text}");
+        }
+        other => panic!(
+            "expected the redirect to be refused, got {}",
+            describe(&other)
+        ),
+    }
+}

@@ -1,0 +1,316 @@
+//! Server fallback within an authority (gRFC A71), against the testbed over
+//! loopback gRPC: the three scenarios of gRPC's fallback interop tests, each
+//! with the switch back to the primary, and isolation between authorities.
+//!
+//! The authority `cloud.example` lists two servers, `primary` then
+//! `secondary`; each serves its own copy of every resource, told apart by
+//! the cluster's EDS service name.
+
+mod common;
+
+use std::time::Duration;
+
+use common::resources::cluster;
+use common::{bootstrap_json, changed_until, client, eventually};
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use xdsfed::core::client::XdsClient;
+use xdsfed::core::types::ClusterType;
+use xdsfed::testbed::{Server, ServerSpec, Testbed};
+
+const CLOUD: &str = "cloud.example";
+const OTHER: &str = "other.example";
+
+fn cluster_name(authority: &str, id: &str) -> String {
+    format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
+}
+
+fn service_of(c: &Cluster) -> &str {
+    c.eds_cluster_config
+        .as_ref()
+        .map_or("", |e| e.service_name.as_str())
+}
+
+/// Serves `name` on `server`, its EDS service name saying which server.
+fn serve(server: &Server, name: &str) {
+    server
+        .set_message(name, &cluster(name, server.name()))
+        .unwrap();
+}
+
+struct Setup {
+    testbed: Testbed,
+    client: XdsClient,
+}
+
+impl Setup {
+    /// `primary` serves cloud.example and other.example; `secondary` is
+    /// cloud.example's fallback.
+    async fn start() -> Setup {
+        let testbed = Testbed::start([
+            ServerSpec::new("primary", [CLOUD, OTHER]),
+            ServerSpec::new("secondary", [CLOUD]),
+        ])
+        .await
+        .unwrap();
+        let (p, s) = (testbed.servers()[0].uri(), testbed.servers()[1].uri());
+        let client = client(&bootstrap_json(
+            &p,
+            &[(CLOUD, &[p.as_str(), s.as_str()]), (OTHER, &[p.as_str()])],
+            "",
+        ));
+        Setup { testbed, client }
+    }
+
+    fn primary(&self) -> &Server {
+        &self.testbed.servers()[0]
+    }
+
+    fn secondary(&self) -> &Server {
+        &self.testbed.servers()[1]
+    }
+
+    /// Takes the primary down: its open streams end and new connections are
+    /// refused until [`Setup::primary_up`].
+    async fn primary_down(&self) {
+        self.primary()
+            .update_faults(|f| f.refuse_connections = true);
+        self.primary()
+            .restart(true, Duration::from_millis(1))
+            .await
+            .unwrap();
+    }
+
+    fn primary_up(&self) {
+        self.primary()
+            .update_faults(|f| f.refuse_connections = false);
+    }
+
+    /// Whether the client still subscribes `name` on the secondary.
+    fn secondary_subscribes(&self, name: &str) -> bool {
+        let streams = self.secondary().recording().streams();
+        let mut subscribed = false;
+        for stream in streams.iter().filter(|s| s.closed.is_none()) {
+            for r in stream.delta_requests() {
+                if r.resource_names_subscribe.iter().any(|n| n == name) {
+                    subscribed = true;
+                }
+                if r.resource_names_unsubscribe.iter().any(|n| n == name) {
+                    subscribed = false;
+                }
+            }
+        }
+        subscribed
+    }
+
+    fn source_of(&self, name: &str) -> Option<(String, bool)> {
+        let status = self.client.status();
+        let r = status.resources.iter().find(|r| r.name == name)?;
+        let source = r.source.as_ref()?;
+        Some((source.server.clone(), source.fallback))
+    }
+}
+
+/// A71 (interop "fallback before startup"): the primary is down when the
+/// client starts, so the resource comes from the secondary; once the
+/// primary answers, the client switches back and leaves the secondary.
+#[tokio::test]
+async fn fallback_at_startup_uses_the_next_server_and_switches_back() {
+    let setup = Setup::start().await;
+    let c = cluster_name(CLOUD, "payments");
+    serve(setup.primary(), &c);
+    serve(setup.secondary(), &c);
+    setup
+        .primary()
+        .update_faults(|f| f.refuse_connections = true);
+
+    let mut watch = setup.client.watch::<ClusterType>(&c).unwrap();
+    changed_until(&mut watch, "the secondary's copy", |r| {
+        service_of(r) == "secondary"
+    })
+    .await;
+    let (server, fallback) = setup.source_of(&c).unwrap();
+    assert!(fallback, "status says the copy came from a fallback server");
+    assert!(server.contains(&setup.secondary().uri()), "{server}");
+
+    setup.primary_up();
+    changed_until(&mut watch, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+    let (server, fallback) = setup.source_of(&c).unwrap();
+    assert!(!fallback);
+    assert!(server.contains(&setup.primary().uri()), "{server}");
+    eventually("the client unsubscribes from the secondary", || {
+        !setup.secondary_subscribes(&c)
+    })
+    .await;
+}
+
+/// A71 (interop "fallback mid-startup"): the primary delivers part of the
+/// configuration and fails before the rest; the missing resource comes from
+/// the secondary, the primary's copies keep serving, and the client switches
+/// back when the primary returns.
+#[tokio::test]
+async fn fallback_mid_startup_fetches_what_is_missing_and_keeps_primary_data() {
+    let setup = Setup::start().await;
+    let first = cluster_name(CLOUD, "first");
+    let second = cluster_name(CLOUD, "second");
+    serve(setup.primary(), &first);
+    serve(setup.primary(), &second);
+    serve(setup.secondary(), &second);
+    // The primary holds `second` back; the secondary has no `first` to
+    // replace the primary's copy with.
+    setup.primary().update_faults(|f| {
+        f.silent_names.insert(second.clone());
+    });
+    setup.secondary().update_faults(|f| {
+        f.silent_names.insert(first.clone());
+    });
+
+    let mut w1 = setup.client.watch::<ClusterType>(&first).unwrap();
+    let mut w2 = setup.client.watch::<ClusterType>(&second).unwrap();
+    changed_until(&mut w1, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+
+    setup.primary_down().await;
+    changed_until(&mut w2, "the secondary's copy", |r| {
+        service_of(r) == "secondary"
+    })
+    .await;
+    let kept = w1.current().expect("the primary's copy keeps serving");
+    assert_eq!(service_of(&kept), "primary");
+    assert_eq!(setup.source_of(&first).map(|s| s.1), Some(false));
+
+    setup.primary().update_faults(|f| {
+        f.silent_names.clear();
+        f.refuse_connections = false;
+    });
+    changed_until(&mut w2, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+    eventually("the client unsubscribes from the secondary", || {
+        !setup.secondary_subscribes(&second)
+    })
+    .await;
+}
+
+/// A71 (interop "fallback mid-update"): with everything cached, a failing
+/// primary causes no fallback (cached data keeps serving); a new resource
+/// the client then needs comes from the secondary; the primary's return
+/// switches the client back.
+#[tokio::test]
+async fn fallback_mid_update_only_when_a_watched_resource_is_not_cached() {
+    let setup = Setup::start().await;
+    let old = cluster_name(CLOUD, "old");
+    let new = cluster_name(CLOUD, "new");
+    for name in [&old, &new] {
+        serve(setup.primary(), name);
+        serve(setup.secondary(), name);
+    }
+    let mut w_old = setup.client.watch::<ClusterType>(&old).unwrap();
+    changed_until(&mut w_old, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+
+    setup.primary_down().await;
+    eventually("the client notices the primary is down", || {
+        setup
+            .client
+            .status()
+            .servers
+            .iter()
+            .any(|s| s.server.contains(&setup.primary().uri()) && s.server_failure > 0)
+    })
+    .await;
+    assert_eq!(
+        setup.secondary().recording().stream_count(),
+        0,
+        "no fallback while every watched resource is cached"
+    );
+
+    let mut w_new = setup.client.watch::<ClusterType>(&new).unwrap();
+    changed_until(&mut w_new, "the secondary's copy", |r| {
+        service_of(r) == "secondary"
+    })
+    .await;
+
+    setup.primary_up();
+    changed_until(&mut w_new, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+    eventually("the client unsubscribes from the secondary", || {
+        !setup.secondary_subscribes(&new)
+    })
+    .await;
+}
+
+/// Isolation: while cloud.example is on its fallback server, other.example,
+/// whose only server is the primary, stays as it was, and once the primary
+/// is back its updates flow on the shared stream.
+#[tokio::test]
+async fn fallback_of_one_authority_leaves_another_on_the_same_stream_alone() {
+    let setup = Setup::start().await;
+    let cloud = cluster_name(CLOUD, "web");
+    let other = cluster_name(OTHER, "db");
+    serve(setup.primary(), &cloud);
+    serve(setup.secondary(), &cloud);
+    serve(setup.primary(), &other);
+    setup.primary().update_faults(|f| {
+        f.silent_names.insert(cloud.clone());
+    });
+
+    let mut w_other = setup.client.watch::<ClusterType>(&other).unwrap();
+    let mut w_cloud = setup.client.watch::<ClusterType>(&cloud).unwrap();
+    changed_until(&mut w_other, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+
+    setup.primary_down().await;
+    changed_until(&mut w_cloud, "the secondary's copy", |r| {
+        service_of(r) == "secondary"
+    })
+    .await;
+    assert_eq!(
+        w_other
+            .current()
+            .map(|c| service_of(&c).to_owned())
+            .as_deref(),
+        Some("primary"),
+        "other.example keeps its copy"
+    );
+    assert!(
+        setup
+            .secondary()
+            .recording()
+            .streams()
+            .iter()
+            .flat_map(|s| s.delta_requests().cloned().collect::<Vec<_>>())
+            .all(|r| r
+                .resource_names_subscribe
+                .iter()
+                .all(|n| !n.contains(OTHER))),
+        "other.example is never asked of cloud.example's fallback server"
+    );
+
+    setup.primary().update_faults(|f| {
+        f.silent_names.clear();
+        f.refuse_connections = false;
+    });
+    changed_until(&mut w_cloud, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+    let mut updated = cluster(&other, "primary");
+    updated.eds_cluster_config.as_mut().unwrap().service_name = "primary-v2".into();
+    setup.primary().set_message(&other, &updated).unwrap();
+    changed_until(&mut w_other, "the update", |r| {
+        service_of(r) == "primary-v2"
+    })
+    .await;
+}
