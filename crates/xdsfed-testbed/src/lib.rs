@@ -60,6 +60,6 @@ pub use ack::{AckReport, ClientInfo, Nack, Outcome};
 pub use backend::Backend;
 pub use faults::{Faults, Injected};
 pub use recording::{Message, Recorder, StreamRecord, Variant};
-pub use server::{Server, ServerError, ServerSpec};
+pub use server::{Server, ServerError, ServerSpec, ServerTls};
 pub use store::{Store, StoreError, StoredResource};
 pub use testbed::{Testbed, TestbedError};

@@ -41,6 +41,28 @@ pub struct ServerSpec {
     pub authorities: Vec<String>,
     /// The port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
+    /// Serve TLS instead of plaintext.
+    pub tls: Option<ServerTls>,
+}
+
+/// TLS for a management server, PEM-encoded.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ServerTls {
+    /// The server's certificate chain.
+    pub cert_pem: String,
+    /// The server's private key.
+    pub key_pem: String,
+    /// When set, clients must present a certificate signed by these CAs (mTLS).
+    pub client_ca_pem: Option<String>,
+}
+
+impl std::fmt::Debug for ServerTls {
+    // The key stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("mtls", &self.client_ca_pem.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerSpec {
@@ -53,7 +75,14 @@ impl ServerSpec {
             name: name.into(),
             authorities: authorities.into_iter().map(Into::into).collect(),
             port: 0,
+            tls: None,
         }
+    }
+
+    /// The same server, serving TLS.
+    pub fn with_tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 }
 
@@ -70,6 +99,14 @@ pub enum ServerError {
         addr: SocketAddr,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// The TLS configuration was refused.
+    #[error("server {server:?}: bad TLS configuration: {source}")]
+    Tls {
+        /// The server's name.
+        server: String,
+        /// What tonic said.
+        source: tonic::transport::Error,
     },
     /// The resource was refused by the store.
     #[error("server {server:?}: {source}")]
@@ -150,7 +187,7 @@ impl Server {
             faults: watch::Sender::new(Arc::new(Faults::default())),
         });
         let wanted = SocketAddr::from(([127, 0, 0, 1], spec.port));
-        let (addr, run) = serve(&spec.name, wanted, shared.clone()).await?;
+        let (addr, run) = serve(&spec.name, wanted, spec.tls.as_ref(), shared.clone()).await?;
         Ok(Self {
             spec,
             addr,
@@ -175,8 +212,13 @@ impl Server {
     }
 
     /// `http://127.0.0.1:PORT`, for a tonic client.
+    /// `http://127.0.0.1:PORT`, or `https://127.0.0.1:PORT` when serving
+    /// TLS (certificates for it carry the IP address as a SAN).
     pub fn uri(&self) -> String {
-        format!("http://{}", self.addr)
+        match self.spec.tls {
+            Some(_) => format!("https://{}", self.addr),
+            None => format!("http://{}", self.addr),
+        }
     }
 
     /// The store: set, update and delete resources at run time. Prefer
@@ -314,7 +356,13 @@ impl Server {
             self.shared.store.clear();
         }
         tokio::time::sleep(down_for).await;
-        let (_, new) = serve(&self.spec.name, self.addr, self.shared.clone()).await?;
+        let (_, new) = serve(
+            &self.spec.name,
+            self.addr,
+            self.spec.tls.as_ref(),
+            self.shared.clone(),
+        )
+        .await?;
         *run = Some(new);
         Ok(())
     }
@@ -342,8 +390,24 @@ impl Drop for Server {
 async fn serve(
     name: &str,
     addr: SocketAddr,
+    tls: Option<&ServerTls>,
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        let mut config = tonic::transport::ServerTlsConfig::new().identity(
+            tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem),
+        );
+        if let Some(ca) = &tls.client_ca_pem {
+            config = config.client_ca_root(tonic::transport::Certificate::from_pem(ca));
+        }
+        builder = builder
+            .tls_config(config)
+            .map_err(|source| ServerError::Tls {
+                server: name.to_owned(),
+                source,
+            })?;
+    }
     let bind_error = |source| ServerError::Bind {
         server: name.to_owned(),
         addr,
@@ -373,7 +437,7 @@ async fn serve(
     });
     let server_name = name.to_owned();
     let task = tokio::spawn(async move {
-        let result = tonic::transport::Server::builder()
+        let result = builder
             .add_service(AggregatedDiscoveryServiceServer::new(ads))
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stopped.wait_for(|s| *s).await;

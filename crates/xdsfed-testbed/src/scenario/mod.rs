@@ -269,6 +269,7 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
             name: entry.name,
             authorities: entry.authorities,
             port: entry.port,
+            tls: None,
         });
     }
     let mut backends = Vec::new();
