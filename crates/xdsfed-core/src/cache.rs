@@ -189,6 +189,10 @@ struct Inner {
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
     /// watched glob get entries, and changes are queued for its watchers.
     collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    /// List collection members (xDS TP1): each member's collections, and
+    /// each collection's members.
+    member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    members: HashMap<ResourceKey, HashSet<ResourceKey>>,
 }
 
 /// Names changed since a wildcard watcher last looked, and a wake-up.
@@ -275,6 +279,10 @@ impl Cache {
         if entry.watchers > 0 || inner.wildcard.contains_key(&key.type_url) {
             return false;
         }
+        if inner.member_of.contains_key(key) {
+            // A member of a list collection: still the collection's.
+            return true;
+        }
         if let Some(entry) = inner.entries.remove(key)
             && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
         {
@@ -348,6 +356,17 @@ impl Cache {
                     dirty.insert(Arc::clone(&key.name));
                 }
             }
+            // A list collection's members (and the collection itself).
+            let listed = inner.members.get(glob).into_iter().flatten();
+            for key in listed.chain(std::iter::once(glob)) {
+                if inner
+                    .entries
+                    .get(key)
+                    .is_some_and(|e| e.tx.borrow().status != ResourceStatus::Requested)
+                {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
         }
         inner
             .collections
@@ -389,6 +408,72 @@ impl Cache {
                 keys.remove(&key);
             }
         }
+    }
+
+    /// Sets the members of the list collection `collection` (xDS TP1): its
+    /// watchers hear of members that joined with an answer already, and of
+    /// members that left (as removed). Entries of members that left and
+    /// that nobody watches go.
+    pub(crate) fn set_list_members(&self, collection: &ResourceKey, members: HashSet<ResourceKey>) {
+        let mut inner = self.lock();
+        let old = inner.members.remove(collection).unwrap_or_default();
+        let mut changed: Vec<ResourceKey> = Vec::new();
+        for left in old.difference(&members) {
+            if let Some(of) = inner.member_of.get_mut(left) {
+                of.remove(collection);
+                if of.is_empty() {
+                    inner.member_of.remove(left);
+                }
+            }
+            changed.push(left.clone());
+        }
+        for joined in members.difference(&old) {
+            inner
+                .member_of
+                .entry(joined.clone())
+                .or_default()
+                .insert(collection.clone());
+            if inner
+                .entries
+                .get(joined)
+                .is_some_and(|e| e.tx.borrow().status != ResourceStatus::Requested)
+            {
+                changed.push(joined.clone());
+            }
+        }
+        if !members.is_empty() {
+            inner.members.insert(collection.clone(), members);
+        }
+        if let Some(queues) = inner.collections.get(collection) {
+            for queue in queues {
+                let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+                for key in &changed {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+                drop(dirty);
+                queue.notify.notify_one();
+            }
+        }
+        for left in old {
+            let orphaned = !inner.member_of.contains_key(&left)
+                && inner.entries.get(&left).is_some_and(|e| e.watchers == 0)
+                && !inner.wildcard.contains_key(&left.type_url)
+                && inner.collection_of(&left).is_none();
+            if orphaned
+                && let Some(entry) = inner.entries.remove(&left)
+                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
+            {
+                keys.remove(&left);
+            }
+        }
+    }
+
+    /// Whether `key` is a member of the list collection `collection`.
+    pub(crate) fn is_list_member(&self, collection: &ResourceKey, key: &ResourceKey) -> bool {
+        self.lock()
+            .members
+            .get(collection)
+            .is_some_and(|m| m.contains(key))
     }
 
     pub(crate) fn remove_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) -> bool {
@@ -484,6 +569,26 @@ impl Cache {
         })
     }
 
+    /// `key`'s copy, its version and the server that sent it, if it holds
+    /// one: for a new reader of an already fetched key, which the server
+    /// will not send again.
+    pub(crate) fn copy_of(&self, key: &ResourceKey) -> Option<(Decoded, Arc<str>, Source)> {
+        let inner = self.lock();
+        let entry = inner.entries.get(key)?;
+        let state = entry.tx.borrow();
+        let resource = state.resource.clone()?;
+        let version = state.version.clone().unwrap_or_else(|| Arc::from(""));
+        let source = state.source.clone().unwrap_or_else(|| Source {
+            server: Arc::clone(&entry.provenance.server),
+            authority: entry.provenance.authority.clone(),
+            fetched_as: Arc::from(""),
+            fallback: false,
+            alt: false,
+            redirected: false,
+        });
+        Some((resource, version, source))
+    }
+
     /// Whether `key` holds a copy.
     pub(crate) fn has_copy(&self, key: &ResourceKey) -> bool {
         self.lock()
@@ -493,10 +598,18 @@ impl Cache {
     }
 
     /// Reports a permanent error for `key` (a refused redirect, a malformed
-    /// collection): like a NACK, the last good copy keeps serving.
-    pub(crate) fn data_error(&self, key: &ResourceKey, error: XdsError) {
-        let inner = self.lock();
-        if let Some(entry) = inner.entries.get(key) {
+    /// collection): like a NACK, the last good copy keeps serving. A member
+    /// of a watched glob collection gets an entry if it has none, so its
+    /// watchers hear of it.
+    pub(crate) fn data_error(
+        &self,
+        key: &ResourceKey,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+        error: XdsError,
+    ) {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entry_for_wildcard(key, server, policy) {
             entry.tx.send_modify(|state| {
                 state.status = ResourceStatus::ReceivedError;
                 state.error = Some(error.clone());
@@ -675,7 +788,7 @@ impl Inner {
                     return;
                 };
                 let message = format!(
-                    "{} {} redirected by server {} to {}: following redirects of glob collection members is not supported yet",
+                    "{} {} redirected by server {} to {}: refused, xDS TP1 allows redirects only for list collections and members of glob collections",
                     short_type(&key.type_url),
                     key.name,
                     server,
@@ -701,7 +814,10 @@ impl Inner {
         policy: DataErrorPolicy,
     ) -> Option<&mut Entry> {
         if !self.entries.contains_key(key) {
-            if !self.wildcard.contains_key(&key.type_url) && self.collection_of(key).is_none() {
+            if !self.wildcard.contains_key(&key.type_url)
+                && self.collection_of(key).is_none()
+                && !self.member_of.contains_key(key)
+            {
                 return None;
             }
             self.by_server
@@ -736,10 +852,17 @@ impl Inner {
 
     fn mark_wildcard_dirty(&self, key: &ResourceKey) {
         // A member of a watched glob, or the glob itself (empty, TP1 §Glob).
+        let lists = self
+            .member_of
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| self.collections.get(c));
         let collection = self
             .collection_of(key)
             .into_iter()
-            .chain(self.collections.get(key));
+            .chain(self.collections.get(key))
+            .chain(lists);
         for queue in collection.flatten() {
             queue
                 .dirty

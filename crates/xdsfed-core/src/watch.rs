@@ -56,11 +56,16 @@ pub(crate) trait Release: Send + Sync + 'static {
 pub(crate) struct Guard {
     pub(crate) owner: Arc<dyn Release>,
     pub(crate) key: ResourceKey,
+    /// Another subscription this one needs (an `#entry=` watch holds its
+    /// list collection), released after this one.
+    pub(crate) holds: Option<Arc<Guard>>,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
         self.owner.release(&self.key);
+        // Only then what this one needed.
+        drop(self.holds.take());
     }
 }
 
@@ -109,6 +114,11 @@ impl<T: ResourceType> Watch<T> {
             provenance,
             _type: PhantomData,
         }
+    }
+
+    /// The handle that keeps the subscription, without the receiver.
+    pub(crate) fn into_guard(self) -> Arc<Guard> {
+        self._guard
     }
 
     /// The resource's authority and the server its subscription is on.
@@ -223,7 +233,7 @@ impl<T: ResourceType> WildcardWatch<T> {
     }
 }
 
-/// A change to a glob collection (xDS TP1 §Glob), as a
+/// A change to a glob or list collection (xDS TP1), as a
 /// [`CollectionWatch`] reports it.
 #[derive(Debug, Clone)]
 pub enum CollectionEvent<T> {
@@ -234,13 +244,14 @@ pub enum CollectionEvent<T> {
         /// Its new value.
         resource: Arc<T>,
     },
-    /// A member left the collection (deleted by the server).
+    /// A member left the collection (deleted by the server, or no longer
+    /// listed).
     Removed {
         /// The member's cache key.
         name: Arc<str>,
     },
     /// The server says the collection is empty (it named the glob in
-    /// `removed_resources`).
+    /// `removed_resources`), or the list collection does not exist.
     Empty,
     /// A member or the collection could not be served; `name` is the
     /// member's key, or the glob's.
@@ -264,10 +275,11 @@ impl Drop for CollectionGuard {
     }
 }
 
-/// A watch of a glob collection: every resource of type `T` directly under
-/// the glob's path with its context parameters (delta xDS only). Yields
-/// member changes, latest value per member. Dropping it unsubscribes the
-/// glob.
+/// A watch of a glob collection (every resource of type `T` directly under
+/// the glob's path with its context parameters, delta xDS only) or of a
+/// list collection (its locator and inline entries). Yields member
+/// changes, latest value per member. Dropping it unsubscribes the
+/// collection.
 pub struct CollectionWatch<T: ResourceType> {
     // Dropped first: the queue goes before the subscription.
     pub(crate) collection: CollectionGuard,
@@ -283,12 +295,12 @@ impl<T: ResourceType> std::fmt::Debug for CollectionWatch<T> {
 }
 
 impl<T: ResourceType> CollectionWatch<T> {
-    /// The glob's cache key.
+    /// The collection's cache key (the glob, or the list collection).
     pub fn key(&self) -> &ResourceKey {
         &self.collection.glob
     }
 
-    /// The glob's own state: `DOES_NOT_EXIST` while the server says the
+    /// The collection's own state: `DOES_NOT_EXIST` while the server says the
     /// collection is empty.
     pub fn state(&self) -> ResourceState {
         self.glob.state()
@@ -305,6 +317,22 @@ impl<T: ResourceType> CollectionWatch<T> {
                 continue;
             };
             let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+            let list = self.collection.glob.type_url != key.type_url;
+            let key = if name == self.collection.glob.name {
+                self.collection.glob.clone()
+            } else {
+                key
+            };
+            if list
+                && key != self.collection.glob
+                && !self
+                    .collection
+                    .cache
+                    .is_list_member(&self.collection.glob, &key)
+            {
+                // Left the list collection.
+                return Some(CollectionEvent::Removed { name });
+            }
             let Some(state) = self.collection.cache.state(&key) else {
                 continue;
             };

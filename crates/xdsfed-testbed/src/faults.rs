@@ -14,7 +14,7 @@
 //! | `malformed_names` | those resources are sent with bytes that do not decode |
 //! | `duplicate_names` | those resources appear twice in one response |
 //! | `inject` | these resources (typically of an authority the server does not serve) ride along in every response of their type |
-//! | `redirects` | a subscribed name is answered with an `xds.core.v3.ResourceLocator` pointing at another name |
+//! | `redirects` | a subscribed name (or a name matching a subscribed glob) is answered with an `xds.core.v3.ResourceLocator` pointing at another name |
 //! | `delta_unimplemented` | `DeltaAggregatedResources` answers `UNIMPLEMENTED` |
 //!
 //! Restarting on the same port, keeping or dropping state, is
@@ -71,7 +71,8 @@ pub struct Faults {
     pub duplicate_names: BTreeSet<String>,
     /// Add these resources to every response of their type.
     pub inject: Vec<Injected>,
-    /// Answer a subscribed name (key) with a redirect to another name (value).
+    /// Answer a subscribed name (key), or a name matching a subscribed glob
+    /// collection, with a redirect to another name (value).
     pub redirects: BTreeMap<String, String>,
     /// Answer `DeltaAggregatedResources` with `UNIMPLEMENTED`.
     pub delta_unimplemented: bool,

@@ -48,6 +48,19 @@
 //! it is delivered as such. The primary stays subscribed, and its first
 //! update ends the alternative: it is unsubscribed and the primary's copy
 //! replaces the alternative's.
+//!
+//! # Redirects (xDS TP1)
+//!
+//! An entry answered with a `ResourceLocator` may follow it only when it is
+//! a list collection or a member of a watched glob collection; any other
+//! redirect is refused. A followed target is fetched on its own authority
+//! (which must be in the bootstrap) with the entry as reader, and its
+//! answers are delivered under the entry's name, marked `redirected`. The
+//! targets reached form the entry's chain: a target that redirects extends
+//! it, one that answers for itself cuts it there (later targets are
+//! unsubscribed), and the entry answering for itself drops it. A target
+//! already on the chain (a loop), more hops than the limit, or a target of
+//! another type is an error naming the chain.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -57,8 +70,8 @@ use crate::bootstrap::ServerConfig;
 use crate::cache::Source;
 use crate::cache::short_type;
 use crate::error::{ErrorKind, XdsError};
-use crate::name::authority_of;
-use crate::protocol::{CoreEvent, ResourceKey, glob_of, is_glob};
+use crate::name::{ResourceName, authority_of};
+use crate::protocol::{CoreEvent, ResourceKey, glob_of};
 use crate::transport::AdsConnection;
 
 /// The client's routing state, under the client's one lock.
@@ -74,6 +87,58 @@ pub(super) struct State {
     pub(super) fetches: HashMap<ResourceKey, Fetch>,
     /// Watched entries and what feeds them.
     pub(super) routes: HashMap<ResourceKey, Route>,
+    /// Entries answered with a `ResourceLocator` and the chain of targets
+    /// followed for them (xDS TP1 redirects): watched list collections and
+    /// members of watched glob collections.
+    pub(super) redirects: HashMap<ResourceKey, Redirect>,
+    /// How many redirects one entry may follow in a row.
+    pub(super) max_redirects: usize,
+    /// Watched list collections (xDS TP1).
+    pub(super) lists: HashMap<ResourceKey, ListState>,
+}
+
+/// A watched list collection.
+pub(super) struct ListState {
+    /// The members' type URL.
+    pub(super) member_type: &'static str,
+    /// The locator members, each watched for the collection.
+    pub(super) locators: HashSet<ResourceKey>,
+    /// Inline entries watched on their own (`#entry=`).
+    pub(super) wanted: HashSet<ResourceKey>,
+    /// The last body acted on.
+    pub(super) last: Option<bytes::Bytes>,
+}
+
+impl ListState {
+    pub(super) fn new(member_type: &'static str) -> Self {
+        ListState {
+            member_type,
+            locators: HashSet::new(),
+            wanted: HashSet::new(),
+            last: None,
+        }
+    }
+}
+
+/// The redirects followed for one entry.
+#[derive(Default)]
+pub(super) struct Redirect {
+    /// The targets, in the order they were reached; the last one is fetched
+    /// for the entry and its answers are delivered under the entry's name.
+    /// Earlier ones stay fetched, so a hop that stops redirecting is seen.
+    pub(super) hops: Vec<ResourceKey>,
+}
+
+/// A redirect target to fetch for an entry.
+pub(super) struct Follow {
+    /// The entry the target answers for.
+    pub(super) entry: ResourceKey,
+    /// The target.
+    pub(super) hop: ResourceKey,
+    /// The chain that led there, for error messages.
+    pub(super) chain: String,
+    /// The server that sent the redirect.
+    pub(super) server: Arc<str>,
 }
 
 /// One authority's servers (gRFC A71).
@@ -156,8 +221,19 @@ pub(super) struct Effects {
     pub(super) fall_back: Vec<Partition>,
     /// The stream failure, when one was reported.
     pub(super) failure: Option<XdsError>,
-    /// Entries whose answer is refused (a redirect TP1 does not allow).
+    /// Entries whose answer is refused (a redirect TP1 does not allow, a
+    /// redirect loop, too many redirects).
     pub(super) refused: Vec<(ResourceKey, XdsError)>,
+    /// Redirect targets no longer followed: (entry, target). Carried out
+    /// before `follow`.
+    pub(super) unfollow: Vec<(ResourceKey, ResourceKey)>,
+    /// Redirect targets to fetch.
+    pub(super) follow: Vec<Follow>,
+}
+
+/// Whether `key` is a list collection (xDS TP1: a `<T>Collection` type).
+pub(super) fn is_list_collection(key: &ResourceKey) -> bool {
+    key.type_url.ends_with("Collection")
 }
 
 /// The key an event is about, if any.
@@ -244,12 +320,25 @@ impl State {
                 self.fetches
                     .get(&ResourceKey::new(Arc::clone(&key.type_url), g))
             });
-            if let Some(glob) = glob
-                && self.gate(&glob.home, server).is_none()
-            {
+            let Some(glob) = glob else {
+                fx.passthrough.push(event);
+                return;
+            };
+            if self.gate(&glob.home, server).is_none() {
                 return;
             }
-            fx.passthrough.push(event);
+            match &event {
+                // xDS TP1: "Glob collections may have individual resources
+                // redirected".
+                CoreEvent::Redirect { target, .. } => {
+                    self.on_redirect(&key, &key, target, server_name, fx);
+                }
+                _ => {
+                    // The member answers for itself again.
+                    self.stop_redirect(&key, fx);
+                    fx.passthrough.push(event);
+                }
+            }
             return;
         };
         let Some(fallback) = self.gate(&fetch.home, server) else {
@@ -258,6 +347,22 @@ impl State {
         };
         let readers: Vec<ResourceKey> = fetch.readers.iter().cloned().collect();
         for reader in readers {
+            if self.route_hop(&reader, &key, &event, server_name, fallback, fx) {
+                continue;
+            }
+            if self.routes.get(&reader).is_some_and(|r| r.primary == key) {
+                match &event {
+                    // xDS TP1: "Redirects are only supported for list
+                    // collections".
+                    CoreEvent::Redirect { target, .. } if is_list_collection(&reader) => {
+                        self.on_redirect(&reader, &reader, target, server_name, fx);
+                        continue;
+                    }
+                    CoreEvent::Redirect { .. } => {}
+                    // The entry answers for itself again.
+                    _ => self.stop_redirect(&reader, fx),
+                }
+            }
             let Some(route) = self.routes.get_mut(&reader) else {
                 continue;
             };
@@ -276,10 +381,11 @@ impl State {
             if route.primary == key {
                 let alt_active = route.alt.as_ref().is_some_and(|a| a.active);
                 match &event {
-                    CoreEvent::Redirect { target, .. } if !is_glob(&reader.name) => {
+                    CoreEvent::Redirect { target, .. } => {
                         // xDS TP1: "Redirects are only supported for list
                         // collections. Glob collections may have individual
-                        // resources redirected".
+                        // resources redirected but the collection itself is
+                        // not redirectable".
                         fx.refused.push((
                             reader.clone(),
                             XdsError::new(
@@ -318,6 +424,118 @@ impl State {
             } else if route.alt.as_ref().is_some_and(|a| a.active && a.key == key) {
                 fx.routed.push((rekeyed(&event, &reader), source(true)));
             }
+        }
+    }
+
+    /// Routes `event`, about `key`, to `entry` if `key` is a target of the
+    /// entry's redirect chain. Returns whether it was one.
+    fn route_hop(
+        &mut self,
+        entry: &ResourceKey,
+        key: &ResourceKey,
+        event: &CoreEvent,
+        server_name: &Arc<str>,
+        fallback: bool,
+        fx: &mut Effects,
+    ) -> bool {
+        let Some(redirect) = self.redirects.get_mut(entry) else {
+            return false;
+        };
+        let Some(at) = redirect.hops.iter().position(|h| h == key) else {
+            return false;
+        };
+        if let CoreEvent::Redirect { target, .. } = event {
+            self.on_redirect(entry, key, target, server_name, fx);
+            return true;
+        }
+        // This target answers for itself now: the ones it led to are no
+        // longer followed.
+        for hop in redirect.hops.drain(at + 1..) {
+            fx.unfollow.push((entry.clone(), hop));
+        }
+        let source = Source {
+            server: Arc::clone(server_name),
+            authority: authority_of(&key.name).map(Arc::from),
+            fetched_as: Arc::clone(&key.name),
+            fallback,
+            alt: false,
+            redirected: true,
+        };
+        fx.routed.push((rekeyed(event, entry), source));
+        true
+    }
+
+    /// `from` (the entry itself, or a target of its chain) redirects to
+    /// `target`: follows it, unless that makes a loop, exceeds the hop limit
+    /// or changes the type. Targets after `from` are no longer followed.
+    fn on_redirect(
+        &mut self,
+        entry: &ResourceKey,
+        from: &ResourceKey,
+        target: &Arc<str>,
+        server_name: &Arc<str>,
+        fx: &mut Effects,
+    ) {
+        let max = self.max_redirects;
+        let redirect = self.redirects.entry(entry.clone()).or_default();
+        let keep = redirect
+            .hops
+            .iter()
+            .position(|h| h == from)
+            .map_or(0, |at| at + 1);
+        for hop in redirect.hops.drain(keep..) {
+            fx.unfollow.push((entry.clone(), hop));
+        }
+        let hop = ResourceKey::new(Arc::clone(&entry.type_url), Arc::clone(target));
+        let chain: Vec<&str> = std::iter::once(&*entry.name)
+            .chain(redirect.hops.iter().map(|h| &*h.name))
+            .chain(std::iter::once(&**target))
+            .collect();
+        let chain = chain.join(" -> ");
+        let what = format!(
+            "{} {} redirected by server {} (authority {})",
+            short_type(&entry.type_url),
+            entry.name,
+            server_name,
+            authority_of(&from.name).unwrap_or("none"),
+        );
+        let refusal = if hop == *entry || redirect.hops.contains(&hop) {
+            Some(format!("{what}: redirect loop {chain}"))
+        } else if redirect.hops.len() >= max {
+            Some(format!(
+                "{what}: more than {max} redirects in a row: {chain}"
+            ))
+        } else if let Err(e) =
+            ResourceName::parse(target).and_then(|n| n.check_type(&entry.type_url))
+        {
+            Some(format!(
+                "{what}: target of another type refused: {chain}: {e}"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = refusal {
+            fx.refused.push((
+                entry.clone(),
+                XdsError::new(ErrorKind::ServerError, message),
+            ));
+            return;
+        }
+        redirect.hops.push(hop.clone());
+        fx.follow.push(Follow {
+            entry: entry.clone(),
+            hop,
+            chain,
+            server: Arc::clone(server_name),
+        });
+    }
+
+    /// The entry answers for itself: its redirect targets are no longer
+    /// followed.
+    pub(super) fn stop_redirect(&mut self, entry: &ResourceKey, fx: &mut Effects) {
+        if let Some(redirect) = self.redirects.remove(entry) {
+            fx.unfollow
+                .extend(redirect.hops.into_iter().map(|h| (entry.clone(), h)));
         }
     }
 

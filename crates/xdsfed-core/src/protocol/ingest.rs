@@ -38,11 +38,21 @@ pub const RESOURCE_LOCATOR_TYPE_URL: &str = "type.googleapis.com/xds.core.v3.Res
 /// The canonical key a `ResourceLocator`'s bytes point at. Only `xdstp`
 /// locators are followed; directives in a locator are not supported.
 fn locator_target(bytes: &[u8]) -> Result<Arc<str>, ValidationError> {
-    use envoy_types::pb::xds::core::v3::{ResourceLocator, resource_locator};
+    use envoy_types::pb::xds::core::v3::ResourceLocator;
     use prost::Message as _;
 
     let locator = ResourceLocator::decode(bytes)
         .map_err(|e| ValidationError(format!("malformed ResourceLocator: {e}")))?;
+    locator_key(locator)
+}
+
+/// The canonical key a `ResourceLocator` points at (a redirect's target, a
+/// list collection's locator entry). Only `xdstp` locators are supported.
+pub(crate) fn locator_key(
+    locator: envoy_types::pb::xds::core::v3::ResourceLocator,
+) -> Result<Arc<str>, ValidationError> {
+    use envoy_types::pb::xds::core::v3::resource_locator;
+
     if locator.scheme != resource_locator::Scheme::Xdstp as i32 {
         return Err(ValidationError::field(
             "scheme",

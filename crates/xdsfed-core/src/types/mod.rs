@@ -150,6 +150,8 @@ impl<T: ResourceType> ErasedType for Erased<T> {
 #[derive(Debug, Clone, Default)]
 pub struct TypeRegistry {
     by_url: HashMap<&'static str, Arc<dyn ErasedType>>,
+    /// List collection type URLs by member type URL.
+    collections: HashMap<&'static str, &'static str>,
 }
 
 impl TypeRegistry {
@@ -165,6 +167,32 @@ impl TypeRegistry {
         self
     }
 
+    /// Adds the list collection type `collection_type_url` (xDS TP1, e.g.
+    /// `type.googleapis.com/envoy.config.listener.v3.ListenerCollection`)
+    /// whose members are `T`s, so that `T` can be watched as a list
+    /// collection. `T` is registered too.
+    pub fn register_list_collection<T: ResourceType>(
+        &mut self,
+        collection_type_url: &'static str,
+    ) -> &mut Self {
+        self.register::<T>();
+        self.by_url.insert(
+            collection_type_url,
+            Arc::new(collection::ListCollectionType {
+                type_url: collection_type_url,
+                member: Arc::new(Erased::<T>::new()),
+            }),
+        );
+        self.collections.insert(T::TYPE_URL, collection_type_url);
+        self
+    }
+
+    /// The list collection type URL of members of type `member_type_url`,
+    /// if one is registered.
+    pub fn list_collection_of(&self, member_type_url: &str) -> Option<&'static str> {
+        self.collections.get(member_type_url).copied()
+    }
+
     /// The type with this URL.
     pub fn get(&self, type_url: &str) -> Option<&Arc<dyn ErasedType>> {
         self.by_url.get(type_url)
@@ -172,6 +200,7 @@ impl TypeRegistry {
 }
 
 mod cluster;
+mod collection;
 mod endpoint;
 mod listener;
 mod route;
@@ -179,20 +208,27 @@ mod route;
 mod tests_support;
 
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
+pub use collection::{
+    CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
+};
+pub(crate) use collection::{anonymous_key, entry_key};
 pub use endpoint::EndpointType;
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
 
 impl TypeRegistry {
     /// A registry holding the four built-in types: [`ListenerType`],
-    /// [`RouteConfigurationType`], [`ClusterType`] and [`EndpointType`].
+    /// [`RouteConfigurationType`], [`ClusterType`] and [`EndpointType`], and
+    /// the list collections of listeners and clusters.
     pub fn with_builtin() -> Self {
         let mut registry = TypeRegistry::new();
         registry
             .register::<ListenerType>()
             .register::<RouteConfigurationType>()
             .register::<ClusterType>()
-            .register::<EndpointType>();
+            .register::<EndpointType>()
+            .register_list_collection::<ListenerType>(LISTENER_COLLECTION_TYPE_URL)
+            .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL);
         registry
     }
 }
