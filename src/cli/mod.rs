@@ -4,11 +4,25 @@
 //! `run(args) -> Result<(), CliError>` function; adding one means adding a
 //! module, a variant to [`Command`] and an arm to [`Command::run`]. Errors say
 //! whether the input was at fault ([`CliError::BadInput`], exit code 2) or the
-//! run failed ([`CliError::Runtime`], exit code 1); `main` prints them as one
-//! line, never as a Debug dump.
+//! run failed ([`CliError::Runtime`], exit code 1); `main` prints them with
+//! their cause chain and a hint, never as a Debug dump.
+//!
+//! Shared pieces: [`target`] (what to subscribe to, and the client),
+//! [`progress`] (the terminal progress line), [`render`] (snapshot trees,
+//! Graphviz and Mermaid), [`table`] (the CSDS-style status table).
 
+pub(crate) mod bootstrap;
+pub(crate) mod demo;
+pub(crate) mod dump;
+pub(crate) mod graph;
+pub(crate) mod progress;
+pub(crate) mod render;
+pub(crate) mod table;
+pub(crate) mod target;
 pub(crate) mod testbed;
+pub(crate) mod watch;
 
+use std::fmt;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -16,32 +30,127 @@ use clap::Subcommand;
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Watch an embedded two-authority testbed warm up, update, lose a
+    /// server and recover, then print the final snapshot. No setup needed.
+    #[command(
+        after_help = "Takes a few seconds, prints to stdout only, fits 80 columns.\n\
+        Exit code 0 when every act completed, 1 otherwise."
+    )]
+    Demo(demo::Args),
+    /// Subscribe to resources and print every update as it arrives, until
+    /// Ctrl-C; optionally serve CSDS and Prometheus metrics.
+    #[command(after_help = "Examples:\n  \
+        xdsfed watch --bootstrap b.yaml --listener LISTENER\n  \
+        xdsfed watch --bootstrap b.yaml --resource cluster CLUSTER --json\n  \
+        xdsfed watch --bootstrap b.yaml --wildcard cluster --admin 127.0.0.1:9901\n\n\
+        Exit codes: 0 on Ctrl-C, 1 when the client stops, 2 for bad input.")]
+    Watch(watch::Args),
+    /// Subscribe, wait until everything is received (or --timeout), print
+    /// the CSDS-style status, and fail if anything is missing or rejected.
+    #[command(after_help = "Examples:\n  \
+        xdsfed dump --bootstrap b.yaml --listener LISTENER\n  \
+        xdsfed dump --bootstrap b.yaml --wildcard cluster --timeout 10s --json\n\n\
+        Exit codes: 0 when every resource is ACKED, 1 when one is NACKED, does not exist,\n\
+        or did not arrive within --timeout (the table is printed anyway), 2 for bad input.")]
+    Dump(dump::Args),
+    /// Print a listener's dependency graph as a tree, Graphviz dot or
+    /// Mermaid, with the authority of every node.
+    Graph(graph::Args),
     /// Run federated xDS management servers from a scenario file, with the
     /// gRPC control API, until Ctrl-C.
     Testbed(testbed::Args),
+    /// Inspect bootstrap files.
+    #[command(subcommand)]
+    Bootstrap(bootstrap::Command),
 }
 
 impl Command {
+    /// The log level when neither `RUST_LOG` nor `-v` says otherwise. The
+    /// demo breaks connections on purpose and narrates them, so the
+    /// transport's warnings about them would only repeat it.
+    pub(crate) fn default_log_level(&self) -> &'static str {
+        match self {
+            Self::Demo(_) => "error",
+            _ => "warn",
+        }
+    }
+
     /// Runs the subcommand to completion.
     pub(crate) fn run(self) -> Result<(), CliError> {
         match self {
+            Self::Demo(args) => demo::run(args),
+            Self::Watch(args) => watch::run(args),
+            Self::Dump(args) => dump::run(args),
+            Self::Graph(args) => graph::run(args),
             Self::Testbed(args) => testbed::run(args),
+            Self::Bootstrap(command) => bootstrap::run(command),
         }
     }
 }
 
-/// Why a subcommand failed.
-#[derive(Debug, thiserror::Error)]
+/// Why a subcommand failed: whose fault, what happened, and what to try.
+#[derive(Debug)]
 pub(crate) enum CliError {
     /// The flags or an input file are wrong; the message names the field.
-    #[error("{0}")]
-    BadInput(String),
-    /// The run failed (a port in use, a runtime error).
-    #[error("{0}")]
-    Runtime(String),
+    BadInput(Failure),
+    /// The run failed (a port in use, a server that never answered).
+    Runtime(Failure),
+}
+
+/// The text of a failure: a message, the causes under it, and a hint.
+#[derive(Debug, Default)]
+pub(crate) struct Failure {
+    message: String,
+    causes: Vec<String>,
+    hint: Option<String>,
 }
 
 impl CliError {
+    /// Bad input (exit code 2).
+    pub(crate) fn bad_input(message: impl Into<String>) -> Self {
+        Self::BadInput(Failure {
+            message: message.into(),
+            ..Failure::default()
+        })
+    }
+
+    /// A failed run (exit code 1).
+    pub(crate) fn runtime(message: impl Into<String>) -> Self {
+        Self::Runtime(Failure {
+            message: message.into(),
+            ..Failure::default()
+        })
+    }
+
+    /// Adds what to try next.
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.failure_mut().hint = Some(hint.into());
+        self
+    }
+
+    /// Adds the chain of `source()`s of `error` as causes, so the message
+    /// itself can stay short.
+    pub(crate) fn caused_by(mut self, error: &(dyn std::error::Error + 'static)) -> Self {
+        let failure = self.failure_mut();
+        failure.causes.push(error.to_string());
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            // Some errors repeat their source's text in their own message.
+            if !failure.causes.iter().any(|c| c.contains(&text)) {
+                failure.causes.push(text);
+            }
+            source = cause.source();
+        }
+        self
+    }
+
+    /// Adds one line under the message.
+    pub(crate) fn with_cause(mut self, cause: impl Into<String>) -> Self {
+        self.failure_mut().causes.push(cause.into());
+        self
+    }
+
     /// 2 for bad input, 1 for a failed run.
     pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
@@ -49,15 +158,54 @@ impl CliError {
             Self::Runtime(_) => ExitCode::from(1),
         }
     }
+
+    fn failure(&self) -> &Failure {
+        match self {
+            Self::BadInput(f) | Self::Runtime(f) => f,
+        }
+    }
+
+    fn failure_mut(&mut self) -> &mut Failure {
+        match self {
+            Self::BadInput(f) | Self::Runtime(f) => f,
+        }
+    }
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default: warnings).
-pub(crate) fn init_logging() {
+/// `message`, then `  caused by: …` lines, then `  hint: …`.
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let failure = self.failure();
+        f.write_str(&failure.message)?;
+        for cause in &failure.causes {
+            write!(f, "\n  caused by: {cause}")?;
+        }
+        if let Some(hint) = &failure.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Logs to stderr, filtered by `RUST_LOG`, else by the number of `-v`
+/// flags (none: `quiet`; `-v`: info; `-vv`: debug; `-vvv`: trace).
+pub(crate) fn init_logging(verbose: u8, quiet: &str) {
+    let default = match verbose {
+        0 => quiet,
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // A second initialisation (impossible from main) would only be ignored.
+    // Colours only for a terminal: logs piped to a file stay plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .try_init();
 }
@@ -67,5 +215,76 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Runtime(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| CliError::runtime("cannot start the async runtime").caused_by(&e))
+}
+
+/// Writes `text` to stdout and flushes, so a harness reading a pipe sees
+/// each line as it happens. A closed stdout (`| head`) ends the command.
+pub(crate) fn emit(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                out.write_all(b"\n")
+            }
+        })
+        .and_then(|()| out.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                // The reader is gone (`| head`): nobody is left to tell.
+                std::process::exit(0);
+            }
+            CliError::runtime("cannot write to stdout").caused_by(&e)
+        })
+}
+
+/// Parses durations such as `250ms`, `5s`, `1.5s`, `2m`.
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((text, ""), |i| text.split_at(i));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 5s or 1m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" | "" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("unknown unit {unit:?} in {text:?}: use ms, s or m")),
+    };
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 5s or 1m"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_accept_milliseconds_seconds_and_minutes() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5h").is_err());
+    }
+
+    #[test]
+    fn errors_print_causes_then_hint() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = CliError::bad_input("cannot read x")
+            .caused_by(&io)
+            .hint("check the path");
+        assert_eq!(
+            e.to_string(),
+            "cannot read x\n  caused by: no such file\n  hint: check the path"
+        );
+        assert_eq!(e.exit_code(), ExitCode::from(2));
+    }
 }

@@ -22,6 +22,9 @@ use xdsfed::{
 
 use super::{CliError, runtime};
 
+const SCENARIO_HINT: &str =
+    "docs/testbed.md describes scenario files; bootstrap-examples/testbed-federated.yaml is one";
+
 /// Flags of `xdsfed testbed`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -37,9 +40,9 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let scenario = Scenario::from_file(&args.config).map_err(|e| {
         let message = format!("{}: {e}", args.config.display());
         if e.is_bad_input() {
-            CliError::BadInput(message)
+            CliError::bad_input(message).hint(SCENARIO_HINT)
         } else {
-            CliError::Runtime(message)
+            CliError::runtime(message)
         }
     })?;
     runtime()?.block_on(serve(scenario, args.control))
@@ -48,20 +51,20 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
 async fn serve(scenario: Scenario, control: SocketAddr) -> Result<(), CliError> {
     let running = scenario.start().await.map_err(|e| {
         if e.is_bad_input() {
-            CliError::BadInput(e.to_string())
+            CliError::bad_input(e.to_string()).hint(SCENARIO_HINT)
         } else {
-            CliError::Runtime(e.to_string())
+            CliError::runtime(e.to_string())
         }
     })?;
     let testbed: Arc<Testbed> = running.testbed().clone();
     let listener = TcpListener::bind(control).await.map_err(|e| {
-        CliError::Runtime(format!(
-            "cannot listen on {control} for the control API: {e}"
-        ))
+        CliError::runtime(format!("cannot listen on {control} for the control API"))
+            .caused_by(&e)
+            .hint("pick another --control address, or 127.0.0.1:0 for a free port")
     })?;
     let control_addr = listener
         .local_addr()
-        .map_err(|e| CliError::Runtime(format!("control API address: {e}")))?;
+        .map_err(|e| CliError::runtime("control API address").caused_by(&e))?;
     print_addresses(&testbed, control_addr)?;
 
     let service = ControlService::new(testbed.clone()).into_server();
@@ -75,7 +78,7 @@ async fn serve(scenario: Scenario, control: SocketAddr) -> Result<(), CliError> 
         });
     let result = serving
         .await
-        .map_err(|e| CliError::Runtime(format!("control API failed: {e}")));
+        .map_err(|e| CliError::runtime("control API failed").caused_by(&e));
     testbed.shutdown().await;
     drop(running);
     result
@@ -84,7 +87,8 @@ async fn serve(scenario: Scenario, control: SocketAddr) -> Result<(), CliError> 
 fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: String| {
-        writeln!(out, "{line}").map_err(|e| CliError::Runtime(format!("writing to stdout: {e}")))
+        writeln!(out, "{line}")
+            .map_err(|e| CliError::runtime("cannot write to stdout").caused_by(&e))
     };
     for server in testbed.servers() {
         write(
@@ -106,5 +110,5 @@ fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliErro
     write(&mut out, format!("control {control}"))?;
     write(&mut out, "ready".to_owned())?;
     out.flush()
-        .map_err(|e| CliError::Runtime(format!("writing to stdout: {e}")))
+        .map_err(|e| CliError::runtime("cannot write to stdout").caused_by(&e))
 }

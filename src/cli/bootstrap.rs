@@ -1,0 +1,197 @@
+//! `xdsfed bootstrap check FILE`: validate a bootstrap and show how it
+//! resolves: each authority's servers in order of preference, and which
+//! authorities end up on the same ADS stream.
+//!
+//! ```text
+//! bootstrap-examples/federated.yaml: valid
+//! node xdsfed-client-1 (cluster checkout)
+//!
+//! AUTHORITY        SERVERS, IN ORDER OF PREFERENCE   LISTENER TEMPLATE
+//! (old-style)      127.0.0.1:18000 (insecure)        xdstp://cloud.example/…/%s
+//! …
+//! ```
+
+use std::path::PathBuf;
+
+use xdsfed::core::authority::AuthorityRegistry;
+use xdsfed::core::bootstrap::{Bootstrap, ServerConfig};
+
+use super::target::load_bootstrap;
+use super::{CliError, emit};
+
+/// `xdsfed bootstrap …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    /// Validate a bootstrap file and print the authority → servers table and
+    /// the ADS streams it implies (authorities whose servers are equal share
+    /// one stream). Exit code 2, naming the field, when it is invalid.
+    Check(CheckArgs),
+}
+
+/// Flags of `xdsfed bootstrap check`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The bootstrap file (JSON, or YAML when it ends in .yaml/.yml).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Check(args) => check(args),
+    }
+}
+
+fn check(args: CheckArgs) -> Result<(), CliError> {
+    let bootstrap = load_bootstrap(&args.file)?;
+    let report = Report::of(&bootstrap);
+    if args.json {
+        let json = serde_json::json!({
+            "file": args.file.display().to_string(),
+            "valid": true,
+            "node": {"id": bootstrap.node.id, "cluster": bootstrap.node.cluster},
+            "authorities": report.authorities.iter().map(|a| serde_json::json!({
+                "authority": a.name,
+                "servers": a.servers,
+                "listener_template": a.template,
+            })).collect::<Vec<_>>(),
+            "streams": report.streams.iter().map(|s| serde_json::json!({
+                "server": s.server,
+                "serves": s.serves,
+            })).collect::<Vec<_>>(),
+        });
+        return emit(&serde_json::to_string_pretty(&json).unwrap_or_default());
+    }
+    emit(&format!(
+        "{}: valid\n{}",
+        args.file.display(),
+        report.text(&bootstrap)
+    ))
+}
+
+/// One row of the authority table.
+struct AuthorityRow {
+    /// `None` for old-style names (the top-level servers).
+    name: Option<String>,
+    servers: Vec<String>,
+    template: String,
+}
+
+/// One ADS stream and what it carries.
+struct StreamRow {
+    server: String,
+    serves: Vec<String>,
+}
+
+struct Report {
+    authorities: Vec<AuthorityRow>,
+    streams: Vec<StreamRow>,
+}
+
+impl Report {
+    fn of(bootstrap: &Bootstrap) -> Self {
+        let names = |servers: &[ServerConfig]| -> Vec<String> {
+            servers
+                .iter()
+                .map(|s| xdsfed::core::authority::ServerKey::new(s).to_string())
+                .collect()
+        };
+        let mut authorities = vec![AuthorityRow {
+            name: None,
+            servers: names(&bootstrap.xds_servers),
+            template: bootstrap
+                .client_default_listener_resource_name_template
+                .clone(),
+        }];
+        for (name, config) in &bootstrap.authorities {
+            authorities.push(AuthorityRow {
+                name: Some(name.clone()),
+                servers: names(bootstrap.servers_for_authority(name).unwrap_or(&[])),
+                template: config.client_listener_resource_name_template.clone(),
+            });
+        }
+        let registry = AuthorityRegistry::new(bootstrap);
+        let streams = registry
+            .server_keys()
+            .map(|key| {
+                let mut serves: Vec<String> = Vec::new();
+                if registry.serves_old_style(key) {
+                    serves.push("old-style names".to_owned());
+                }
+                serves.extend(registry.authorities_for(key).map(display_authority));
+                StreamRow {
+                    server: key.to_string(),
+                    serves,
+                }
+            })
+            .collect();
+        Report {
+            authorities,
+            streams,
+        }
+    }
+
+    fn text(&self, bootstrap: &Bootstrap) -> String {
+        let mut out = format!("node {:?}", bootstrap.node.id);
+        if !bootstrap.node.cluster.is_empty() {
+            out.push_str(&format!(" (cluster {:?})", bootstrap.node.cluster));
+        }
+        out.push_str("\n\n");
+        let width = self
+            .authorities
+            .iter()
+            .map(|a| a.name.as_deref().map_or(17, |n| display_authority(n).len()))
+            .max()
+            .unwrap_or(17)
+            .max(17);
+        out.push_str(&format!(
+            "{:<width$}  SERVERS, IN ORDER OF PREFERENCE\n",
+            "AUTHORITY"
+        ));
+        for a in &self.authorities {
+            let name = a
+                .name
+                .as_deref()
+                .map_or("(old-style)".to_owned(), display_authority);
+            let servers = if a.servers.is_empty() {
+                "(none: only servers named in ConfigSources)".to_owned()
+            } else {
+                a.servers.join(", then ")
+            };
+            out.push_str(&format!("{name:<width$}  {servers}\n"));
+        }
+        out.push_str("\nLISTENER TEMPLATES\n");
+        for a in &self.authorities {
+            let name = a
+                .name
+                .as_deref()
+                .map_or("(xds:/// default)".to_owned(), display_authority);
+            out.push_str(&format!("{name:<width$}  {}\n", a.template));
+        }
+        out.push_str(&format!(
+            "\nADS STREAMS ({}, one per distinct server)\n",
+            self.streams.len()
+        ));
+        for s in &self.streams {
+            let shared = if s.serves.len() > 1 { "  (shared)" } else { "" };
+            out.push_str(&format!(
+                "{}\n  carries {}{shared}\n",
+                s.server,
+                s.serves.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// The empty authority (`xdstp:///…`) needs a visible name.
+fn display_authority(name: &str) -> String {
+    if name.is_empty() {
+        "\"\" (empty)".to_owned()
+    } else {
+        name.to_owned()
+    }
+}

@@ -1,0 +1,168 @@
+//! The CSDS-style status of a client as a text table: one row per
+//! resource (status, type, name, version, server), its error under it, then
+//! one row per server connection with gRFC A78's counters.
+
+use xdsfed::core::cache::ResourceStatus;
+use xdsfed::core::status::ClientStatus;
+
+use super::target::{short_version, type_short};
+
+/// The status table, ending with a newline.
+pub(crate) fn status_table(status: &ClientStatus) -> String {
+    let mut rows: Vec<[String; 5]> = vec![[
+        "STATUS".into(),
+        "TYPE".into(),
+        "NAME".into(),
+        "VERSION".into(),
+        "SERVER".into(),
+    ]];
+    let mut errors: Vec<Option<String>> = vec![None];
+    for r in &status.resources {
+        rows.push([
+            status_name(r.status).to_owned(),
+            type_short(&r.type_url).to_owned(),
+            r.name.clone(),
+            r.version.as_deref().map_or("-", short_version).to_owned(),
+            server_uri(&r.server).to_owned(),
+        ]);
+        errors.push(r.error.as_ref().map(|e| match &r.failed_version {
+            Some(v) => format!("rejected version {}: {e}", short_version(v)),
+            None => e.clone(),
+        }));
+    }
+    let mut out = format!("node {}\n", status.node_id);
+    out.push_str(&columns(&rows, &errors));
+    let mut servers: Vec<[String; 6]> = vec![[
+        "SERVER".into(),
+        "CONNECTED".into(),
+        "VARIANT".into(),
+        "VALID".into(),
+        "INVALID".into(),
+        "FAILURES".into(),
+    ]];
+    for s in &status.servers {
+        servers.push([
+            s.server.clone(),
+            if s.connected { "yes" } else { "no" }.into(),
+            s.variant.clone(),
+            s.resource_updates_valid.to_string(),
+            s.resource_updates_invalid.to_string(),
+            s.server_failure.to_string(),
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&columns(&servers, &vec![None; servers.len()]));
+    out
+}
+
+/// Left-aligned columns two spaces apart; each row may carry a note
+/// printed under it, indented.
+fn columns<const N: usize>(rows: &[[String; N]], notes: &[Option<String>]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (row, note) in rows.iter().zip(notes) {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if let Some(note) = note {
+            out.push_str(&format!("    └ {note}\n"));
+        }
+    }
+    out
+}
+
+/// The CSDS name of a status.
+pub(crate) fn status_name(status: ResourceStatus) -> &'static str {
+    match status {
+        ResourceStatus::Requested => "REQUESTED",
+        ResourceStatus::DoesNotExist => "DOES_NOT_EXIST",
+        ResourceStatus::Acked => "ACKED",
+        ResourceStatus::Nacked => "NACKED",
+        ResourceStatus::ReceivedError => "RECEIVED_ERROR",
+        ResourceStatus::Timeout => "TIMEOUT",
+    }
+}
+
+/// `127.0.0.1:18000` out of `127.0.0.1:18000 (insecure)`.
+pub(crate) fn server_uri(server: &str) -> &str {
+    server.split(" (").next().unwrap_or(server)
+}
+
+/// What is wrong in a dump, one line per problem: anything not ACKED.
+pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
+    status
+        .resources
+        .iter()
+        .filter(|r| r.status != ResourceStatus::Acked)
+        .map(|r| {
+            let what = match r.status {
+                ResourceStatus::Requested => "never arrived".to_owned(),
+                ResourceStatus::DoesNotExist => "does not exist".to_owned(),
+                other => status_name(other).to_owned(),
+            };
+            match &r.error {
+                Some(e) => format!("{} {}: {what}: {e}", type_short(&r.type_url), r.name),
+                None => format!("{} {}: {what}", type_short(&r.type_url), r.name),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xdsfed::core::status::{ResourceStatusEntry, ServerStatus};
+
+    #[test]
+    fn table_lists_resources_with_errors_under_them_and_servers() {
+        let status = ClientStatus {
+            node_id: "n1".into(),
+            resources: vec![ResourceStatusEntry {
+                type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),
+                name: "c1".into(),
+                authority: None,
+                server: "127.0.0.1:1 (insecure)".into(),
+                version: Some("0123456789abcdef".into()),
+                status: ResourceStatus::Nacked,
+                last_updated_unix_ms: None,
+                error: Some("bad lb_policy".into()),
+                failed_version: Some("fedcba9876543210".into()),
+                cached: true,
+                source: None,
+            }],
+            servers: vec![ServerStatus {
+                server: "127.0.0.1:1 (insecure)".into(),
+                connected: true,
+                server_failure: 0,
+                resource_updates_valid: 1,
+                resource_updates_invalid: 1,
+                foreign_resources_ignored: 0,
+                variant: "delta".into(),
+            }],
+            authorities: Vec::new(),
+        };
+        let table = status_table(&status);
+        assert!(
+            table.contains("NACKED  Cluster  c1    01234567  127.0.0.1:1"),
+            "{table}"
+        );
+        assert!(
+            table.contains("└ rejected version fedcba98: bad lb_policy"),
+            "{table}"
+        );
+        assert!(table.contains("127.0.0.1:1 (insecure)  yes"), "{table}");
+        assert_eq!(problems(&status).len(), 1);
+    }
+}

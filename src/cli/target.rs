@@ -1,0 +1,443 @@
+//! What `watch`, `dump` and `graph` subscribe to, and the client they do it
+//! with: the `--bootstrap` flag, the `--listener | --resource | --wildcard`
+//! group, resource type names, and one-line summaries of resources.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
+use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
+use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::config::route::v3::route::Action;
+use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::RouteSpecifier;
+use prost::Message;
+use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
+use xdsfed::core::client::{WatchError, XdsClient};
+use xdsfed::core::types::{
+    ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType,
+};
+use xdsfed::policy::{Policy, PolicyType};
+
+use super::CliError;
+
+/// Where to look when a bootstrap is wrong.
+pub(crate) const BOOTSTRAP_HINT: &str =
+    "docs/bootstrap.md describes the format; `xdsfed bootstrap check FILE` validates a file";
+
+/// The `--bootstrap FILE` flag.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct BootstrapArg {
+    /// The client's bootstrap: gRPC's JSON (gRFC A47), the same in YAML, or
+    /// Envoy-style `config_sources` (YAML when the name ends in .yaml/.yml).
+    #[arg(long, value_name = "FILE", env = "GRPC_XDS_BOOTSTRAP")]
+    pub(crate) bootstrap: PathBuf,
+}
+
+/// What to subscribe to: exactly one of the three.
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct TargetArgs {
+    /// Follow a listener's whole graph (routes, clusters, endpoints) by its
+    /// full name, e.g. xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) listener: Option<String>,
+    /// One resource: its TYPE (listener, route, cluster, endpoint, policy, or
+    /// a type URL) and its full NAME.
+    #[arg(long, num_args = 2, value_names = ["TYPE", "NAME"])]
+    pub(crate) resource: Option<Vec<String>>,
+    /// Every resource of TYPE on the default servers (wildcard subscription).
+    #[arg(long, value_name = "TYPE")]
+    pub(crate) wildcard: Option<TypeArg>,
+}
+
+/// The parsed [`TargetArgs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Listener(String),
+    Resource(TypeArg, String),
+    Wildcard(TypeArg),
+}
+
+impl TargetArgs {
+    /// The one target given; clap has already checked there is exactly one.
+    pub(crate) fn target(&self) -> Result<Target, CliError> {
+        if let Some(name) = &self.listener {
+            return Ok(Target::Listener(name.clone()));
+        }
+        if let Some(pair) = &self.resource {
+            let [kind, name] = pair.as_slice() else {
+                return Err(CliError::bad_input("--resource takes a TYPE and a NAME"));
+            };
+            let kind = TypeArg::from_str(kind).map_err(|e| {
+                CliError::bad_input(format!("--resource: {e}"))
+                    .hint("for example: --resource cluster xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")
+            })?;
+            return Ok(Target::Resource(kind, name.clone()));
+        }
+        match self.wildcard {
+            Some(kind) => Ok(Target::Wildcard(kind)),
+            None => Err(CliError::bad_input(
+                "give one of --listener NAME, --resource TYPE NAME or --wildcard TYPE",
+            )),
+        }
+    }
+}
+
+/// A resource type the command line can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TypeArg {
+    Listener,
+    Route,
+    Cluster,
+    Endpoint,
+    Policy,
+}
+
+impl TypeArg {
+    const ALL: [TypeArg; 5] = [
+        Self::Listener,
+        Self::Route,
+        Self::Cluster,
+        Self::Endpoint,
+        Self::Policy,
+    ];
+
+    /// The type URL.
+    pub(crate) fn type_url(self) -> &'static str {
+        match self {
+            Self::Listener => ListenerType::TYPE_URL,
+            Self::Route => RouteConfigurationType::TYPE_URL,
+            Self::Cluster => ClusterType::TYPE_URL,
+            Self::Endpoint => EndpointType::TYPE_URL,
+            Self::Policy => PolicyType::TYPE_URL,
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Self::Listener => "listener",
+            Self::Route => "route",
+            Self::Cluster => "cluster",
+            Self::Endpoint => "endpoint",
+            Self::Policy => "policy",
+        }
+    }
+}
+
+impl FromStr for TypeArg {
+    type Err = String;
+
+    /// Short names (`cluster`, `cds`), message names
+    /// (`envoy.config.cluster.v3.Cluster`) and type URLs.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let lower = text.trim().to_ascii_lowercase();
+        let by_alias = match lower.as_str() {
+            "listener" | "listeners" | "lds" => Some(Self::Listener),
+            "route" | "routes" | "rds" | "routeconfiguration" => Some(Self::Route),
+            "cluster" | "clusters" | "cds" => Some(Self::Cluster),
+            "endpoint" | "endpoints" | "eds" | "clusterloadassignment" => Some(Self::Endpoint),
+            "policy" | "policies" => Some(Self::Policy),
+            _ => None,
+        };
+        let message = text.trim().rsplit('/').next().unwrap_or_default();
+        by_alias
+            .or_else(|| {
+                Self::ALL
+                    .into_iter()
+                    .find(|t| t.type_url().rsplit('/').next() == Some(message))
+            })
+            .ok_or_else(|| {
+                format!(
+                    "unknown resource type {text:?}: use listener, route, cluster, endpoint, policy or a type URL such as {}",
+                    ClusterType::TYPE_URL
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for TypeArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.short())
+    }
+}
+
+/// Reads and validates a bootstrap; every problem is bad input (exit 2)
+/// naming the file and, for a wrong field, its path.
+pub(crate) fn load_bootstrap(path: &Path) -> Result<Bootstrap, CliError> {
+    Bootstrap::from_file(path).map_err(|e| {
+        let hint = match e.kind() {
+            BootstrapErrorKind::Read { .. } => "check the path given to --bootstrap",
+            _ => BOOTSTRAP_HINT,
+        };
+        CliError::bad_input(format!("invalid bootstrap: {e}")).hint(hint)
+    })
+}
+
+/// A client for `bootstrap` with every type the command line can name
+/// registered. Must run inside the tokio runtime.
+pub(crate) fn build_client(bootstrap: Bootstrap) -> Result<XdsClient, CliError> {
+    XdsClient::builder(bootstrap)
+        .register::<PolicyType>()
+        .build()
+        .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
+}
+
+/// A watch the client refused: the name or its authority is bad input.
+pub(crate) fn watch_error(name: &str, e: &WatchError) -> CliError {
+    CliError::bad_input(format!("cannot watch {name}"))
+        .caused_by(e)
+        .hint(match e {
+            WatchError::Authority(_) => {
+                "the name's authority must be listed under `authorities` in the bootstrap"
+            }
+            _ => "names look like xdstp://AUTHORITY/envoy.config.cluster.v3.Cluster/ID, or an old-style name",
+        })
+}
+
+/// The resource types with a one-line description of their resources.
+pub(crate) trait Describe: ResourceType {
+    /// The short name printed in event lines.
+    const SHORT: &'static str;
+    /// What matters in `resource`, in one short line.
+    fn summary(resource: &Self::Resource) -> String;
+}
+
+impl Describe for ListenerType {
+    const SHORT: &'static str = "listener";
+    fn summary(listener: &Listener) -> String {
+        let hcm = listener
+            .api_listener
+            .as_ref()
+            .and_then(|a| a.api_listener.as_ref())
+            .and_then(|any| HttpConnectionManager::decode(any.value.as_slice()).ok());
+        match hcm.and_then(|h| h.route_specifier) {
+            Some(RouteSpecifier::Rds(rds)) => {
+                format!("routes {}", short_name(&rds.route_config_name))
+            }
+            Some(RouteSpecifier::RouteConfig(rc)) => {
+                format!("inline routes, {} virtual hosts", rc.virtual_hosts.len())
+            }
+            Some(RouteSpecifier::ScopedRoutes(_)) => "scoped routes".to_owned(),
+            None => format!("{} filter chains", listener.filter_chains.len()),
+        }
+    }
+}
+
+impl Describe for RouteConfigurationType {
+    const SHORT: &'static str = "route";
+    fn summary(rc: &RouteConfiguration) -> String {
+        let clusters = route_clusters(rc);
+        let names: Vec<String> = clusters
+            .iter()
+            .map(|(name, weight)| match weight {
+                Some(w) => format!("{} {w}", short_name(name)),
+                None => short_name(name),
+            })
+            .collect();
+        format!(
+            "{} virtual hosts → {}",
+            rc.virtual_hosts.len(),
+            if names.is_empty() {
+                "no clusters".to_owned()
+            } else {
+                names.join(", ")
+            }
+        )
+    }
+}
+
+impl Describe for ClusterType {
+    const SHORT: &'static str = "cluster";
+    fn summary(cluster: &Cluster) -> String {
+        let kind = match &cluster.cluster_discovery_type {
+            Some(ClusterDiscoveryType::Type(t)) => DiscoveryType::try_from(*t)
+                .map(|t| t.as_str_name().to_owned())
+                .unwrap_or_else(|_| format!("type {t}")),
+            Some(ClusterDiscoveryType::ClusterType(custom)) => custom.name.clone(),
+            None => "STATIC".to_owned(),
+        };
+        match &cluster.eds_cluster_config {
+            Some(eds) if !eds.service_name.is_empty() => {
+                format!("{kind} endpoints {}", short_name(&eds.service_name))
+            }
+            _ => kind,
+        }
+    }
+}
+
+impl Describe for EndpointType {
+    const SHORT: &'static str = "endpoint";
+    fn summary(cla: &ClusterLoadAssignment) -> String {
+        let addresses = endpoint_addresses(cla);
+        let shown: Vec<&str> = addresses.iter().take(3).map(|(_, a)| a.as_str()).collect();
+        let more = addresses.len().saturating_sub(shown.len());
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        format!(
+            "{} in {}{}{}",
+            plural(addresses.len(), "endpoint", "endpoints"),
+            plural(cla.endpoints.len(), "locality", "localities"),
+            if shown.is_empty() { "" } else { ": " },
+            shown.join(", ")
+        ) + &if more > 0 {
+            format!(" (+{more})")
+        } else {
+            String::new()
+        }
+    }
+}
+
+impl Describe for PolicyType {
+    const SHORT: &'static str = "policy";
+    fn summary(policy: &Policy) -> String {
+        format!("{} policy {}", policy.kind, policy.name)
+    }
+}
+
+/// Every cluster a route configuration's routes send to, with its weight
+/// when the route splits traffic, in order of first appearance.
+pub(crate) fn route_clusters(rc: &RouteConfiguration) -> Vec<(String, Option<u32>)> {
+    let mut out: Vec<(String, Option<u32>)> = Vec::new();
+    let mut add = |name: &str, weight: Option<u32>| {
+        if !out.iter().any(|(n, _)| n == name) {
+            out.push((name.to_owned(), weight));
+        }
+    };
+    for vhost in &rc.virtual_hosts {
+        for route in &vhost.routes {
+            let Some(Action::Route(action)) = &route.action else {
+                continue;
+            };
+            match &action.cluster_specifier {
+                Some(ClusterSpecifier::Cluster(name)) => add(name, None),
+                Some(ClusterSpecifier::WeightedClusters(weighted)) => {
+                    for c in &weighted.clusters {
+                        add(&c.name, Some(c.weight.map_or(0, |w| w.value)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// `(locality, "host:port")` for every endpoint of an assignment.
+pub(crate) fn endpoint_addresses(cla: &ClusterLoadAssignment) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for locality in &cla.endpoints {
+        let where_ = locality
+            .locality
+            .as_ref()
+            .map(|l| {
+                [l.region.as_str(), l.zone.as_str(), l.sub_zone.as_str()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default();
+        for lb in &locality.lb_endpoints {
+            let address = match &lb.host_identifier {
+                Some(HostIdentifier::Endpoint(e)) => e
+                    .address
+                    .as_ref()
+                    .and_then(|a| a.address.as_ref())
+                    .map(|a| match a {
+                        AddressKind::SocketAddress(s) => match &s.port_specifier {
+                            Some(PortSpecifier::PortValue(p)) => format!("{}:{p}", s.address),
+                            Some(PortSpecifier::NamedPort(p)) => format!("{}:{p}", s.address),
+                            None => s.address.clone(),
+                        },
+                        AddressKind::Pipe(p) => format!("unix:{}", p.path),
+                        AddressKind::EnvoyInternalAddress(_) => "internal".to_owned(),
+                    })
+                    .unwrap_or_else(|| "?".to_owned()),
+                Some(HostIdentifier::EndpointName(n)) => format!("named:{n}"),
+                None => "?".to_owned(),
+            };
+            out.push((where_.clone(), address));
+        }
+    }
+    out
+}
+
+/// `authority/id` for an `xdstp://` name (the type is said elsewhere),
+/// the name itself otherwise.
+pub(crate) fn short_name(name: &str) -> String {
+    match name
+        .strip_prefix("xdstp://")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((authority, rest)) => {
+            let id = rest.split_once('/').map_or(rest, |(_, id)| id);
+            format!("{authority}/{id}")
+        }
+        None => name.to_owned(),
+    }
+}
+
+/// The `id` of an `xdstp://` name, the name itself otherwise.
+pub(crate) fn id_of(name: &str) -> &str {
+    match name
+        .strip_prefix("xdstp://")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((_, rest)) => rest.split_once('/').map_or(rest, |(_, id)| id),
+        None => name,
+    }
+}
+
+/// The short name of a type URL: `Cluster`, `RouteConfiguration`, ….
+pub(crate) fn type_short(type_url: &str) -> &str {
+    type_url.rsplit(['/', '.']).next().unwrap_or(type_url)
+}
+
+/// The first 8 characters of a version: enough to tell versions apart.
+pub(crate) fn short_version(version: &str) -> &str {
+    version.get(..8).unwrap_or(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_accept_short_names_message_names_and_type_urls() {
+        assert_eq!("cluster".parse(), Ok(TypeArg::Cluster));
+        assert_eq!("EDS".parse(), Ok(TypeArg::Endpoint));
+        assert_eq!(
+            "envoy.config.route.v3.RouteConfiguration".parse(),
+            Ok(TypeArg::Route)
+        );
+        assert_eq!(
+            "type.googleapis.com/xdsfed.policy.v1.Policy".parse(),
+            Ok(TypeArg::Policy)
+        );
+        assert!("secret".parse::<TypeArg>().is_err());
+    }
+
+    #[test]
+    fn short_names_drop_the_type_of_xdstp_names() {
+        assert_eq!(
+            short_name("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/a/b"),
+            "cloud.example/a/b"
+        );
+        assert_eq!(short_name("plain"), "plain");
+        assert_eq!(
+            id_of("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/a"),
+            "a"
+        );
+        assert_eq!(
+            type_short("type.googleapis.com/envoy.config.cluster.v3.Cluster"),
+            "Cluster"
+        );
+    }
+}

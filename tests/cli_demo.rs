@@ -1,0 +1,76 @@
+//! `xdsfed demo`: runs with no arguments, narrates warming across both
+//! authorities, the update, the restart and recovery, prints the final tree
+//! and exits 0, on 80 columns.
+
+use assert_cmd::Command;
+
+#[test]
+fn demo_narrates_warming_update_restart_recovery_and_the_final_tree() {
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .arg("demo")
+        .env_remove("RUST_LOG")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+
+    // Warming, in dependency order, across both authorities.
+    let position = |what: &str| {
+        stdout
+            .lines()
+            .position(|l| l.contains(what) && l.contains("received"))
+            .unwrap_or_else(|| panic!("{what} received:\n{stdout}"))
+    };
+    let listener = position("Listener  cloud.example   greeter");
+    let routes = position("Routes    cloud.example   greeter");
+    let cloud_cluster = position("Cluster   cloud.example   greeter-cloud");
+    let onprem_cluster = position("Cluster   onprem.example  greeter-onprem");
+    let onprem_endpoints = position("Endpoints onprem.example  greeter-onprem");
+    assert!(listener < routes && routes < cloud_cluster && routes < onprem_cluster);
+    assert!(onprem_cluster < onprem_endpoints);
+    assert!(stdout.contains("snapshot 1 ready"), "{stdout}");
+
+    // The update.
+    assert!(stdout.contains("ACKed by xdsfed-demo"), "{stdout}");
+    assert!(stdout.contains("published: weights 50/50"), "{stdout}");
+
+    // The restart and recovery.
+    assert!(stdout.contains("stream to onprem lost"), "{stdout}");
+    assert!(
+        stdout.contains("the snapshot still routes to greeter-onprem"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recovered: snapshot"), "{stdout}");
+
+    // The final tree.
+    assert!(stdout.contains("4. The final snapshot"), "{stdout}");
+    assert!(
+        stdout.contains("Listener greeter · cloud.example"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("└─ RouteConfiguration greeter · cloud.example"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Cluster greeter-onprem (50) · onprem.example"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("onprem/rack-2"), "{stdout}");
+    assert!(
+        stdout
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("done in")
+    );
+
+    for line in stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
+    }
+}

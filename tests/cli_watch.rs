@@ -1,0 +1,217 @@
+//! `xdsfed watch`: a line per event, JSON lines, the snapshot tree of a
+//! listener as it changes, and the admin endpoint (CSDS over gRPC,
+//! Prometheus text on /metrics) of the running client.
+
+mod cli_fixture;
+mod common;
+
+use std::io::{Read, Write};
+
+use cli_fixture::{
+    CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, xdsfed,
+};
+use common::resources::endpoints;
+use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
+use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
+
+#[test]
+fn watch_prints_a_line_per_change_of_a_resource() {
+    let fx = Fixture::start();
+    let name = endpoints_name(ONPREM, "api");
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--resource",
+        "endpoint",
+        &name,
+    ]);
+    let first = watch.line_where("CHANGED", |l| l.contains("CHANGED"));
+    assert!(first.contains("onprem.example/api"), "{first}");
+    assert!(
+        first.contains("1 endpoint in 1 locality: 127.0.0.1:9090"),
+        "{first}"
+    );
+
+    fx.testbed
+        .server("onprem")
+        .unwrap()
+        .set_message(
+            &name,
+            &endpoints(&name, &[("127.0.0.1", 9091), ("127.0.0.1", 9092)]),
+        )
+        .unwrap();
+    let second = watch.line_where("the update", |l| l.contains("CHANGED"));
+    assert!(
+        second.contains("2 endpoints in 1 locality: 127.0.0.1:9091, 127.0.0.1:9092"),
+        "{second}"
+    );
+
+    fx.testbed
+        .server("onprem")
+        .unwrap()
+        .delete_resource(common::resources::EDS, &name)
+        .unwrap();
+    watch.line_where("the deletion", |l| l.contains("DOES_NOT_EXIST"));
+}
+
+#[test]
+fn watch_json_prints_one_object_per_line() {
+    let fx = Fixture::start();
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--json",
+    ]);
+    let line = watch.line_where("a JSON event", |l| l.starts_with('{'));
+    let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(event["event"], "changed");
+    assert_eq!(event["type"], "cluster");
+    assert_eq!(event["name"], cluster_name(CLOUD, "web").as_str());
+    assert!(event["time_unix_ms"].as_u64().is_some());
+}
+
+#[test]
+fn watch_of_a_listener_prints_the_tree_again_when_it_changes() {
+    let fx = Fixture::start();
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--listener",
+        &listener_name(),
+    ]);
+    watch.line_where("the first snapshot", |l| l.contains("snapshot 1 ·"));
+    watch.line_where("the onprem endpoints", |l| l.contains("127.0.0.1:9090"));
+
+    let name = endpoints_name(ONPREM, "api");
+    fx.testbed
+        .server("onprem")
+        .unwrap()
+        .set_message(&name, &endpoints(&name, &[("127.0.0.1", 9999)]))
+        .unwrap();
+    watch.line_where("the new endpoint in a new tree", |l| {
+        l.contains("127.0.0.1:9999")
+    });
+}
+
+#[test]
+fn admin_serves_csds_and_a78_metrics_of_the_running_client() {
+    let fx = Fixture::start();
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--listener",
+        &listener_name(),
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let admin_line = watch.line_where("the admin address", |l| l.starts_with("admin "));
+    let admin = admin_line.split(' ').nth(1).unwrap().to_owned();
+    assert!(
+        admin.starts_with("127.0.0.1:") && !admin.ends_with(":0"),
+        "{admin_line}"
+    );
+    watch.line_where("the first snapshot", |l| l.contains("snapshot 1 ·"));
+
+    let (fetched, streamed) = fx.runtime.block_on(async {
+        let mut csds = ClientStatusDiscoveryServiceClient::connect(format!("http://{admin}"))
+            .await
+            .unwrap();
+        let fetched = csds
+            .fetch_client_status(ClientStatusRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        let requests = tokio_stream::iter([ClientStatusRequest::default()]);
+        let mut stream = csds
+            .stream_client_status(requests)
+            .await
+            .unwrap()
+            .into_inner();
+        let streamed = stream.message().await.unwrap().unwrap();
+        (fetched, streamed)
+    });
+    for response in [&fetched, &streamed] {
+        let config = &response.config[0];
+        assert_eq!(config.node.as_ref().unwrap().id, "cli-test");
+        let listener = config
+            .generic_xds_configs
+            .iter()
+            .find(|c| c.name == listener_name())
+            .expect("the listener is in the dump");
+        // envoy.admin.v3.ClientResourceStatus.ACKED
+        assert_eq!(listener.client_status, 3);
+        assert!(!listener.version_info.is_empty());
+        assert_eq!(config.generic_xds_configs.len(), 6);
+    }
+
+    let mut http = std::net::TcpStream::connect(&admin).unwrap();
+    write!(
+        http,
+        "GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let cloud = fx.testbed.server("cloud").unwrap().addr().to_string();
+    for wanted in [
+        format!(
+            "grpc_xds_client_connected{{grpc_target=\"{}\",grpc_xds_server=\"{cloud}\"}} 1",
+            listener_name()
+        ),
+        "grpc_xds_client_server_failure{".to_owned(),
+        "grpc_xds_client_resource_updates_valid{".to_owned(),
+        "grpc_xds_client_resource_updates_invalid{".to_owned(),
+        format!(
+            "grpc_xds_client_resources{{grpc_target=\"{}\",grpc_xds_authority=\"{ONPREM}\",grpc_xds_resource_type=\"type.googleapis.com/envoy.config.cluster.v3.Cluster\",grpc_xds_cache_state=\"acked\"}} 1",
+            listener_name()
+        ),
+    ] {
+        assert!(text.contains(&wanted), "{wanted} in:\n{text}");
+    }
+}
+
+#[test]
+fn watch_with_a_bad_bootstrap_names_the_field_and_exits_2() {
+    let fx = Fixture::start();
+    let bad = fx.write("bad.json", r#"{"xds_servers": [], "node": {"id": "n"}}"#);
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        bad.to_str().unwrap(),
+        "--wildcard",
+        "listener",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("xds_servers"), "{stderr}");
+}
+
+#[test]
+fn watch_needs_exactly_one_target() {
+    let fx = Fixture::start();
+    let output = xdsfed(&["watch", "--bootstrap", fx.bootstrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--listener",
+        "a",
+        "--wildcard",
+        "cluster",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
