@@ -55,6 +55,7 @@ both_variants!(
     duplicate_names_in_a_response_are_nacked,
     missing_resource_does_not_exist_after_the_timer,
     restart_resumes_without_losing_the_cached_copy,
+    transient_error_clears_when_the_server_is_back_with_nothing_new,
 );
 
 async fn subscribe_update_and_delete_reach_the_watcher(variant: ApiVariant) {
@@ -209,4 +210,29 @@ async fn restart_resumes_without_losing_the_cached_copy(variant: ApiVariant) {
         }
     }
     let _ = EDS;
+}
+
+async fn transient_error_clears_when_the_server_is_back_with_nothing_new(variant: ApiVariant) {
+    let testbed = one_server().await;
+    let server = &testbed.servers()[0];
+    let name = cloud_endpoints("payments");
+    server
+        .set_message(&name, &endpoints(&name, &[("10.0.0.1", 8080)]))
+        .unwrap();
+    let client = cloud_client(&testbed, variant);
+    let mut watch = client.watch::<EndpointType>(&name).unwrap();
+    changed(&mut watch).await;
+
+    server.stop().await;
+    match next(&mut watch).await {
+        WatchEvent::AmbientError(e) => assert!(e.message().contains("127.0.0.1"), "{e}"),
+        other => panic!("expected an ambient error, got {}", describe(&other)),
+    }
+    // Same resources, same versions: the server has nothing new to send.
+    server.restart(true, Duration::ZERO).await.unwrap();
+    eventually("the outage's error is gone from the status", || {
+        client.status().resources.iter().all(|r| r.error.is_none())
+    })
+    .await;
+    assert!(watch.current().is_some());
 }

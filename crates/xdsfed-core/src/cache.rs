@@ -541,6 +541,32 @@ impl Cache {
         }
     }
 
+    /// The stream to `server` has a response again (gRFC A57: it is
+    /// healthy), so the transient errors its failure left on entries served
+    /// by it are over. A reconnect whose versions all match sends no
+    /// resource, so without this the errors would outlive the outage.
+    /// Runs once per recovery, not per update.
+    pub(crate) fn stream_healthy(&self, server: &Arc<str>) {
+        let inner = self.lock();
+        for (key, entry) in &inner.entries {
+            let stale = {
+                let state = entry.tx.borrow();
+                let served_by = entry.provenance.server == *server
+                    || state.source.as_ref().is_some_and(|s| s.server == *server);
+                served_by
+                    && state.status != ResourceStatus::Timeout
+                    && state
+                        .error
+                        .as_ref()
+                        .is_some_and(|e| e.kind() == ErrorKind::Transient)
+            };
+            if stale {
+                entry.tx.send_modify(|state| state.error = None);
+                inner.mark_wildcard_dirty(key);
+            }
+        }
+    }
+
     /// Reports a stream failure of `server` to the entries held only for
     /// wildcard watchers of that server (watched entries are the router's).
     pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {

@@ -789,6 +789,9 @@ impl Inner {
             cache.transient_error(&fx.transient, error);
             cache.stream_failed_unwatched(server_name, error);
         }
+        if fx.healthy {
+            cache.stream_healthy(server_name);
+        }
     }
 
     /// Acts on a new body of the watched list collection `collection`

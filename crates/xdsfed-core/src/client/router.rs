@@ -221,6 +221,8 @@ pub(super) struct Effects {
     pub(super) fall_back: Vec<Partition>,
     /// The stream failure, when one was reported.
     pub(super) failure: Option<XdsError>,
+    /// The stream had a response after being (re)established.
+    pub(super) healthy: bool,
     /// Entries whose answer is refused (a redirect TP1 does not allow, a
     /// redirect loop, too many redirects).
     pub(super) refused: Vec<(ResourceKey, XdsError)>,
@@ -278,7 +280,11 @@ impl State {
         let mut fx = Effects::default();
         for event in events {
             match &event {
-                CoreEvent::StreamHealthy => self.switch_back(server),
+                CoreEvent::StreamHealthy => {
+                    self.switch_back(server);
+                    fx.healthy = true;
+                }
+                CoreEvent::StreamAccepted => fx.healthy = true,
                 CoreEvent::StreamFailed { error } => {
                     let error = XdsError::new(ErrorKind::Transient, Arc::clone(error));
                     self.on_failure(server, is_answered, has_copy, &mut fx);

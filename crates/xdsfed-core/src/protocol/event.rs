@@ -100,6 +100,12 @@ pub enum CoreEvent {
     },
     /// The stream received its first response after being (re)established.
     StreamHealthy,
+    /// The server accepted the (re)established stream: its response headers
+    /// arrived. Not yet a response, so gRFC A57 and A71 still wait for one,
+    /// but the server is reachable again: the transient errors of its last
+    /// failure are over. (A server whose versions all match what the client
+    /// holds may send nothing at all after a reconnect.)
+    StreamAccepted,
 }
 
 /// Why a resource left the cache.

@@ -324,6 +324,13 @@ impl Session {
         self.dirty.extend(types.into_iter().cloned());
     }
 
+    /// The server accepted the stream (its response headers arrived).
+    pub fn handle_stream_accepted(&mut self, _now: Instant) {
+        if self.phase == Phase::AwaitingFirstResponse {
+            self.events.push_back(CoreEvent::StreamAccepted);
+        }
+    }
+
     /// A `DeltaDiscoveryResponse` arrived.
     pub fn handle_delta_response(&mut self, now: Instant, response: DeltaDiscoveryResponse) {
         self.on_delta_response(now, response);

@@ -292,7 +292,10 @@ impl Driver {
                         return Outcome::Shutdown;
                     }
                 }
-                Wake::Connected(Ok(stream)) => inbound = Some(stream),
+                Wake::Connected(Ok(stream)) => {
+                    inbound = Some(stream);
+                    self.session.handle_stream_accepted(now());
+                }
                 Wake::Connected(Err(status)) | Wake::Message(Err(status)) => {
                     return self.end(status.code(), status.message().to_owned(), after_response);
                 }

@@ -166,3 +166,26 @@ fn set_variant_applies_to_the_next_stream_and_keeps_received_resources() {
     s.handle_sotw_response(now, sresp(CDS, "v1", "n1", vec![cluster("a")]));
     assert_eq!(events(&mut s), ["failed", "healthy", "upsert a v1"]);
 }
+
+/// A server that accepts a new stream but has nothing new to send (every
+/// version matches) is reachable again: the session says so once, before any
+/// response, without claiming the stream healthy (gRFC A57 waits for a
+/// response).
+#[test]
+fn accepted_stream_is_reported_before_any_response_and_only_once() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    let _ = events(&mut s);
+    s.handle_stream_end(now, StreamEnd::new(14, "gone"));
+    let _ = events(&mut s);
+    let _ = connect_delta(&mut s, now);
+    s.handle_stream_accepted(now);
+    assert_eq!(events(&mut s), ["accepted"]);
+    assert_eq!(s.phase(), Phase::AwaitingFirstResponse);
+    s.handle_delta_response(
+        now,
+        dresp(CDS, "n1", vec![dres("a", "1", Some(cluster("a")))], &[]),
+    );
+    s.handle_stream_accepted(now);
+    assert!(!events(&mut s).contains(&"accepted".to_string()));
+}

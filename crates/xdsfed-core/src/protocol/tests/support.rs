@@ -288,6 +288,7 @@ pub(super) fn summary(e: &CoreEvent) -> String {
         CoreEvent::ResourceError { key, code, .. } => format!("error {} {code}", key.name),
         CoreEvent::StreamFailed { .. } => "failed".into(),
         CoreEvent::StreamHealthy => "healthy".into(),
+        CoreEvent::StreamAccepted => "accepted".into(),
     }
 }
 
