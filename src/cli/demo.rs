@@ -37,8 +37,9 @@ use xdsfed::core::cache::ResourceStatus;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
 use xdsfed::core::transport::{BackoffConfig, TransportOptions};
+use xdsfed::core::watch::CollectionEvent;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot};
-use xdsfed::policy::PolicyType;
+use xdsfed::policy::{Policy, PolicyType};
 use xdsfed::testbed::Testbed;
 use xdsfed::testbed::faults::Faults;
 use xdsfed::testbed::scenario::{RunningScenario, Scenario};
@@ -56,6 +57,11 @@ const BOOTSTRAP: &str = include_str!("../../bootstrap-examples/demo.yaml");
 const LISTENER: &str = "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter";
 const ROUTE: &str = "xdstp://cloud.example/envoy.config.route.v3.RouteConfiguration/greeter";
 const ROUTE_TYPE: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+const CLOUD_POLICY: &str = "xdstp://cloud.example/xdsfed.policy.v1.Policy/rate-limits";
+const ONPREM_POLICY: &str = "xdstp://onprem.example/xdsfed.policy.v1.Policy/rate-limits";
+const TENANTS_GLOB: &str = "xdstp://cloud.example/xdsfed.policy.v1.Policy/tenants/*";
+const ACME_MEMBER: &str = "xdstp://cloud.example/xdsfed.policy.v1.Policy/tenants/acme";
+const ACME_ONPREM: &str = "xdstp://onprem.example/xdsfed.policy.v1.Policy/acme";
 const ONPREM_ENDPOINTS: &str =
     "xdstp://onprem.example/envoy.config.endpoint.v3.ClusterLoadAssignment/greeter-onprem";
 /// Where the onprem endpoints move while their server is down.
@@ -364,12 +370,131 @@ impl Demo {
         Ok(())
     }
 
-    /// Federation in action: a `ResourceLocator` redirect, and `#alt`
-    /// fallback to on-prem and back. This act stays empty until the client
-    /// follows redirects and `#alt` directives; it runs between the restart
-    /// and the final tree.
+    /// Federation in action, with the project's own policy type (any type
+    /// federates): `#alt` fallback to on-prem when the cloud cannot deliver,
+    /// and back once it can; then a `ResourceLocator` redirect from a cloud
+    /// glob collection to an on-prem resource.
     async fn federation(&mut self) -> Result<(), CliError> {
+        emit(&format!(
+            "\n4. Federation. The client watches policy {:?} of cloud.example\n   with #alt to the same name on onprem.example. The cloud server\n   stays silent about it.",
+            id_of(CLOUD_POLICY),
+        ))?;
+        let cloud = self.server("cloud")?.clone();
+        let onprem = self.server("onprem")?.clone();
+        cloud.update_faults(|f| {
+            f.silent_names.insert(CLOUD_POLICY.to_owned());
+        });
+        onprem
+            .set_message(ONPREM_POLICY, &policy(ONPREM_POLICY, "on-prem limits"))
+            .map_err(|e| CliError::runtime("the testbed refused the policy").caused_by(&e))?;
+        let watched = format!("{CLOUD_POLICY}#alt={ONPREM_POLICY}");
+        let watch = self
+            .client
+            .watch::<PolicyType>(&watched)
+            .map_err(|e| CliError::runtime("cannot watch the policy").caused_by(&e))?;
+        let deadline = Instant::now() + ACT_LIMIT;
+        loop {
+            let (from, alt) = self.policy_source();
+            if alt {
+                let labels = watch
+                    .current()
+                    .map(|p| p.labels.get("what").cloned().unwrap_or_default());
+                self.say("cloud silent past the does-not-exist timer: #alt in use")?;
+                self.say(&format!(
+                    "served by {from}: {:?}",
+                    labels.unwrap_or_default()
+                ))?;
+                break;
+            }
+            self.tick(deadline, "the #alt fallback").await?;
+        }
+        cloud.update_faults(|f| {
+            f.silent_names.remove(CLOUD_POLICY);
+        });
+        cloud
+            .set_message(CLOUD_POLICY, &policy(CLOUD_POLICY, "cloud limits"))
+            .map_err(|e| CliError::runtime("the testbed refused the policy").caused_by(&e))?;
+        self.say("server cloud publishes the policy")?;
+        let deadline = Instant::now() + ACT_LIMIT;
+        loop {
+            let (from, alt) = self.policy_source();
+            if !alt && !from.is_empty() {
+                self.say(&format!(
+                    "back to the primary: served by {from}, #alt unsubscribed"
+                ))?;
+                break;
+            }
+            self.tick(deadline, "the switch back to the primary")
+                .await?;
+        }
+        drop(watch);
+
+        emit(&format!(
+            "\n   The client watches the glob collection {:?}.\n   Its member \"acme\" is a ResourceLocator redirect to on-prem.",
+            id_of(TENANTS_GLOB)
+        ))?;
+        cloud
+            .set_message(ACME_MEMBER, &policy(ACME_MEMBER, "placeholder"))
+            .map_err(|e| CliError::runtime("the testbed refused the policy").caused_by(&e))?;
+        onprem
+            .set_message(ACME_ONPREM, &policy(ACME_ONPREM, "acme's on-prem limits"))
+            .map_err(|e| CliError::runtime("the testbed refused the policy").caused_by(&e))?;
+        cloud.update_faults(|f| {
+            f.redirects
+                .insert(ACME_MEMBER.to_owned(), ACME_ONPREM.to_owned());
+        });
+        let mut tenants = self
+            .client
+            .watch_collection::<PolicyType>(TENANTS_GLOB)
+            .map_err(|e| CliError::runtime("cannot watch the collection").caused_by(&e))?;
+        let event = tokio::time::timeout(ACT_LIMIT, tenants.next())
+            .await
+            .map_err(|_| CliError::runtime("gave up waiting for the redirected member"))?;
+        match event {
+            Some(CollectionEvent::Upsert { name, resource }) => {
+                let from = self
+                    .client
+                    .status()
+                    .resources
+                    .iter()
+                    .find(|r| *r.name == *name)
+                    .and_then(|r| r.source.as_ref())
+                    .map(|s| {
+                        format!(
+                            "{} from {}",
+                            id_of(s.fetched_as.as_deref().unwrap_or(&name)),
+                            self.narrator.server_name(&s.server)
+                        )
+                    })
+                    .unwrap_or_default();
+                self.say(&format!("member {:?} redirected to {from}", id_of(&name)))?;
+                self.say(&format!(
+                    "delivered as {:?}: {:?}",
+                    id_of(&name),
+                    resource.labels.get("what").cloned().unwrap_or_default()
+                ))?;
+            }
+            Some(other) => {
+                return Err(CliError::runtime(format!(
+                    "unexpected collection event {other:?}"
+                )));
+            }
+            None => return Err(CliError::runtime("the client stopped")),
+        }
         Ok(())
+    }
+
+    /// Which server serves the watched policy now, and whether it is the
+    /// `#alt` alternative.
+    fn policy_source(&self) -> (String, bool) {
+        let status = self.client.status();
+        status
+            .resources
+            .iter()
+            .find(|r| r.name == CLOUD_POLICY && r.cached)
+            .and_then(|r| r.source.as_ref())
+            .map(|s| (self.narrator.server_name(&s.server), s.alt))
+            .unwrap_or_default()
     }
 
     /// Act 4: the final snapshot as a tree.
@@ -379,7 +504,7 @@ impl Demo {
             .ready()
             .await
             .map_err(|e| CliError::runtime("the resource graph stopped").caused_by(&e))?;
-        emit("\n4. The final snapshot, with each resource's authority and version:\n")?;
+        emit("\n5. The final snapshot, with each resource's authority and version:\n")?;
         for line in Model::of(&snapshot).tree().lines() {
             emit(&fit(line))?;
         }
@@ -478,6 +603,16 @@ fn fast_transport() -> TransportOptions {
     }
 }
 
+/// A policy saying `what` it is, so the narration can show which copy serves.
+fn policy(name: &str, what: &str) -> Policy {
+    Policy {
+        name: name.to_owned(),
+        kind: "ratelimit".to_owned(),
+        labels: [("what".to_owned(), what.to_owned())].into(),
+        ..Default::default()
+    }
+}
+
 /// `(cluster id, weight)` of the route's weighted clusters.
 fn weights(route: &RouteConfiguration) -> Vec<(String, u32)> {
     route_clusters(route)
@@ -547,6 +682,15 @@ impl Narrator {
 
     fn name_server(&mut self, uri: &str, name: &str) {
         self.server_names.insert(uri.to_owned(), name.to_owned());
+    }
+
+    /// The testbed name of the server a status entry names.
+    fn server_name(&self, server: &str) -> String {
+        let uri = server_uri(server);
+        self.server_names
+            .get(uri)
+            .cloned()
+            .unwrap_or_else(|| uri.to_owned())
     }
 
     /// Says what changed since the last look.

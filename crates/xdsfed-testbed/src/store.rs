@@ -11,9 +11,15 @@
 //! streams through a `watch` channel: a stream re-evaluates only the types
 //! whose revision moved. Setting identical bytes again changes nothing and
 //! wakes nobody.
+//!
+//! Tables are persistent maps, so a stream's snapshot costs nothing to take
+//! and a write next to it copies only the path to the changed entry. Each
+//! type also keeps a change log (revision → key), so a stream that has seen
+//! revision `R` can ask which keys changed after `R` ([`Store::changes`])
+//! and look at those alone instead of the whole table.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
@@ -66,12 +72,77 @@ pub enum StoreError {
     },
 }
 
-/// The resources of one type, shared copy-on-write with the streams that read them.
-pub type TypeTable = Arc<BTreeMap<String, Arc<StoredResource>>>;
+/// The resources of one type by canonical key: a persistent map, so a
+/// snapshot is O(1) and shares its structure with the store's own copy.
+pub type TypeTable = imbl::OrdMap<String, Arc<StoredResource>>;
+
+/// How many log entries of deleted keys a type keeps beyond one per stored
+/// resource before the oldest are dropped. Streams that fall behind the
+/// dropped part diff the whole table instead.
+const LOG_SLACK: usize = 4096;
+
+/// What changed in one type's table after some revision.
+#[derive(Debug, Clone)]
+pub struct Changes {
+    /// The type's revision now.
+    pub revision: u64,
+    /// The type's resources now.
+    pub table: TypeTable,
+    /// The canonical keys set or deleted after the asked-for revision, or
+    /// `None` when the log no longer reaches back that far (the caller must
+    /// then compare the whole table).
+    pub keys: Option<BTreeSet<String>>,
+}
+
+#[derive(Debug, Default)]
+struct TypeEntry {
+    /// The store revision of the latest change of this type.
+    revision: u64,
+    table: TypeTable,
+    /// Store revision → the key changed at it; each key appears once, at
+    /// its latest change.
+    log: BTreeMap<u64, String>,
+    /// Key → its entry in `log`.
+    logged_at: HashMap<String, u64>,
+    /// Changes at or before this revision may be missing from `log`.
+    log_floor: u64,
+}
+
+impl TypeEntry {
+    /// Records that `key` changed at store revision `revision`.
+    fn changed(&mut self, key: String, revision: u64) {
+        self.revision = revision;
+        if let Some(previous) = self.logged_at.insert(key.clone(), revision) {
+            self.log.remove(&previous);
+        }
+        self.log.insert(revision, key);
+        // Live keys bound the log; only deleted keys could grow it further.
+        while self.log.len() > self.table.len() + LOG_SLACK {
+            let Some((oldest, key)) = self.log.pop_first() else {
+                break;
+            };
+            self.logged_at.remove(&key);
+            self.log_floor = oldest;
+        }
+    }
+
+    /// The keys changed after `since`, if the log still covers that.
+    fn since(&self, since: u64) -> Option<BTreeSet<String>> {
+        if since < self.log_floor {
+            return None;
+        }
+        Some(
+            self.log
+                .range(since.saturating_add(1)..)
+                .map(|(_, key)| key.clone())
+                .collect(),
+        )
+    }
+}
 
 #[derive(Debug, Default)]
 struct Inner {
-    types: HashMap<String, (u64, TypeTable)>,
+    types: HashMap<String, TypeEntry>,
     revision: u64,
 }
 
@@ -99,7 +170,7 @@ impl Store {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave the maps half-updated:
-        // every mutation is a single insert or remove.
+        // nothing under it panics short of running out of memory.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -126,18 +197,17 @@ impl Store {
             resource,
         });
         let mut inner = self.lock();
-        inner.revision += 1;
-        let revision = inner.revision;
-        let (type_revision, table) = inner
+        let revision = inner.revision + 1;
+        let entry = inner
             .types
             .entry(stored.resource.type_url.clone())
             .or_default();
-        if table.get(&key).is_some_and(|old| **old == *stored) {
-            inner.revision -= 1;
+        if entry.table.get(&key).is_some_and(|old| **old == *stored) {
             return Ok(stored);
         }
-        *type_revision = revision;
-        Arc::make_mut(table).insert(key, stored.clone());
+        entry.table.insert(key.clone(), stored.clone());
+        entry.changed(key, revision);
+        inner.revision = revision;
         drop(inner);
         self.changed.send_replace(revision);
         Ok(stored)
@@ -148,14 +218,13 @@ impl Store {
         let key = checked_key(name)?;
         let mut inner = self.lock();
         let next = inner.revision + 1;
-        let Some((type_revision, table)) = inner.types.get_mut(type_url) else {
+        let Some(entry) = inner.types.get_mut(type_url) else {
             return Ok(false);
         };
-        if !table.contains_key(&key) {
+        if entry.table.remove(&key).is_none() {
             return Ok(false);
         }
-        Arc::make_mut(table).remove(&key);
-        *type_revision = next;
+        entry.changed(key, next);
         inner.revision = next;
         drop(inner);
         self.changed.send_replace(next);
@@ -167,9 +236,14 @@ impl Store {
         let mut inner = self.lock();
         inner.revision += 1;
         let revision = inner.revision;
-        for (type_revision, table) in inner.types.values_mut() {
-            *type_revision = revision;
-            *table = TypeTable::default();
+        for entry in inner.types.values_mut() {
+            // Everything changed at once: rather than logging every key,
+            // send every stream back to a full comparison.
+            *entry = TypeEntry {
+                revision,
+                log_floor: revision,
+                ..TypeEntry::default()
+            };
         }
         drop(inner);
         self.changed.send_replace(revision);
@@ -181,13 +255,36 @@ impl Store {
         self.lock()
             .types
             .get(type_url)
-            .and_then(|(_, table)| table.get(&key).cloned())
+            .and_then(|entry| entry.table.get(&key).cloned())
     }
 
     /// The revision of `type_url` and its resources. The revision changes
     /// whenever a resource of that type does.
     pub fn table(&self, type_url: &str) -> (u64, TypeTable) {
-        self.lock().types.get(type_url).cloned().unwrap_or_default()
+        self.lock()
+            .types
+            .get(type_url)
+            .map(|entry| (entry.revision, entry.table.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The revision and resources of `type_url` and, if the change log
+    /// reaches back to `since`, the keys changed after it; taken together
+    /// so they agree. Costs O(log n) plus the number of changed keys.
+    pub fn changes(&self, type_url: &str, since: u64) -> Changes {
+        let inner = self.lock();
+        match inner.types.get(type_url) {
+            Some(entry) => Changes {
+                revision: entry.revision,
+                table: entry.table.clone(),
+                keys: entry.since(since),
+            },
+            None => Changes {
+                revision: 0,
+                table: TypeTable::default(),
+                keys: Some(BTreeSet::new()),
+            },
+        }
     }
 
     /// The type URLs that have ever held a resource.
@@ -253,6 +350,61 @@ mod tests {
             .set("xdstp://a/envoy.config.listener.v3.Listener/l", any(b"x"))
             .unwrap_err();
         assert!(matches!(err, StoreError::TypeMismatch { .. }), "{err}");
+    }
+
+    #[test]
+    fn changes_lists_keys_changed_after_a_revision() {
+        let store = Store::new();
+        store.set("c1", any(b"x")).unwrap();
+        let (seen, _) = store.table(CDS);
+        store.set("c2", any(b"y")).unwrap();
+        store.set("c1", any(b"z")).unwrap();
+        store.delete(CDS, "c2").unwrap();
+        let changes = store.changes(CDS, seen);
+        assert_eq!(changes.revision, store.table(CDS).0);
+        let keys: Vec<String> = changes.keys.unwrap().into_iter().collect();
+        assert_eq!(keys, ["c1", "c2"]);
+        assert!(
+            store
+                .changes(CDS, changes.revision)
+                .keys
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn changes_sends_streams_behind_a_clear_to_a_full_diff() {
+        let store = Store::new();
+        store.set("c1", any(b"x")).unwrap();
+        let (seen, _) = store.table(CDS);
+        store.clear();
+        assert!(store.changes(CDS, seen).keys.is_none());
+        let (now, _) = store.table(CDS);
+        assert!(store.changes(CDS, now).keys.unwrap().is_empty());
+    }
+
+    #[test]
+    fn change_log_of_deleted_keys_is_trimmed() {
+        let store = Store::new();
+        for i in 0..LOG_SLACK + 10 {
+            let name = format!("c{i}");
+            store.set(&name, any(b"x")).unwrap();
+            store.delete(CDS, &name).unwrap();
+        }
+        assert!(store.changes(CDS, 0).keys.is_none(), "start trimmed");
+        let (now, _) = store.table(CDS);
+        assert!(store.changes(CDS, now - 1).keys.is_some());
+    }
+
+    #[test]
+    fn snapshot_is_unaffected_by_later_writes() {
+        let store = Store::new();
+        store.set("c1", any(b"x")).unwrap();
+        let (_, snapshot) = store.table(CDS);
+        store.set("c2", any(b"y")).unwrap();
+        assert_eq!(snapshot.len(), 1);
+        assert_eq!(store.table(CDS).1.len(), 2);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!   resource of the type whose URN lies directly under `path/` (no further
 //!   `/`) and carries exactly the same context parameters.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, ops::Bound, sync::Arc};
 
 use xdsfed_core::name::canonical_key;
 
@@ -57,6 +57,18 @@ impl Glob {
             return false;
         };
         query == self.query && !leaf.is_empty() && leaf != WILDCARD && !leaf.contains('/')
+    }
+
+    /// The members of this collection in `table`, in key order.
+    pub fn members<'a>(
+        &'a self,
+        table: &'a TypeTable,
+    ) -> impl Iterator<Item = (&'a String, &'a Arc<StoredResource>)> + 'a {
+        // Every member starts with the prefix: a range scan from it suffices.
+        table
+            .range::<_, str>((Bound::Included(self.prefix.as_str()), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(self.prefix.as_str()))
+            .filter(|(key, _)| self.matches(key))
     }
 }
 
@@ -202,21 +214,12 @@ impl Subscription {
         }
         for (glob_key, glob) in &self.globs {
             let mut any = false;
-            // Every match starts with the glob's prefix: a range scan suffices.
-            for (key, stored) in table.range::<str, _>((
-                std::ops::Bound::Included(glob.prefix.as_str()),
-                std::ops::Bound::Unbounded,
-            )) {
-                if !key.starts_with(glob.prefix.as_str()) {
-                    break;
-                }
-                if glob.matches(key) {
-                    any = true;
-                    if !selection.wanted.contains_key(key) {
-                        selection
-                            .wanted
-                            .insert(key.clone(), (stored.name.clone(), stored.clone()));
-                    }
+            for (key, stored) in glob.members(table) {
+                any = true;
+                if !selection.wanted.contains_key(key) {
+                    selection
+                        .wanted
+                        .insert(key.clone(), (stored.name.clone(), stored.clone()));
                 }
             }
             if !any {
@@ -225,13 +228,19 @@ impl Subscription {
         }
         selection
     }
+
+    /// The name to send `stored` under: as the client wrote it if it named
+    /// it, else as it was stored (the rule [`Subscription::select`] follows).
+    pub fn wire_name<'a>(&'a self, stored: &'a StoredResource) -> &'a str {
+        self.names.get(&stored.key).unwrap_or(&stored.name)
+    }
 }
 
 /// The resources a subscription selects from a type's table.
 #[derive(Debug, Default)]
 pub struct Selection {
     /// Canonical key → (name to send, resource).
-    pub wanted: BTreeMap<String, (String, std::sync::Arc<StoredResource>)>,
+    pub wanted: BTreeMap<String, (String, Arc<StoredResource>)>,
     /// Subscribed names that do not exist and globs that match nothing:
     /// (canonical key, name as the client wrote it).
     pub absent: Vec<(String, String)>,

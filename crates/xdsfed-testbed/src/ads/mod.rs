@@ -11,13 +11,19 @@
 //!
 //! Each stream is one task that owns its per-type state; it wakes on a
 //! request, on a change of the store or of the faults, and on the server's
-//! shutdown. The store is read through copy-on-write tables, so a slow stream
-//! never holds up a writer.
+//! shutdown. The store is read through persistent-map snapshots, so a slow
+//! stream never holds up a writer and a write never copies a table.
+//!
+//! A stream remembers the store revision of each type it last evaluated. When
+//! only the store moved since (no new request changed the subscription, no
+//! fault changed), it asks the store which keys changed and looks at those
+//! alone ([`plain_selection`] says when that is sound); otherwise it selects
+//! from the whole table.
 
 mod delta;
 mod sotw;
 
-use std::{pin::Pin, sync::Arc};
+use std::{collections::BTreeMap, pin::Pin, sync::Arc};
 
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
@@ -33,7 +39,7 @@ use crate::{
     faults::{Faults, MALFORMED_BYTES, redirect_any},
     recording::Variant,
     server::Shared,
-    store::TypeTable,
+    store::{StoredResource, TypeTable},
     subscription::Subscription,
     version,
 };
@@ -146,19 +152,64 @@ fn status_text(status: &Status) -> String {
 /// One resource a response will carry, before wire faults are applied.
 #[derive(Debug, Clone)]
 pub(crate) struct Outgoing {
-    pub(crate) key: String,
+    /// The name to send it under.
     pub(crate) wire: String,
-    pub(crate) resource: Any,
-    pub(crate) version: String,
+    /// The resource, shared with the store (a redirect's is made up here),
+    /// so selecting never copies resource bytes.
+    pub(crate) stored: Arc<StoredResource>,
+}
+
+impl Outgoing {
+    /// The resource as selected from the store.
+    pub(crate) fn new(wire: String, stored: Arc<StoredResource>) -> Self {
+        Self { wire, stored }
+    }
+
+    /// A redirect of canonical key `key` to `target`, sent as `wire`.
+    fn redirect(key: &str, wire: &str, target: &str) -> Self {
+        let resource = redirect_any(target);
+        let stored = StoredResource {
+            name: wire.to_owned(),
+            key: key.to_owned(),
+            version: version::of_bytes(&resource.value),
+            resource,
+        };
+        Self::new(wire.to_owned(), Arc::new(stored))
+    }
+
+    /// The canonical key.
+    pub(crate) fn key(&self) -> &str {
+        &self.stored.key
+    }
+
+    /// The content-hash version.
+    pub(crate) fn version(&self) -> &str {
+        &self.stored.version
+    }
 }
 
 /// What a subscription selects, with redirects and silences applied.
 #[derive(Debug, Default)]
 pub(crate) struct Selected {
     /// By canonical key.
-    pub(crate) wanted: std::collections::BTreeMap<String, Outgoing>,
+    pub(crate) wanted: BTreeMap<String, Outgoing>,
     /// Absent names and empty globs: (key, name as written).
     pub(crate) absent: Vec<(String, String)>,
+}
+
+/// Whether the faults leave the selection of `type_url` to the subscription
+/// alone: no redirects, no silenced names and nothing injected. Then a
+/// change of one stored resource can only change what is selected for that
+/// resource's key, and a stream may look at the changed keys alone. The
+/// other faults either act per key on what is sent (malformed, duplicate),
+/// silence the whole type, or do not touch content at all.
+pub(crate) fn plain_selection(faults: &Faults, type_url: &str) -> bool {
+    faults.redirects.is_empty()
+        && faults.silent_names.is_empty()
+        && !faults
+            .inject
+            .iter()
+            .any(|i| i.resource.type_url == type_url)
 }
 
 pub(crate) fn select(
@@ -168,35 +219,42 @@ pub(crate) fn select(
     table: &TypeTable,
 ) -> Selected {
     let selection = sub.select(table);
-    let mut selected = Selected::default();
-    for (key, (wire, stored)) in selection.wanted {
-        selected.wanted.insert(
-            key.clone(),
-            Outgoing {
-                key,
-                wire,
-                resource: stored.resource.clone(),
-                version: stored.version.clone(),
-            },
-        );
-    }
-    selected.absent = selection.absent;
+    let mut selected = Selected {
+        wanted: selection
+            .wanted
+            .into_iter()
+            .map(|(key, (wire, stored))| (key, Outgoing::new(wire, stored)))
+            .collect(),
+        absent: selection.absent,
+    };
     // A redirect answers a subscribed name whether or not it exists here.
     for (key, wire) in &sub.names {
         if let Some(target) = faults.redirect_for(key) {
-            let resource = redirect_any(target);
-            let version = version::of_bytes(&resource.value);
-            selected.wanted.insert(
-                key.clone(),
-                Outgoing {
-                    key: key.clone(),
-                    wire: wire.clone(),
-                    resource,
-                    version,
-                },
-            );
+            selected
+                .wanted
+                .insert(key.clone(), Outgoing::redirect(key, wire, target));
             selected.absent.retain(|(k, _)| k != key);
         }
+    }
+    // So does a member of a subscribed glob collection (xDS TP1 lets glob
+    // members be redirected): the glob is then not empty.
+    for (name, target) in &faults.redirects {
+        let key = crate::subscription::key_of(name);
+        if sub.names.contains_key(&key) {
+            continue;
+        }
+        let globs: Vec<&String> = sub
+            .globs
+            .iter()
+            .filter(|(_, glob)| glob.matches(&key))
+            .map(|(glob_key, _)| glob_key)
+            .collect();
+        if globs.is_empty() {
+            continue;
+        }
+        selected.absent.retain(|(k, _)| !globs.contains(&k));
+        let outgoing = Outgoing::redirect(&key, name, target);
+        selected.wanted.insert(key, outgoing);
     }
     selected
         .wanted
@@ -212,18 +270,18 @@ pub(crate) fn select(
 pub(crate) fn on_the_wire(
     faults: &Faults,
     type_url: &str,
-    outgoing: &[&Outgoing],
+    outgoing: &[Outgoing],
 ) -> Vec<(String, Any, String)> {
     let mut wire = Vec::with_capacity(outgoing.len());
     for out in outgoing {
-        let mut resource = out.resource.clone();
-        if faults.is_malformed(&out.key) {
+        let mut resource = out.stored.resource.clone();
+        if faults.is_malformed(out.key()) {
             resource.value = MALFORMED_BYTES.to_vec();
         }
-        let copies = if faults.is_duplicated(&out.key) { 2 } else { 1 };
-        for _ in 0..copies {
-            wire.push((out.wire.clone(), resource.clone(), out.version.clone()));
+        if faults.is_duplicated(out.key()) {
+            wire.push((out.wire.clone(), resource.clone(), out.version().to_owned()));
         }
+        wire.push((out.wire.clone(), resource, out.version().to_owned()));
     }
     for injected in faults
         .inject

@@ -11,6 +11,12 @@
 //! to return: newly requested resources are always resent), and when the
 //! selected content changes. A request echoing a nonce other than the latest
 //! one of its type is stale and is ignored (§Resource updates).
+//!
+//! A full-state response is O(selected) to build, which the protocol makes
+//! inherent. What is avoided: evaluating again when a request changes
+//! nothing (an ACK) and when none of the store's changed keys is
+//! subscribed (a stream that asked for a few names is not touched by
+//! changes to the others).
 
 use std::collections::HashMap;
 
@@ -18,7 +24,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, Discovery
 use tokio::sync::mpsc;
 use tonic::{Status, Streaming};
 
-use super::{End, StreamCtx, finish, node_id, on_the_wire, select, send, stopped};
+use super::{End, StreamCtx, finish, node_id, on_the_wire, plain_selection, select, send, stopped};
 use crate::{recording::Message, subscription::Subscription, version};
 
 type Tx = mpsc::Sender<Result<DiscoveryResponse, Status>>;
@@ -85,10 +91,20 @@ async fn on_request(
             .answered(ctx.id, &request.response_nonce, error);
     }
     let first = !state.sub.seen;
+    let was_wildcard = state.sub.wildcard;
     let change = state.sub.apply_sotw(&request.resource_names);
     state.force |= first || !change.subscribed.is_empty();
-    // The subscription may select something else from the same revision.
-    state.seen_revision = None;
+    // A changed subscription may select something else from the same
+    // revision; a request that changes nothing (an ACK) would select what
+    // was last sent, so it keeps the revision and costs nothing.
+    let unchanged = !first
+        && change.subscribed.is_empty()
+        && change.unsubscribed.is_empty()
+        && state.sub.wildcard == was_wildcard
+        && plain_selection(&ctx.shared.faults(), &request.type_url);
+    if !unchanged {
+        state.seen_revision = None;
+    }
     ctx.shared
         .tracker
         .subscribed(ctx.id, &request.type_url, &state.sub);
@@ -118,21 +134,34 @@ async fn push(
     tx: &Tx,
 ) -> Result<(), End> {
     let faults = ctx.shared.faults();
-    let (revision, table) = ctx.shared.store.table(type_url);
-    if state.seen_revision == Some(revision) && !state.force {
-        return Ok(());
-    }
+    let (revision, table, changed) = match state.seen_revision {
+        Some(seen) if !state.force => {
+            let changes = ctx.shared.store.changes(type_url, seen);
+            if changes.revision == seen {
+                return Ok(());
+            }
+            (changes.revision, changes.table, changes.keys)
+        }
+        _ => {
+            let (revision, table) = ctx.shared.store.table(type_url);
+            (revision, table, None)
+        }
+    };
     if faults.silent_types.contains(type_url) || (state.sub.is_empty() && !state.force) {
         return Ok(());
     }
     state.seen_revision = Some(revision);
+    // What was last evaluated was sent or equal to what was; with a plain
+    // selection, changes to keys the subscription does not cover leave it so.
+    if let Some(keys) = changed
+        && plain_selection(&faults, type_url)
+        && !keys.iter().any(|key| state.sub.covers(key))
+    {
+        return Ok(());
+    }
     let selected = select(&faults, type_url, &state.sub, &table);
-    let carried: Vec<_> = selected.wanted.values().collect();
-    let version_info = version::of_pairs(
-        carried
-            .iter()
-            .map(|o| (o.wire.as_str(), o.version.as_str())),
-    );
+    let carried: Vec<_> = selected.wanted.into_values().collect();
+    let version_info = version::of_pairs(carried.iter().map(|o| (o.wire.as_str(), o.version())));
     if !state.force && state.last_version.as_deref() == Some(version_info.as_str()) {
         return Ok(());
     }
@@ -155,7 +184,13 @@ async fn push(
         &nonce,
         carried
             .iter()
-            .map(|o| (type_url.to_owned(), o.key.clone(), o.version.clone()))
+            .map(|o| {
+                (
+                    type_url.to_owned(),
+                    o.key().to_owned(),
+                    o.version().to_owned(),
+                )
+            })
             .collect(),
     );
     send(ctx, tx, response, Message::Response).await
