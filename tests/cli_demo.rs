@@ -1,5 +1,6 @@
 //! `xdsfed demo`: runs with no arguments, narrates warming across both
-//! authorities, the update, the restart and recovery, prints the final tree
+//! authorities, the update, the restart and recovery, `#alt` fallback and a
+//! redirect, prints the final tree
 //! and exits 0, on 80 columns.
 
 use assert_cmd::Command;
@@ -46,8 +47,24 @@ fn demo_narrates_warming_update_restart_recovery_and_the_final_tree() {
     );
     assert!(stdout.contains("recovered: snapshot"), "{stdout}");
 
-    // The final tree.
-    assert!(stdout.contains("4. The final snapshot"), "{stdout}");
+    // Federation: #alt to on-prem and back, and a redirected glob member.
+    assert!(stdout.contains("#alt in use"), "{stdout}");
+    assert!(
+        stdout.contains("served by onprem: \"on-prem limits\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("back to the primary: served by cloud"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("member \"tenants/acme\" redirected to acme from onprem"),
+        "{stdout}"
+    );
+
+    // The final tree, with nothing left over from the outage.
+    assert!(stdout.contains("5. The final snapshot"), "{stdout}");
+    assert!(!stdout.contains("still serving, but"), "{stdout}");
     assert!(
         stdout.contains("Listener greeter · cloud.example"),
         "{stdout}"
