@@ -11,6 +11,14 @@ use envoy_types::pb::envoy::config::core::v3::{
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
 };
+use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener};
+use envoy_types::pb::envoy::config::route::v3::{
+    Route, RouteAction, RouteConfiguration, RouteMatch, VirtualHost, route::Action,
+    route_action::ClusterSpecifier, route_match::PathSpecifier,
+};
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    HttpConnectionManager, Rds, http_connection_manager::RouteSpecifier,
+};
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
@@ -78,6 +86,55 @@ pub fn endpoints(cluster: &str, addrs: &[(&str, u32)]) -> ClusterLoadAssignment 
         cluster_name: cluster.into(),
         endpoints: vec![LocalityLbEndpoints {
             lb_endpoints,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// An API listener (as gRPC clients use) whose HttpConnectionManager fetches
+/// `route_config` through RDS over ADS.
+pub fn api_listener(name: &str, route_config: &str) -> Listener {
+    let hcm = HttpConnectionManager {
+        route_specifier: Some(RouteSpecifier::Rds(Rds {
+            route_config_name: route_config.into(),
+            config_source: Some(ads()),
+        })),
+        ..Default::default()
+    };
+    Listener {
+        name: name.into(),
+        api_listener: Some(ApiListener {
+            api_listener: Some(pack(&hcm)),
+        }),
+        ..Default::default()
+    }
+}
+
+/// A route configuration with one virtual host for every domain; each
+/// `(prefix, cluster)` pair is a route.
+pub fn route_config(name: &str, routes: &[(&str, &str)]) -> RouteConfiguration {
+    let routes = routes
+        .iter()
+        .map(|(prefix, cluster)| Route {
+            name: (*prefix).into(),
+            r#match: Some(RouteMatch {
+                path_specifier: Some(PathSpecifier::Prefix((*prefix).into())),
+                ..Default::default()
+            }),
+            action: Some(Action::Route(RouteAction {
+                cluster_specifier: Some(ClusterSpecifier::Cluster((*cluster).into())),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })
+        .collect();
+    RouteConfiguration {
+        name: name.into(),
+        virtual_hosts: vec![VirtualHost {
+            name: "all".into(),
+            domains: vec!["*".into()],
+            routes,
             ..Default::default()
         }],
         ..Default::default()

@@ -14,7 +14,9 @@
 //!
 //! [`GraphEngine`] is sans-IO: no clock, no tasks, no channels. A driver
 //! feeds it the client's events and the current time, and carries out what it
-//! asks for (see the [polling order](engine#polling-order)). The rules it
+//! asks for (see the [polling order](engine#polling-order)). [`ConfigGraph`]
+//! is that driver over an `XdsClient`: one task, started with
+//! `ConfigGraph::builder(client).listener(name).start()` (see [`driver`]). The rules it
 //! applies (readiness, make before break, garbage collection, where errors
 //! go) are in the [`engine`] module and in `docs/graph.md`.
 //!
@@ -41,6 +43,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 mod cell;
+pub mod driver;
 pub mod edges;
 pub mod engine;
 mod error;
@@ -49,6 +52,7 @@ mod resource;
 mod snapshot;
 
 pub use cell::{PublisherGone, SnapshotCell, SnapshotReader};
+pub use driver::{ConfigGraph, ConfigGraphBuilder};
 pub use edges::Via;
 pub use engine::{GraphEngine, WatchChange};
 pub use error::GraphError;

@@ -1,0 +1,458 @@
+//! The async driver: a [`GraphEngine`] over a real [`XdsClient`].
+//!
+//! ```text
+//!            ┌──────────────────────────── driver task ───────────────────────────┐
+//!  Watch<T> ─┤ SelectAll of watch streams ─► on_* ─► GraphEngine ─► poll_snapshot ─┼─► SnapshotCell ─► readers
+//!  Watch<T> ─┤                                         │    ▲                      │
+//!     …      │  client.watch / watch_on_server ◄─ poll_watch  └─ handle_timeout ◄──┼── sleep until poll_timeout
+//!            └─────────────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! [`ConfigGraph::builder`] names the roots; [`start`](ConfigGraphBuilder::start)
+//! spawns one task that owns the engine and every [`Watch`] the engine asked
+//! for. The task:
+//!
+//! - waits for the next event of any watch (the watches are merged in one
+//!   `futures` `SelectAll`, which polls only the streams that were woken: an
+//!   event costs the same with ten watches or twenty thousand), then feeds
+//!   every event that is ready at that moment before polling the engine, so
+//!   a response carrying many resources yields one snapshot;
+//! - publishes each snapshot the engine cuts, then carries out its watch
+//!   changes (the engine's [polling order](crate::engine#polling-order));
+//! - sleeps until the engine's next warming deadline when nothing arrives.
+//!
+//! Watches are latest-value channels of the client: the client's stream
+//! reader never waits for the graph, and a graph that falls behind sees each
+//! resource's newest state, not a backlog.
+//!
+//! # Carrying out watch changes
+//! - `Watch` with [`Via::Bootstrap`] → [`XdsClient::watch`]: the name's
+//!   authority in the bootstrap picks the server.
+//! - `Watch` with [`Via::ConfigSource`] → [`XdsClient::watch_on_server`] when
+//!   the source names a server the client can dial (an `api_config_source`
+//!   whose first gRPC service is a `google_grpc` target); otherwise (`ads`,
+//!   `self`, `envoy_grpc`) the bootstrap, as above.
+//! - A watch the client refuses (a malformed name, an authority in neither
+//!   the `ConfigSource` nor the bootstrap) is fed back to the engine as
+//!   [`Update::Error`] for that resource: the error lands on that edge only.
+//! - `Unwatch` drops the [`Watch`], which unsubscribes.
+//! - `WatchAll` → [`XdsClient::watch_wildcard`].
+//!
+//! Unless the options say otherwise, the engine is told which authorities
+//! the client's bootstrap defines, so that an unknown authority on a route
+//! or aggregate edge shows as [`GraphError::UnknownAuthority`].
+//!
+//! Dropping the [`ConfigGraph`] (or [`shutdown`](ConfigGraph::shutdown))
+//! stops the task and drops its watches.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use xdsfed_core::bootstrap::Bootstrap;
+//! use xdsfed_core::client::XdsClient;
+//! use xdsfed_graph::{ClusterEndpoints, ConfigGraph, GraphOptions};
+//!
+//! let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
+//! let mut graph = ConfigGraph::builder(client.clone())
+//!     .listener("xdstp://a.example/envoy.config.listener.v3.Listener/front")
+//!     .options(GraphOptions::default())
+//!     .start();
+//! let mut snapshot = graph.ready().await?;
+//! loop {
+//!     for cluster in snapshot.clusters() {
+//!         match (&cluster.endpoints, &cluster.error) {
+//!             (_, Some(error)) => println!("{}: {error}", cluster.name),
+//!             (ClusterEndpoints::Eds { assignment: Some(a), .. }, None) => {
+//!                 println!("{}: {} localities", cluster.name, a.value.endpoints.len())
+//!             }
+//!             _ => println!("{}", cluster.name),
+//!         }
+//!     }
+//!     snapshot = graph.changed().await?;
+//! }
+//! # }
+//! ```
+//!
+//! [`GraphError::UnknownAuthority`]: crate::GraphError::UnknownAuthority
+
+mod inputs;
+mod source;
+
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use futures::stream::{AbortHandle, BoxStream, SelectAll, StreamExt};
+use tokio::task::JoinHandle;
+use xdsfed_core::authority::ServerKey;
+use xdsfed_core::client::{WatchError, XdsClient};
+use xdsfed_core::name::ResourceName;
+use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
+
+use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
+use crate::edges::Via;
+use crate::engine::{GraphEngine, WatchChange};
+use crate::options::{GraphOptions, KnownAuthorities, Roots};
+use crate::resource::ResourceKind;
+use crate::snapshot::Snapshot;
+use inputs::{Followed, Input, watch_stream, wildcard_stream};
+
+/// At most this many events are fed between two looks at the engine, so
+/// that a flood of updates cannot hold a snapshot back indefinitely.
+const MAX_BATCH: usize = 4096;
+
+/// Builds a [`ConfigGraph`]: its roots and options.
+#[derive(Debug)]
+pub struct ConfigGraphBuilder {
+    client: XdsClient,
+    roots: Roots,
+    options: Option<GraphOptions>,
+}
+
+impl ConfigGraphBuilder {
+    /// Adds a listener root by name (`xdstp://` or old-style).
+    pub fn listener(mut self, name: impl Into<String>) -> Self {
+        self.roots = self.roots.listener(name);
+        self
+    }
+
+    /// Adds a cluster root by name.
+    pub fn cluster(mut self, name: impl Into<String>) -> Self {
+        self.roots = self.roots.cluster(name);
+        self
+    }
+
+    /// Follows every listener the default servers offer (wildcard LDS).
+    pub fn all_listeners(mut self) -> Self {
+        self.roots = self.roots.all_listeners();
+        self
+    }
+
+    /// Follows every cluster the default servers offer (wildcard CDS).
+    pub fn all_clusters(mut self) -> Self {
+        self.roots = self.roots.all_clusters();
+        self
+    }
+
+    /// Adds these roots to the ones given so far.
+    pub fn roots(mut self, roots: Roots) -> Self {
+        let Roots {
+            listeners,
+            clusters,
+            all_listeners,
+            all_clusters,
+        } = roots;
+        self.roots.listeners.extend(listeners);
+        self.roots.clusters.extend(clusters);
+        self.roots.all_listeners |= all_listeners;
+        self.roots.all_clusters |= all_clusters;
+        self
+    }
+
+    /// Replaces the engine's options. With
+    /// [`KnownAuthorities::Any`] (the default) the driver fills in the
+    /// authorities of the client's bootstrap.
+    pub fn options(mut self, options: GraphOptions) -> Self {
+        self.options = Some(options);
+        self
+    }
+
+    /// Spawns the driver task on the current tokio runtime and returns the
+    /// graph's handle. The first snapshot arrives once every reachable
+    /// resource is warm (see [`ConfigGraph::ready`]).
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime, as [`tokio::spawn`] does.
+    pub fn start(self) -> ConfigGraph {
+        let mut options = self.options.unwrap_or_default();
+        if options.known_authorities == KnownAuthorities::Any {
+            options.known_authorities = bootstrap_authorities(&self.client);
+        }
+        let cell = SnapshotCell::new();
+        let reader = cell.reader();
+        let wildcard_server = default_server(&self.client);
+        let engine = GraphEngine::new(self.roots, options, now());
+        let driver = Driver {
+            client: self.client,
+            engine,
+            cell,
+            streams: SelectAll::new(),
+            watches: HashMap::new(),
+            wildcards: HashMap::new(),
+            wildcard_server,
+        };
+        ConfigGraph {
+            reader,
+            task: Some(tokio::spawn(driver.run())),
+        }
+    }
+}
+
+/// A running resource graph: a task that follows the graph through the
+/// client and publishes complete snapshots. See the [module docs](self).
+///
+/// Readers get snapshots lock-free with [`load`](Self::load), or wait for
+/// them with [`ready`](Self::ready) and [`changed`](Self::changed); more
+/// readers come from [`reader`](Self::reader). Dropping the graph stops the
+/// task and unsubscribes everything it watched.
+#[derive(Debug)]
+pub struct ConfigGraph {
+    reader: SnapshotReader,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ConfigGraph {
+    /// Starts describing a graph that follows resources through `client`.
+    pub fn builder(client: XdsClient) -> ConfigGraphBuilder {
+        ConfigGraphBuilder {
+            client,
+            roots: Roots::new(),
+            options: None,
+        }
+    }
+
+    /// The current snapshot, or the first one once every reachable resource
+    /// is warm or has failed (gRPC A74's "ready"). A later
+    /// [`changed`](Self::changed) waits for a newer one. Fails only when the
+    /// driver task is gone.
+    pub async fn ready(&mut self) -> Result<Arc<Snapshot>, PublisherGone> {
+        self.reader.ready().await
+    }
+
+    /// The current snapshot, if one was published. Lock-free.
+    pub fn load(&self) -> Option<Arc<Snapshot>> {
+        self.reader.load()
+    }
+
+    /// Waits for a snapshot newer than the last one this handle returned
+    /// from `changed` or [`ready`](Self::ready), and returns the current one.
+    pub async fn changed(&mut self) -> Result<Arc<Snapshot>, PublisherGone> {
+        self.reader.changed().await
+    }
+
+    /// Another reader of this graph's snapshots, for other tasks.
+    pub fn reader(&self) -> SnapshotReader {
+        self.reader.clone()
+    }
+
+    /// Stops the driver task and waits until it has dropped its watches.
+    pub async fn shutdown(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            // Cancelled is the expected outcome; a panic inside the task has
+            // already been reported by the runtime.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ConfigGraph {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// The task's state: the engine, the client, and a stream per live watch.
+struct Driver {
+    client: XdsClient,
+    engine: GraphEngine,
+    cell: SnapshotCell,
+    /// Every live watch's events, merged.
+    streams: SelectAll<futures::stream::Abortable<BoxStream<'static, Input>>>,
+    /// How to stop each named watch's stream (which drops the watch).
+    watches: HashMap<(ResourceKind, Arc<str>), AbortHandle>,
+    /// Wildcard watches by type; kept for the graph's lifetime.
+    wildcards: HashMap<ResourceKind, AbortHandle>,
+    /// The server wildcard subscriptions go to, for their provenance.
+    wildcard_server: Arc<str>,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        loop {
+            self.settle();
+            let deadline = self.engine.poll_timeout();
+            let streams = &mut self.streams;
+            let engine = &mut self.engine;
+            tokio::select! {
+                _fed = feed_ready(streams, engine) => {}
+                () = sleep_until(deadline) => self.engine.handle_timeout(now()),
+            }
+        }
+    }
+
+    /// Publishes and carries out watch changes until the engine has nothing
+    /// more to say: a refused watch is fed back as an error, which can make
+    /// the graph ready or retire more resources.
+    fn settle(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(snapshot) = self.engine.poll_snapshot() {
+                tracing::debug!(
+                    generation = snapshot.generation(),
+                    clusters = snapshot.cluster_count(),
+                    "publishing snapshot"
+                );
+                self.cell.publish(snapshot);
+                progressed = true;
+            }
+            while let Some(change) = self.engine.poll_watch() {
+                self.apply(change);
+                progressed = true;
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn apply(&mut self, change: WatchChange) {
+        match change {
+            WatchChange::Watch { kind, name, via } => {
+                let opened = match kind {
+                    ResourceKind::Listener => self.open::<ListenerType>(&name, &via),
+                    ResourceKind::RouteConfiguration => {
+                        self.open::<RouteConfigurationType>(&name, &via)
+                    }
+                    ResourceKind::Cluster => self.open::<ClusterType>(&name, &via),
+                    ResourceKind::ClusterLoadAssignment => self.open::<EndpointType>(&name, &via),
+                };
+                match opened {
+                    Ok(stream) => {
+                        let (stream, handle) = futures::stream::abortable(stream);
+                        self.streams.push(stream);
+                        if let Some(old) = self.watches.insert((kind, name), handle) {
+                            old.abort();
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(%kind, %name, error = %e, "watch refused");
+                        Input::error(kind, name, e.to_string()).feed(&mut self.engine, now());
+                    }
+                }
+            }
+            WatchChange::Unwatch { kind, name } => {
+                // The aborted stream ends at its next poll and drops its
+                // watch, which unsubscribes.
+                if let Some(handle) = self.watches.remove(&(kind, name)) {
+                    handle.abort();
+                }
+            }
+            WatchChange::WatchAll { kind } => {
+                let opened = match kind {
+                    ResourceKind::Listener => self.open_wildcard::<ListenerType>(),
+                    ResourceKind::Cluster => self.open_wildcard::<ClusterType>(),
+                    // The engine asks only for wildcard LDS and CDS.
+                    ResourceKind::RouteConfiguration | ResourceKind::ClusterLoadAssignment => {
+                        return;
+                    }
+                };
+                match opened {
+                    Ok(stream) => {
+                        let (stream, handle) = futures::stream::abortable(stream);
+                        self.streams.push(stream);
+                        if let Some(old) = self.wildcards.insert(kind, handle) {
+                            old.abort();
+                        }
+                    }
+                    // The engine has no input for a refused wildcard: it
+                    // publishes without those resources at its warming
+                    // timeout, as for a silent server.
+                    Err(e) => tracing::warn!(%kind, error = %e, "wildcard watch refused"),
+                }
+            }
+        }
+    }
+
+    /// Starts watching `name` through `via`.
+    fn open<T: Followed>(
+        &self,
+        name: &Arc<str>,
+        via: &Via,
+    ) -> Result<BoxStream<'static, Input>, WatchError> {
+        let server = match via {
+            Via::ConfigSource(source) => source::server_of(source),
+            Via::Bootstrap => None,
+        };
+        let watch = match server {
+            Some(server) => self.client.watch_on_server::<T>(name, &server)?,
+            None => self.client.watch::<T>(name)?,
+        };
+        Ok(watch_stream(Arc::clone(name), watch))
+    }
+
+    fn open_wildcard<T: Followed>(&self) -> Result<BoxStream<'static, Input>, WatchError> {
+        let watch = self.client.watch_wildcard::<T>()?;
+        Ok(wildcard_stream(Arc::clone(&self.wildcard_server), watch))
+    }
+}
+
+/// Feeds the engine every event ready now, waiting for the first one.
+/// Resolves with how many were fed (at least one, at most [`MAX_BATCH`]).
+async fn feed_ready<S>(streams: &mut SelectAll<S>, engine: &mut GraphEngine) -> usize
+where
+    S: futures::Stream<Item = Input> + Unpin,
+{
+    let mut at = None;
+    poll_fn(|cx| {
+        let mut fed = 0;
+        while fed < MAX_BATCH {
+            match streams.poll_next_unpin(cx) {
+                Poll::Ready(Some(input)) => {
+                    // One clock reading per batch: the batch is one moment.
+                    let now = *at.get_or_insert_with(now);
+                    input.feed(engine, now);
+                    fed += 1;
+                }
+                // `None` means no stream is left: nothing to wait for until
+                // the driver adds one, which it does outside this future.
+                Poll::Ready(None) | Poll::Pending => break,
+            }
+        }
+        if fed > 0 {
+            Poll::Ready(fed)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The driver's clock: tokio's, so that a runtime with paused time (tests)
+/// moves the engine's warming timers too.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Every authority the client's bootstrap defines.
+fn bootstrap_authorities(client: &XdsClient) -> KnownAuthorities {
+    let registry = client.registry();
+    KnownAuthorities::only(
+        registry
+            .server_keys()
+            .flat_map(|server| registry.authorities_for(server))
+            .map(str::to_owned),
+    )
+}
+
+/// The default server, as the client names it in provenances.
+fn default_server(client: &XdsClient) -> Arc<str> {
+    match client
+        .registry()
+        .resolve(&ResourceName::OldStyle(String::new()))
+    {
+        Ok([first, ..]) => Arc::from(ServerKey::new(first).to_string()),
+        _ => Arc::from(""),
+    }
+}

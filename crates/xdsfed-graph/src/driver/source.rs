@@ -1,0 +1,218 @@
+//! Which management server a `ConfigSource` names (xDS TP1).
+//!
+//! When a `ConfigSource` beside a name lists the name's authority, the
+//! resource is fetched through that source. A source that names its own
+//! server, an `api_config_source` whose first gRPC service is a
+//! `google_grpc` target, becomes a [`ServerConfig`] and the watch goes there
+//! ([`XdsClient::watch_on_server`]). Every other source (`ads`, `self`, an
+//! `envoy_grpc` cluster, which is a name in a data plane's own configuration
+//! that a client cannot dial, REST, credentials the client cannot express)
+//! falls back to the bootstrap: the name is watched by its authority, and an
+//! authority the bootstrap does not know is an error on that resource.
+//!
+//! [`XdsClient::watch_on_server`]: xdsfed_core::client::XdsClient::watch_on_server
+
+use std::path::PathBuf;
+
+use envoy_types::pb::envoy::config::core::v3::api_config_source::ApiType;
+use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+use envoy_types::pb::envoy::config::core::v3::data_source::Specifier;
+use envoy_types::pb::envoy::config::core::v3::grpc_service::TargetSpecifier;
+use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::channel_credentials::CredentialSpecifier;
+use envoy_types::pb::envoy::config::core::v3::{ConfigSource, DataSource};
+use xdsfed_core::bootstrap::{ApiVariant, ChannelCreds, ServerConfig};
+
+/// The server `source` names, when it names one the client can dial.
+pub(crate) fn server_of(source: &ConfigSource) -> Option<ServerConfig> {
+    let Some(ConfigSourceSpecifier::ApiConfigSource(api)) = &source.config_source_specifier else {
+        return None;
+    };
+    // The client speaks ADS only; a per-type gRPC service is asked over ADS
+    // on the same target, which control planes serving both accept.
+    let api_variant = match ApiType::try_from(api.api_type) {
+        Ok(ApiType::AggregatedDeltaGrpc | ApiType::DeltaGrpc) => ApiVariant::Delta,
+        Ok(ApiType::AggregatedGrpc | ApiType::Grpc) => ApiVariant::Sotw,
+        _ => return None,
+    };
+    let Some(TargetSpecifier::GoogleGrpc(google)) = api
+        .grpc_services
+        .first()
+        .and_then(|s| s.target_specifier.as_ref())
+    else {
+        return None;
+    };
+    if google.target_uri.is_empty() {
+        return None;
+    }
+    let credentials = google
+        .channel_credentials
+        .as_ref()
+        .and_then(|c| c.credential_specifier.as_ref());
+    let channel_creds = match credentials {
+        // Envoy dials a google_grpc target without credentials in plaintext.
+        None | Some(CredentialSpecifier::LocalCredentials(_)) => ChannelCreds::Insecure,
+        Some(CredentialSpecifier::SslCredentials(ssl)) => ChannelCreds::Tls {
+            // The client does not use the platform's roots: without a CA
+            // file there is nothing to verify the server against.
+            ca_certificate_file: Some(file_of(ssl.root_certs.as_ref())?),
+            certificate_file: optional_file(ssl.cert_chain.as_ref())?,
+            private_key_file: optional_file(ssl.private_key.as_ref())?,
+        },
+        Some(CredentialSpecifier::GoogleDefault(_)) => return None,
+    };
+    let mut server = ServerConfig::insecure(google.target_uri.clone());
+    server.channel_creds = channel_creds;
+    server.api = api_variant;
+    // The source chose the variant; do not second-guess it.
+    server.api_pinned = true;
+    Some(server)
+}
+
+/// A file the client can read; inline data is not something a
+/// [`ChannelCreds`] can carry.
+fn file_of(source: Option<&DataSource>) -> Option<PathBuf> {
+    match source?.specifier.as_ref()? {
+        Specifier::Filename(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => None,
+    }
+}
+
+/// `Some(None)` when absent, `Some(Some(path))` for a file, `None` when
+/// present but not a file (the source is then unusable as a whole).
+fn optional_file(source: Option<&DataSource>) -> Option<Option<PathBuf>> {
+    match source {
+        None => Some(None),
+        Some(_) => file_of(source).map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::{
+        ChannelCredentials, GoogleLocalCredentials, SslCredentials,
+    };
+    use envoy_types::pb::envoy::config::core::v3::grpc_service::{EnvoyGrpc, GoogleGrpc};
+    use envoy_types::pb::envoy::config::core::v3::{
+        AggregatedConfigSource, ApiConfigSource, GrpcService,
+    };
+
+    fn api_source(api_type: ApiType, target: TargetSpecifier) -> ConfigSource {
+        ConfigSource {
+            config_source_specifier: Some(ConfigSourceSpecifier::ApiConfigSource(
+                ApiConfigSource {
+                    api_type: api_type as i32,
+                    grpc_services: vec![GrpcService {
+                        target_specifier: Some(target),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            )),
+            ..Default::default()
+        }
+    }
+
+    fn google(target_uri: &str, creds: Option<CredentialSpecifier>) -> TargetSpecifier {
+        TargetSpecifier::GoogleGrpc(GoogleGrpc {
+            target_uri: target_uri.into(),
+            channel_credentials: creds.map(|c| ChannelCredentials {
+                credential_specifier: Some(c),
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn file(path: &str) -> Option<DataSource> {
+        Some(DataSource {
+            specifier: Some(Specifier::Filename(path.into())),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn google_grpc_target_without_credentials_is_a_plaintext_server() {
+        let source = api_source(
+            ApiType::AggregatedDeltaGrpc,
+            google("127.0.0.1:18000", None),
+        );
+        let server = server_of(&source);
+        assert_eq!(
+            server
+                .as_ref()
+                .map(|s| (&*s.server_uri, &s.channel_creds, s.api)),
+            Some((
+                "127.0.0.1:18000",
+                &ChannelCreds::Insecure,
+                ApiVariant::Delta
+            ))
+        );
+        assert!(server.is_some_and(|s| s.api_pinned));
+    }
+
+    #[test]
+    fn local_credentials_are_plaintext_and_sotw_api_type_is_kept() {
+        let creds = CredentialSpecifier::LocalCredentials(GoogleLocalCredentials::default());
+        let source = api_source(ApiType::AggregatedGrpc, google("cp:443", Some(creds)));
+        assert_eq!(
+            server_of(&source).map(|s| (s.channel_creds, s.api)),
+            Some((ChannelCreds::Insecure, ApiVariant::Sotw))
+        );
+    }
+
+    #[test]
+    fn ssl_credentials_from_files_are_tls() {
+        let creds = CredentialSpecifier::SslCredentials(SslCredentials {
+            root_certs: file("/etc/ca.pem"),
+            cert_chain: file("/etc/cert.pem"),
+            private_key: file("/etc/key.pem"),
+        });
+        let source = api_source(ApiType::AggregatedDeltaGrpc, google("cp:443", Some(creds)));
+        assert_eq!(
+            server_of(&source).map(|s| s.channel_creds),
+            Some(ChannelCreds::Tls {
+                ca_certificate_file: Some("/etc/ca.pem".into()),
+                certificate_file: Some("/etc/cert.pem".into()),
+                private_key_file: Some("/etc/key.pem".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn ssl_credentials_without_a_ca_file_fall_back_to_the_bootstrap() {
+        let inline = Some(DataSource {
+            specifier: Some(Specifier::InlineString("-----BEGIN".into())),
+            ..Default::default()
+        });
+        for root_certs in [None, inline] {
+            let creds = CredentialSpecifier::SslCredentials(SslCredentials {
+                root_certs,
+                ..Default::default()
+            });
+            let source = api_source(ApiType::AggregatedDeltaGrpc, google("cp:443", Some(creds)));
+            assert_eq!(server_of(&source), None);
+        }
+    }
+
+    #[test]
+    fn ads_envoy_grpc_and_rest_sources_fall_back_to_the_bootstrap() {
+        let ads = ConfigSource {
+            config_source_specifier: Some(ConfigSourceSpecifier::Ads(
+                AggregatedConfigSource::default(),
+            )),
+            ..Default::default()
+        };
+        let envoy_grpc = api_source(
+            ApiType::AggregatedDeltaGrpc,
+            TargetSpecifier::EnvoyGrpc(EnvoyGrpc {
+                cluster_name: "xds_cluster".into(),
+                ..Default::default()
+            }),
+        );
+        let rest = api_source(ApiType::Rest, google("cp:443", None));
+        let empty_target = api_source(ApiType::AggregatedDeltaGrpc, google("", None));
+        for source in [ads, envoy_grpc, rest, empty_target, ConfigSource::default()] {
+            assert_eq!(server_of(&source), None, "{source:?}");
+        }
+    }
+}
