@@ -410,7 +410,23 @@ impl Driver {
     }
 
     /// Applies a command; `false` when the driver must stop.
+    /// Applies `command` and every command already queued behind it, so
+    /// that a burst of subscriptions (a graph reaching 10 000 clusters at
+    /// once) leaves in one request per type, not one request each. `false`
+    /// on shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
+        if !self.apply_one(command) {
+            return false;
+        }
+        while let Ok(queued) = self.commands.try_recv() {
+            if !self.apply_one(Some(queued)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn apply_one(&mut self, command: Option<Command>) -> bool {
         match command {
             None | Some(Command::Shutdown) => return false,
             Some(Command::Subscribe(key)) => self.session.subscribe(key),
