@@ -321,22 +321,37 @@ impl Session {
         version: Arc<str>,
         ttl: Option<Duration>,
     ) {
-        self.stats.resource_updates_valid += 1;
-        if let Some(state) = self.states.get_mut(type_url) {
-            state
-                .durable
-                .held
-                .insert(Arc::clone(&name), Arc::clone(&version));
-            state.durable.absent.remove(&name);
-        }
-        let key = ResourceKey::new(Arc::clone(type_url), name);
-        self.cancel_does_not_exist(&key);
-        self.set_ttl(now, &key, ttl);
+        let key = self.hold(now, type_url, name, &version, ttl);
         self.events.push_back(CoreEvent::Redirect {
             key,
             target,
             version,
         });
+    }
+
+    /// A valid answer (a resource or a redirect) for `name`: count it, hold
+    /// its version (a reconnect reports it), stop its does-not-exist timer
+    /// and (re)arm its TTL. Returns its key.
+    fn hold(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        name: Arc<str>,
+        version: &Arc<str>,
+        ttl: Option<Duration>,
+    ) -> ResourceKey {
+        self.stats.resource_updates_valid += 1;
+        if let Some(state) = self.states.get_mut(type_url) {
+            state
+                .durable
+                .held
+                .insert(Arc::clone(&name), Arc::clone(version));
+            state.durable.absent.remove(&name);
+        }
+        let key = ResourceKey::new(Arc::clone(type_url), name);
+        self.cancel_does_not_exist(&key);
+        self.set_ttl(now, &key, ttl);
+        key
     }
 
     /// Stops the does-not-exist timer of `key` and, for a member of a glob
@@ -362,17 +377,7 @@ impl Session {
         version: Arc<str>,
         ttl: Option<Duration>,
     ) {
-        self.stats.resource_updates_valid += 1;
-        if let Some(state) = self.states.get_mut(type_url) {
-            state
-                .durable
-                .held
-                .insert(Arc::clone(&name), Arc::clone(&version));
-            state.durable.absent.remove(&name);
-        }
-        let key = ResourceKey::new(Arc::clone(type_url), name);
-        self.cancel_does_not_exist(&key);
-        self.set_ttl(now, &key, ttl);
+        let key = self.hold(now, type_url, name, &version, ttl);
         self.events.push_back(CoreEvent::Upsert {
             key,
             resource,
