@@ -23,6 +23,7 @@ fn short<T>(event: &CollectionEvent<T>) -> String {
         CollectionEvent::Removed { name } => format!("removed {name}"),
         CollectionEvent::Empty => "empty".into(),
         CollectionEvent::Error { name, error } => format!("error {name}: {error}"),
+        CollectionEvent::Listed { members } => format!("listed {}", members.join(" ")),
     }
 }
 

@@ -78,6 +78,9 @@ fn collection(entries: Vec<CollectionEntry>) -> Any {
     }
 }
 
+/// Where [`until`] keeps the latest `Listed` member list (space-separated).
+const LISTED: &str = "#listed";
+
 /// Collects events, latest per member ("" for `Empty`), until `done`.
 async fn until(
     watch: &mut CollectionWatch<ClusterType>,
@@ -100,6 +103,7 @@ async fn until(
             CollectionEvent::Removed { name } => (name.to_string(), "removed".to_owned()),
             CollectionEvent::Empty => (String::new(), "empty".to_owned()),
             CollectionEvent::Error { name, error } => (name.to_string(), format!("error {error}")),
+            CollectionEvent::Listed { members } => (LISTED.to_owned(), members.join(" ")),
         };
         seen.insert(name, text);
     }
@@ -137,8 +141,9 @@ async fn list_collection_locators_are_fetched_on_their_own_authorities() {
     let mut watch = client.watch_list_collection::<ClusterType>(&foo).unwrap();
     let mut seen = HashMap::new();
 
+    let both = format!("{bar} {baz}");
     until(&mut watch, &mut seen, "both members", |s| {
-        is(s, &bar, "upsert cloud") && is(s, &baz, "upsert onprem")
+        is(s, &bar, "upsert cloud") && is(s, &baz, "upsert onprem") && is(s, LISTED, &both)
     })
     .await;
     let status = client.status();
@@ -159,7 +164,7 @@ async fn list_collection_locators_are_fetched_on_their_own_authorities() {
         .set_resource(&foo, collection(vec![locator(&bar)]))
         .unwrap();
     until(&mut watch, &mut seen, "the removal", |s| {
-        is(s, &baz, "removed")
+        is(s, &baz, "removed") && is(s, LISTED, &bar)
     })
     .await;
 }

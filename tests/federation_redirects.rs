@@ -72,7 +72,7 @@ async fn latest(
             CollectionEvent::Upsert { name, .. }
             | CollectionEvent::Removed { name }
             | CollectionEvent::Error { name, .. } => name.to_string(),
-            CollectionEvent::Empty => String::new(),
+            CollectionEvent::Empty | CollectionEvent::Listed { .. } => String::new(),
         };
         seen.insert(about, event);
     }

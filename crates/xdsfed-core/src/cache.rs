@@ -417,6 +417,7 @@ impl Cache {
     pub(crate) fn set_list_members(&self, collection: &ResourceKey, members: HashSet<ResourceKey>) {
         let mut inner = self.lock();
         let old = inner.members.remove(collection).unwrap_or_default();
+        let relisted = old != members;
         let mut changed: Vec<ResourceKey> = Vec::new();
         for left in old.difference(&members) {
             if let Some(of) = inner.member_of.get_mut(left) {
@@ -440,6 +441,10 @@ impl Cache {
             {
                 changed.push(joined.clone());
             }
+        }
+        if relisted {
+            // The watchers' member list changed too (`CollectionEvent::Listed`).
+            changed.push(collection.clone());
         }
         if !members.is_empty() {
             inner.members.insert(collection.clone(), members);
@@ -466,6 +471,20 @@ impl Cache {
                 keys.remove(&left);
             }
         }
+    }
+
+    /// The members of the list collection `collection`, by key, sorted.
+    pub(crate) fn list_members(&self, collection: &ResourceKey) -> Vec<Arc<str>> {
+        let mut members: Vec<Arc<str>> = self
+            .lock()
+            .members
+            .get(collection)
+            .into_iter()
+            .flatten()
+            .map(|k| Arc::clone(&k.name))
+            .collect();
+        members.sort_unstable();
+        members
     }
 
     /// Whether `key` is a member of the list collection `collection`.

@@ -253,6 +253,16 @@ pub enum CollectionEvent<T> {
     /// The server says the collection is empty (it named the glob in
     /// `removed_resources`), or the list collection does not exist.
     Empty,
+    /// A list collection arrived, or its entries changed: these are its
+    /// members now, by key, sorted. Members without an answer yet follow as
+    /// `Upsert` or `Error` once they have one; members that left are also
+    /// reported `Removed`. Glob collections have no member list and never
+    /// report this.
+    Listed {
+        /// Every member's key: locator targets, `…#entry=<name>` and
+        /// `…#anonymous=<index>`.
+        members: Arc<[Arc<str>]>,
+    },
     /// A member or the collection could not be served; `name` is the
     /// member's key, or the glob's.
     Error {
@@ -284,6 +294,8 @@ pub struct CollectionWatch<T: ResourceType> {
     // Dropped first: the queue goes before the subscription.
     pub(crate) collection: CollectionGuard,
     pub(crate) glob: Watch<T>,
+    /// The member list last reported (list collections).
+    pub(crate) listed: Option<Arc<[Arc<str>]>>,
 }
 
 impl<T: ResourceType> std::fmt::Debug for CollectionWatch<T> {
@@ -344,6 +356,15 @@ impl<T: ResourceType> CollectionWatch<T> {
                             name,
                             error: error.clone(),
                         });
+                    }
+                    _ if list => {
+                        let members: Arc<[Arc<str>]> =
+                            self.collection.cache.list_members(&key).into();
+                        if self.listed.as_ref() == Some(&members) {
+                            continue;
+                        }
+                        self.listed = Some(Arc::clone(&members));
+                        return Some(CollectionEvent::Listed { members });
                     }
                     _ => continue,
                 }

@@ -254,7 +254,11 @@ impl XdsClient {
         let glob = self
             .inner
             .start_watch::<T>(&parsed, home, &server_key, &server)?;
-        Ok(CollectionWatch { collection, glob })
+        Ok(CollectionWatch {
+            collection,
+            glob,
+            listed: None,
+        })
     }
 
     /// Watches the list collection `name` (xDS TP1 §List collections), e.g.
@@ -289,7 +293,11 @@ impl XdsClient {
             queue,
         };
         let glob = self.inner.start_list::<T>(&key)?;
-        Ok(CollectionWatch { collection, glob })
+        Ok(CollectionWatch {
+            collection,
+            glob,
+            listed: None,
+        })
     }
 
     /// Watches the inline entry `entry` of a list collection
