@@ -7,14 +7,9 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::resources::{cluster, pack};
+use common::resources::{cluster, cluster_collection, inline, locator};
 use common::{PATIENCE, bootstrap_json, changed_until, client, describe, next};
-use envoy_types::pb::envoy::config::cluster::v3::{Cluster, ClusterCollection};
-use envoy_types::pb::envoy::config::listener::v3::ListenerCollection;
-use envoy_types::pb::google::protobuf::Any;
-use envoy_types::pb::xds::core::v3::collection_entry::{InlineEntry, ResourceSpecifier};
-use envoy_types::pb::xds::core::v3::{CollectionEntry, ResourceLocator, resource_locator};
-use prost::{Message, Name};
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::core::types::ClusterType;
 use xdsfed::core::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::testbed::{ServerSpec, Testbed};
@@ -34,48 +29,6 @@ fn service_of(c: &Cluster) -> &str {
     c.eds_cluster_config
         .as_ref()
         .map_or("", |e| e.service_name.as_str())
-}
-
-/// A locator entry for `xdstp://authority/type/id` (no context parameters).
-fn locator(name: &str) -> CollectionEntry {
-    let rest = name.strip_prefix("xdstp://").unwrap_or(name);
-    let mut parts = rest.splitn(3, '/');
-    let (authority, resource_type, id) = (
-        parts.next().unwrap_or_default(),
-        parts.next().unwrap_or_default(),
-        parts.next().unwrap_or_default(),
-    );
-    CollectionEntry {
-        resource_specifier: Some(ResourceSpecifier::Locator(ResourceLocator {
-            scheme: resource_locator::Scheme::Xdstp as i32,
-            authority: authority.into(),
-            resource_type: resource_type.into(),
-            id: id.into(),
-            ..Default::default()
-        })),
-    }
-}
-
-/// An inline entry named `name` ("" for an anonymous one).
-fn inline(name: &str, service: &str) -> CollectionEntry {
-    CollectionEntry {
-        resource_specifier: Some(ResourceSpecifier::InlineEntry(InlineEntry {
-            name: name.into(),
-            version: service.into(),
-            resource: Some(pack(&cluster(name, service))),
-        })),
-    }
-}
-
-/// A cluster list collection. TP1 defines `<T>Collection` as `repeated
-/// CollectionEntry resources = 1`; envoy-types declares `ClusterCollection`'s
-/// field singular, so the body is encoded with the listener collection's
-/// (same wire shape) and typed as a cluster collection.
-fn collection(entries: Vec<CollectionEntry>) -> Any {
-    Any {
-        type_url: ClusterCollection::type_url(),
-        value: ListenerCollection { entries }.encode_to_vec(),
-    }
 }
 
 /// Where [`until`] keeps the latest `Listed` member list (space-separated).
@@ -131,7 +84,7 @@ async fn list_collection_locators_are_fetched_on_their_own_authorities() {
     cloud.set_message(&bar, &cluster(&bar, "cloud")).unwrap();
     onprem.set_message(&baz, &cluster(&baz, "onprem")).unwrap();
     cloud
-        .set_resource(&foo, collection(vec![locator(&bar), locator(&baz)]))
+        .set_resource(&foo, cluster_collection(vec![locator(&bar), locator(&baz)]))
         .unwrap();
     let client = client(&bootstrap_json(
         &c,
@@ -161,7 +114,7 @@ async fn list_collection_locators_are_fetched_on_their_own_authorities() {
 
     // The collection drops it.
     cloud
-        .set_resource(&foo, collection(vec![locator(&bar)]))
+        .set_resource(&foo, cluster_collection(vec![locator(&bar)]))
         .unwrap();
     until(&mut watch, &mut seen, "the removal", |s| {
         is(s, &baz, "removed") && is(s, LISTED, &bar)
@@ -183,7 +136,7 @@ async fn list_collection_inline_entries_are_used_and_named_ones_addressable() {
     cloud
         .set_resource(
             &foo,
-            collection(vec![inline("bar", "v1"), inline("", "anon")]),
+            cluster_collection(vec![inline("bar", "v1"), inline("", "anon")]),
         )
         .unwrap();
     let client = client(&bootstrap_json(&c, &[(CLOUD, &[c.as_str()])], ""));
@@ -202,7 +155,7 @@ async fn list_collection_inline_entries_are_used_and_named_ones_addressable() {
     assert_eq!(first.name, "bar");
 
     cloud
-        .set_resource(&foo, collection(vec![inline("bar", "v2")]))
+        .set_resource(&foo, cluster_collection(vec![inline("bar", "v2")]))
         .unwrap();
     changed_until(&mut entry, "the entry's update", |c| service_of(c) == "v2").await;
     until(
@@ -214,7 +167,7 @@ async fn list_collection_inline_entries_are_used_and_named_ones_addressable() {
     .await;
 
     cloud
-        .set_resource(&foo, collection(vec![inline("other", "v3")]))
+        .set_resource(&foo, cluster_collection(vec![inline("other", "v3")]))
         .unwrap();
     loop {
         match next(&mut entry).await {
@@ -243,7 +196,7 @@ async fn redirected_list_collection_is_followed_across_authorities() {
         collection_name(ONPREM, "moved"),
     );
     onprem
-        .set_resource(&moved, collection(vec![inline("bar", "onprem")]))
+        .set_resource(&moved, cluster_collection(vec![inline("bar", "onprem")]))
         .unwrap();
     cloud.update_faults(|f| {
         f.redirects.insert(foo.clone(), moved.clone());
@@ -283,7 +236,7 @@ async fn list_collection_context_parameters_must_be_in_the_response_name() {
     let plain = collection_name(CLOUD, "foo");
     let with_params = format!("{plain}?env=prod");
     cloud
-        .set_resource(&plain, collection(vec![inline("bar", "plain")]))
+        .set_resource(&plain, cluster_collection(vec![inline("bar", "plain")]))
         .unwrap();
     let client = client(&bootstrap_json(&c, &[(CLOUD, &[c.as_str()])], ""));
     let mut watch = client
@@ -297,7 +250,10 @@ async fn list_collection_context_parameters_must_be_in_the_response_name() {
     assert_eq!(seen.len(), 1, "nothing of the other collection: {seen:?}");
 
     cloud
-        .set_resource(&with_params, collection(vec![inline("bar", "prod")]))
+        .set_resource(
+            &with_params,
+            cluster_collection(vec![inline("bar", "prod")]),
+        )
         .unwrap();
     until(
         &mut watch,

@@ -1,7 +1,7 @@
 //! Builders of valid Envoy resources.
 
 use envoy_types::pb::envoy::config::cluster::v3::{
-    Cluster,
+    Cluster, ClusterCollection,
     cluster::{ClusterDiscoveryType, DiscoveryType, EdsClusterConfig},
 };
 use envoy_types::pb::envoy::config::core::v3::{
@@ -11,7 +11,7 @@ use envoy_types::pb::envoy::config::core::v3::{
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
 };
-use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener};
+use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener, ListenerCollection};
 use envoy_types::pb::envoy::config::route::v3::{
     Route, RouteAction, RouteConfiguration, RouteMatch, VirtualHost, route::Action,
     route_action::ClusterSpecifier, route_match::PathSpecifier,
@@ -20,6 +20,8 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
     HttpConnectionManager, Rds, http_connection_manager::RouteSpecifier,
 };
 use envoy_types::pb::google::protobuf::Any;
+use envoy_types::pb::xds::core::v3::collection_entry::{InlineEntry, ResourceSpecifier};
+use envoy_types::pb::xds::core::v3::{CollectionEntry, ResourceLocator, resource_locator};
 use prost::{Message, Name};
 
 pub const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -138,5 +140,47 @@ pub fn route_config(name: &str, routes: &[(&str, &str)]) -> RouteConfiguration {
             ..Default::default()
         }],
         ..Default::default()
+    }
+}
+
+/// A locator entry for `xdstp://authority/type/id` (no context parameters).
+pub fn locator(name: &str) -> CollectionEntry {
+    let rest = name.strip_prefix("xdstp://").unwrap_or(name);
+    let mut parts = rest.splitn(3, '/');
+    let (authority, resource_type, id) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    CollectionEntry {
+        resource_specifier: Some(ResourceSpecifier::Locator(ResourceLocator {
+            scheme: resource_locator::Scheme::Xdstp as i32,
+            authority: authority.into(),
+            resource_type: resource_type.into(),
+            id: id.into(),
+            ..Default::default()
+        })),
+    }
+}
+
+/// An inline cluster entry named `name` ("" for an anonymous one).
+pub fn inline(name: &str, service: &str) -> CollectionEntry {
+    CollectionEntry {
+        resource_specifier: Some(ResourceSpecifier::InlineEntry(InlineEntry {
+            name: name.into(),
+            version: service.into(),
+            resource: Some(pack(&cluster(name, service))),
+        })),
+    }
+}
+
+/// A cluster list collection. TP1 defines `<T>Collection` as `repeated
+/// CollectionEntry resources = 1`; envoy-types declares `ClusterCollection`'s
+/// field singular, so the body is encoded with the listener collection's
+/// (same wire shape) and typed as a cluster collection.
+pub fn cluster_collection(entries: Vec<CollectionEntry>) -> Any {
+    Any {
+        type_url: ClusterCollection::type_url(),
+        value: ListenerCollection { entries }.encode_to_vec(),
     }
 }

@@ -312,6 +312,22 @@ impl<T: ResourceType> CollectionWatch<T> {
         &self.collection.glob
     }
 
+    /// The cached state of member `name`, a key this watch reported: its
+    /// value, version, and where it came from
+    /// ([`ResourceState::source`]: the server, and whether a fallback
+    /// server, an `#alt` or a redirect served it).
+    pub fn member_state(&self, name: &str) -> Option<ResourceState> {
+        self.collection
+            .cache
+            .state(&ResourceKey::new(T::TYPE_URL, name))
+    }
+
+    /// The server the collection itself is subscribed on, and its
+    /// authority.
+    pub fn provenance(&self) -> &Provenance {
+        self.glob.provenance()
+    }
+
     /// The collection's own state: `DOES_NOT_EXIST` while the server says the
     /// collection is empty.
     pub fn state(&self) -> ResourceState {

@@ -120,6 +120,7 @@ mod tests {
             listeners: OrdMap::new(),
             route_configs: OrdMap::new(),
             clusters: OrdMap::new(),
+            collections: OrdMap::new(),
         })
     }
 

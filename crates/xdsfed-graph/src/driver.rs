@@ -37,6 +37,13 @@
 //!   [`Update::Error`] for that resource: the error lands on that edge only.
 //! - `Unwatch` drops the [`Watch`], which unsubscribes.
 //! - `WatchAll` → [`XdsClient::watch_wildcard`].
+//! - `WatchCollection` → [`XdsClient::watch_collection`] for a glob (a name
+//!   ending in `/*`), [`XdsClient::watch_list_collection`] otherwise; the
+//!   collection's events go to the engine as [`CollectionUpdate`]s, each
+//!   member with the provenance the client's cache records for it (the
+//!   server of its own authority for a locator, the redirect target's
+//!   server for a redirected glob member). A collection the client refuses
+//!   is reported as the collection's error.
 //!
 //! Unless the options say otherwise, the engine is told which authorities
 //! the client's bootstrap defines, so that an unknown authority on a route
@@ -73,6 +80,9 @@
 //! ```
 //!
 //! [`GraphError::UnknownAuthority`]: crate::GraphError::UnknownAuthority
+//! [`Watch`]: xdsfed_core::watch::Watch
+//! [`Update::Error`]: crate::Update::Error
+//! [`CollectionUpdate`]: crate::CollectionUpdate
 
 mod inputs;
 mod source;
@@ -94,9 +104,11 @@ use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
 use crate::edges::Via;
 use crate::engine::{GraphEngine, WatchChange};
 use crate::options::{GraphOptions, KnownAuthorities, Roots};
-use crate::resource::ResourceKind;
+use crate::resource::{CollectionUpdate, ResourceKind};
 use crate::snapshot::Snapshot;
-use inputs::{Followed, Input, watch_stream, wildcard_stream};
+use inputs::{
+    CollectionFollowed, Followed, Input, collection_stream, watch_stream, wildcard_stream,
+};
 
 /// At most this many events are fed between two looks at the engine, so
 /// that a flood of updates cannot hold a snapshot back indefinitely.
@@ -142,11 +154,28 @@ impl ConfigGraphBuilder {
             clusters,
             all_listeners,
             all_clusters,
+            listener_collections,
+            cluster_collections,
         } = roots;
+        self.roots.listener_collections.extend(listener_collections);
+        self.roots.cluster_collections.extend(cluster_collections);
         self.roots.listeners.extend(listeners);
         self.roots.clusters.extend(clusters);
         self.roots.all_listeners |= all_listeners;
         self.roots.all_clusters |= all_clusters;
+        self
+    }
+
+    /// Adds a listener collection root: a glob or list collection whose
+    /// members are followed (see [`Roots::listener_collection`]).
+    pub fn listener_collection(mut self, name: impl Into<String>) -> Self {
+        self.roots = self.roots.listener_collection(name);
+        self
+    }
+
+    /// Adds a cluster collection root (see [`Roots::cluster_collection`]).
+    pub fn cluster_collection(mut self, name: impl Into<String>) -> Self {
+        self.roots = self.roots.cluster_collection(name);
         self
     }
 
@@ -180,6 +209,7 @@ impl ConfigGraphBuilder {
             streams: SelectAll::new(),
             watches: HashMap::new(),
             wildcards: HashMap::new(),
+            collections: HashMap::new(),
             wildcard_server,
         };
         ConfigGraph {
@@ -266,6 +296,8 @@ struct Driver {
     watches: HashMap<(ResourceKind, Arc<str>), AbortHandle>,
     /// Wildcard watches by type; kept for the graph's lifetime.
     wildcards: HashMap<ResourceKind, AbortHandle>,
+    /// Collection watches by name; kept for the graph's lifetime.
+    collections: HashMap<Arc<str>, AbortHandle>,
     /// The server wildcard subscriptions go to, for their provenance.
     wildcard_server: Arc<str>,
 }
@@ -341,6 +373,7 @@ impl Driver {
                     handle.abort();
                 }
             }
+            WatchChange::WatchCollection { kind, name } => self.watch_collection(kind, name),
             WatchChange::WatchAll { kind } => {
                 let opened = match kind {
                     ResourceKind::Listener => self.open_wildcard::<ListenerType>(),
@@ -365,6 +398,53 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Starts watching collection `name` and feeds the engine from it; a
+    /// collection the client refuses is fed back as its error.
+    fn watch_collection(&mut self, kind: ResourceKind, name: Arc<str>) {
+        let opened = match kind {
+            ResourceKind::Listener => self.open_collection::<ListenerType>(&name),
+            ResourceKind::Cluster => self.open_collection::<ClusterType>(&name),
+            // The roots hold listener and cluster collections only.
+            ResourceKind::RouteConfiguration | ResourceKind::ClusterLoadAssignment => return,
+        };
+        match opened {
+            Ok(stream) => {
+                let (stream, handle) = futures::stream::abortable(stream);
+                self.streams.push(stream);
+                if let Some(old) = self.collections.insert(name, handle) {
+                    old.abort();
+                }
+            }
+            Err(e) => {
+                tracing::debug!(%kind, %name, error = %e, "collection watch refused");
+                let input = match kind {
+                    ResourceKind::Listener => {
+                        Input::ListenerCollection(name, CollectionUpdate::Error(e.to_string()))
+                    }
+                    _ => Input::ClusterCollection(name, CollectionUpdate::Error(e.to_string())),
+                };
+                input.feed(&mut self.engine, now());
+            }
+        }
+    }
+
+    /// A glob (`…/*`) goes to [`XdsClient::watch_collection`], anything
+    /// else to [`XdsClient::watch_list_collection`], which refuses what is
+    /// not a list collection of `T`.
+    fn open_collection<T: CollectionFollowed>(
+        &self,
+        name: &Arc<str>,
+    ) -> Result<BoxStream<'static, Input>, WatchError> {
+        let glob = ResourceName::parse_user_supplied(name)
+            .is_ok_and(|n| n.as_xdstp().is_some_and(|x| x.is_glob()));
+        let watch = if glob {
+            self.client.watch_collection::<T>(name)?
+        } else {
+            self.client.watch_list_collection::<T>(name)?
+        };
+        Ok(collection_stream(Arc::clone(name), watch))
     }
 
     /// Starts watching `name` through `via`.

@@ -57,8 +57,8 @@ pub use edges::Via;
 pub use engine::{GraphEngine, WatchChange};
 pub use error::GraphError;
 pub use options::{GraphOptions, KnownAuthorities, Roots};
-pub use resource::{Provenance, ResourceKind, Update, Versioned};
+pub use resource::{CollectionUpdate, Provenance, ResourceKind, Update, Versioned};
 pub use snapshot::{
-    ClusterEndpoints, ClusterSnapshot, ListenerSnapshot, RouteBinding, RouteConfigSnapshot,
-    Snapshot,
+    ClusterEndpoints, ClusterSnapshot, CollectionSnapshot, ListenerSnapshot, RouteBinding,
+    RouteConfigSnapshot, Snapshot,
 };

@@ -20,6 +20,8 @@ pub struct Roots {
     pub(crate) clusters: BTreeSet<String>,
     pub(crate) all_listeners: bool,
     pub(crate) all_clusters: bool,
+    pub(crate) listener_collections: BTreeSet<String>,
+    pub(crate) cluster_collections: BTreeSet<String>,
 }
 
 impl Roots {
@@ -53,12 +55,41 @@ impl Roots {
         self
     }
 
+    /// Every listener in a collection (xDS TP1, Envoy's
+    /// `lds_resources_locator`): a glob collection
+    /// (`xdstp://a/envoy.config.listener.v3.Listener/edge/*`) or a list
+    /// collection (`xdstp://a/envoy.config.listener.v3.ListenerCollection/edge`).
+    /// Listeners join and leave the graph as they join and leave the
+    /// collection.
+    ///
+    /// ```
+    /// use xdsfed_graph::Roots;
+    /// let roots = Roots::new()
+    ///     .listener_collection("xdstp://edge.example/envoy.config.listener.v3.Listener/ingress/*");
+    /// assert!(!roots.is_empty());
+    /// ```
+    pub fn listener_collection(mut self, name: impl Into<String>) -> Self {
+        self.listener_collections.insert(name.into());
+        self
+    }
+
+    /// Every cluster in a collection (xDS TP1, Envoy's
+    /// `cds_resources_locator`): a glob collection
+    /// (`xdstp://a/envoy.config.cluster.v3.Cluster/pool/*`) or a list
+    /// collection (`xdstp://a/envoy.config.cluster.v3.ClusterCollection/pool`).
+    pub fn cluster_collection(mut self, name: impl Into<String>) -> Self {
+        self.cluster_collections.insert(name.into());
+        self
+    }
+
     /// Whether no root was given (such a graph is ready at once and empty).
     pub fn is_empty(&self) -> bool {
         self.listeners.is_empty()
             && self.clusters.is_empty()
             && !self.all_listeners
             && !self.all_clusters
+            && self.listener_collections.is_empty()
+            && self.cluster_collections.is_empty()
     }
 }
 

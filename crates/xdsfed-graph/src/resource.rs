@@ -115,3 +115,28 @@ impl<T> Clone for Versioned<T> {
         }
     }
 }
+
+/// What the client reported about a collection root (xDS TP1): a glob
+/// collection (`xdstp://a/<type>/pool/*`) or a list collection
+/// (`xdstp://a/<type>Collection/pool`). Its members are roots of the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CollectionUpdate<T> {
+    /// A list collection arrived or changed: exactly these are its members
+    /// now. Members without a value yet are waited for, as any resource
+    /// the graph reaches; members no longer listed leave. Glob collections
+    /// have no member list and never report this.
+    Listed(Arc<[Arc<str>]>),
+    /// What happened to one member, as for a single resource. A member
+    /// that changes or fails joins the collection. `DoesNotExist` takes a
+    /// glob member out; a listed member that does not exist stays listed,
+    /// marked absent.
+    Member(Arc<str>, Update<T>),
+    /// The member left the collection.
+    Removed(Arc<str>),
+    /// The collection is empty (or, for a list collection, does not exist).
+    Empty,
+    /// The collection itself could not be fetched or was rejected. Its
+    /// members so far keep serving; the error is shown on the collection
+    /// until its next good update.
+    Error(String),
+}

@@ -21,11 +21,11 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 
 use crate::edges::RouteScan;
 use crate::error::GraphError;
-use crate::resource::Versioned;
+use crate::resource::{ResourceKind, Versioned};
 
 /// A complete, consistent view of the graph at one moment.
 #[derive(Debug, Clone)]
@@ -34,6 +34,7 @@ pub struct Snapshot {
     pub(crate) listeners: OrdMap<Arc<str>, Arc<ListenerSnapshot>>,
     pub(crate) route_configs: OrdMap<Arc<str>, Arc<RouteConfigSnapshot>>,
     pub(crate) clusters: OrdMap<Arc<str>, Arc<ClusterSnapshot>>,
+    pub(crate) collections: OrdMap<Arc<str>, Arc<CollectionSnapshot>>,
 }
 
 impl Snapshot {
@@ -75,6 +76,18 @@ impl Snapshot {
         self.clusters.values()
     }
 
+    /// A collection root by name, as given to
+    /// [`Roots::listener_collection`](crate::Roots::listener_collection) or
+    /// [`Roots::cluster_collection`](crate::Roots::cluster_collection).
+    pub fn collection(&self, name: &str) -> Option<&Arc<CollectionSnapshot>> {
+        self.collections.get(name)
+    }
+
+    /// The collection roots, ordered by name.
+    pub fn collections(&self) -> impl Iterator<Item = &Arc<CollectionSnapshot>> {
+        self.collections.values()
+    }
+
     /// How many clusters the snapshot holds.
     pub fn cluster_count(&self) -> usize {
         self.clusters.len()
@@ -90,6 +103,42 @@ impl Snapshot {
     /// Whether no listener has an error.
     pub fn is_ok(&self) -> bool {
         self.errors().next().is_none()
+    }
+}
+
+/// A collection root (xDS TP1) and its members at the snapshot's moment.
+/// The members themselves are in the snapshot as listeners or clusters.
+#[derive(Debug)]
+pub struct CollectionSnapshot {
+    /// The collection's name: a glob (`…/pool/*`) or a list collection
+    /// (`…Collection/pool`).
+    pub name: Arc<str>,
+    /// What its members are: [`ResourceKind::Listener`] or
+    /// [`ResourceKind::Cluster`].
+    pub kind: ResourceKind,
+    /// Why the collection itself could not be fetched, if it could not; the
+    /// members it had keep serving.
+    pub error: Option<GraphError>,
+    /// Shared with the engine's copy: a snapshot costs O(1) here however
+    /// large the collection.
+    pub(crate) members: OrdSet<Arc<str>>,
+}
+
+impl CollectionSnapshot {
+    /// The members' names, sorted. Look each up with
+    /// [`Snapshot::listener`] or [`Snapshot::cluster`].
+    pub fn members(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.members.iter()
+    }
+
+    /// How many members the collection has.
+    pub fn member_count(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether `name` is a member.
+    pub fn contains(&self, name: &str) -> bool {
+        self.members.contains(name)
     }
 }
 

@@ -13,10 +13,10 @@ use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{self, BoxStream, StreamExt};
 use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed_core::watch::{Watch, WatchEvent, WildcardWatch};
+use xdsfed_core::watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};
 
 use crate::engine::GraphEngine;
-use crate::resource::{Provenance, ResourceKind, Update};
+use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
 
 /// One engine input: a resource's name and what happened to it.
 #[derive(Debug)]
@@ -25,6 +25,8 @@ pub(crate) enum Input {
     RouteConfig(Arc<str>, Update<RouteConfiguration>),
     Cluster(Arc<str>, Update<Cluster>),
     Endpoints(Arc<str>, Update<ClusterLoadAssignment>),
+    ListenerCollection(Arc<str>, CollectionUpdate<Listener>),
+    ClusterCollection(Arc<str>, CollectionUpdate<Cluster>),
 }
 
 impl Input {
@@ -35,6 +37,12 @@ impl Input {
             Input::RouteConfig(name, update) => engine.on_route_config(now, &name, update),
             Input::Cluster(name, update) => engine.on_cluster(now, &name, update),
             Input::Endpoints(name, update) => engine.on_endpoints(now, &name, update),
+            Input::ListenerCollection(name, update) => {
+                engine.on_listener_collection(now, &name, update)
+            }
+            Input::ClusterCollection(name, update) => {
+                engine.on_cluster_collection(now, &name, update)
+            }
         }
     }
 
@@ -58,6 +66,24 @@ pub(crate) trait Followed: xdsfed_core::types::ResourceType {
 impl Followed for ListenerType {
     fn input(name: Arc<str>, update: Update<Listener>) -> Input {
         Input::Listener(name, update)
+    }
+}
+
+/// The types whose collections can be roots: listeners and clusters.
+pub(crate) trait CollectionFollowed: Followed {
+    /// Wraps an update of a collection of this type.
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<Self::Resource>) -> Input;
+}
+
+impl CollectionFollowed for ListenerType {
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<Listener>) -> Input {
+        Input::ListenerCollection(collection, update)
+    }
+}
+
+impl CollectionFollowed for ClusterType {
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<Cluster>) -> Input {
+        Input::ClusterCollection(collection, update)
     }
 }
 
@@ -142,6 +168,72 @@ pub(crate) fn wildcard_stream<T: Followed>(
         }
     })
     .boxed()
+}
+
+/// A collection watch's events as engine inputs, reported under
+/// `collection` (the name given in the roots). The stream owns the watch.
+///
+/// A member's error is ambient when the client still holds a copy of it,
+/// which keeps serving. A member reported removed is passed on as
+/// `DoesNotExist`: the engine knows whether that takes a glob member out or
+/// marks a listed one absent.
+pub(crate) fn collection_stream<T: CollectionFollowed>(
+    collection: Arc<str>,
+    watch: CollectionWatch<T>,
+) -> BoxStream<'static, Input> {
+    stream::unfold(watch, move |mut watch| {
+        let collection = Arc::clone(&collection);
+        async move {
+            let update = match watch.next().await? {
+                CollectionEvent::Upsert { name, resource } => {
+                    let provenance = member_provenance(&watch, &name);
+                    CollectionUpdate::Member(name, Update::Changed(resource, provenance))
+                }
+                CollectionEvent::Removed { name } => {
+                    CollectionUpdate::Member(name, Update::DoesNotExist)
+                }
+                CollectionEvent::Empty => CollectionUpdate::Empty,
+                CollectionEvent::Listed { members } => CollectionUpdate::Listed(members),
+                CollectionEvent::Error { name, error }
+                    if *name == *collection || *name == *watch.key().name =>
+                {
+                    CollectionUpdate::Error(error.to_string())
+                }
+                CollectionEvent::Error { name, error } => {
+                    let kept = watch
+                        .member_state(&name)
+                        .is_some_and(|s| s.resource.is_some());
+                    let update = if kept {
+                        Update::AmbientError(error.to_string())
+                    } else {
+                        Update::Error(error.to_string())
+                    };
+                    CollectionUpdate::Member(name, update)
+                }
+            };
+            Some((T::collection_input(collection, update), watch))
+        }
+    })
+    .boxed()
+}
+
+/// Where member `name`'s copy came from, as the client's cache records it.
+fn member_provenance<T: CollectionFollowed>(watch: &CollectionWatch<T>, name: &str) -> Provenance {
+    let state = watch.member_state(name);
+    let source = state.as_ref().and_then(|s| s.source.as_ref());
+    Provenance {
+        authority: match source {
+            Some(source) => source.authority.clone(),
+            None => xdsfed_core::name::authority_of(name).map(Arc::from),
+        },
+        server: match source {
+            Some(source) => Arc::clone(&source.server),
+            None => Arc::clone(&watch.provenance().server),
+        },
+        version: state
+            .and_then(|s| s.version)
+            .unwrap_or_else(|| Arc::from("")),
+    }
 }
 
 /// The engine's form of a client event; `provenance` is asked for only

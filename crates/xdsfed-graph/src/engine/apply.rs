@@ -9,7 +9,7 @@ use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 
 use super::node::{Node, State, Value};
-use super::{GraphEngine, Wildcard};
+use super::{GraphEngine, Listing};
 use crate::edges::{Edge, Key, ParseCx, parse_cluster, parse_listener, scan_route_config};
 use crate::error::GraphError;
 use crate::resource::{Provenance, ResourceKind, Update};
@@ -84,35 +84,14 @@ impl GraphEngine {
         let key = Key::new(kind, Arc::from(name));
         let mut wildcard_on = false;
         if let Some(w) = self.wildcard_mut(kind) {
-            wildcard_on = *w != Wildcard::Off;
-            if let Wildcard::Waiting { .. } = *w {
+            wildcard_on = *w != Listing::Off;
+            if let Listing::Waiting { .. } = *w {
                 // The first delivery of a wildcard subscription ends its wait.
-                *w = Wildcard::Synced;
+                *w = Listing::Synced;
             }
         }
-        let state = match update {
-            Update::Changed(res, provenance) => {
-                let cx = ParseCx {
-                    known: &self.opts.known_authorities,
-                };
-                let (value, edges) = T::read(res, &key.name, &provenance, cx);
-                State::Present {
-                    value,
-                    provenance,
-                    ambient: None,
-                    edges: edges.into(),
-                }
-            }
-            Update::DoesNotExist => State::Absent(GraphError::DoesNotExist {
-                kind,
-                name: Arc::clone(&key.name),
-            }),
-            Update::Error(message) => State::Absent(GraphError::Resource {
-                kind,
-                name: Arc::clone(&key.name),
-                message: Arc::from(message),
-            }),
-            Update::AmbientError(message) => return self.on_ambient(&key, Arc::from(message)),
+        let Some(state) = self.state_of(kind, &key, update) else {
+            return;
         };
         let present = matches!(state, State::Present { .. });
         if !(wildcard_on && present)
@@ -156,7 +135,44 @@ impl GraphEngine {
         }
     }
 
-    fn on_ambient(&mut self, key: &Key, message: Arc<str>) {
+    /// The state `update` puts node `key` in; an ambient error is applied
+    /// at once and gives `None`, since it keeps the state.
+    pub(super) fn state_of<T: GraphResource>(
+        &mut self,
+        kind: ResourceKind,
+        key: &Key,
+        update: Update<T>,
+    ) -> Option<State> {
+        Some(match update {
+            Update::Changed(res, provenance) => {
+                let cx = ParseCx {
+                    known: &self.opts.known_authorities,
+                };
+                let (value, edges) = T::read(res, &key.name, &provenance, cx);
+                State::Present {
+                    value,
+                    provenance,
+                    ambient: None,
+                    edges: edges.into(),
+                }
+            }
+            Update::DoesNotExist => State::Absent(GraphError::DoesNotExist {
+                kind,
+                name: Arc::clone(&key.name),
+            }),
+            Update::Error(message) => State::Absent(GraphError::Resource {
+                kind,
+                name: Arc::clone(&key.name),
+                message: Arc::from(message),
+            }),
+            Update::AmbientError(message) => {
+                self.on_ambient(key, Arc::from(message));
+                return None;
+            }
+        })
+    }
+
+    pub(super) fn on_ambient(&mut self, key: &Key, message: Arc<str>) {
         let node = match self.nodes.get_mut(key) {
             Some(node) => node,
             None => match self.retired.get_mut(key) {
@@ -180,7 +196,7 @@ impl GraphEngine {
 
     /// Gives live node `key` its new state, moves its edges, and marks what
     /// depends on it.
-    fn replace_state(&mut self, now: Instant, key: &Key, state: State) {
+    pub(super) fn replace_state(&mut self, now: Instant, key: &Key, state: State) {
         let Some(node) = self.nodes.get(key) else {
             return;
         };
@@ -239,7 +255,7 @@ impl GraphEngine {
         }
     }
 
-    fn wildcard_mut(&mut self, kind: ResourceKind) -> Option<&mut Wildcard> {
+    fn wildcard_mut(&mut self, kind: ResourceKind) -> Option<&mut Listing> {
         match kind {
             ResourceKind::Listener => Some(&mut self.wildcard_listeners),
             ResourceKind::Cluster => Some(&mut self.wildcard_clusters),

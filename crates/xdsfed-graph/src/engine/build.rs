@@ -46,9 +46,15 @@ impl GraphEngine {
                 ResourceKind::ClusterLoadAssignment => {}
             }
         }
+        for name in std::mem::take(&mut self.dirty_collections) {
+            match self.build_collection(&name) {
+                Some(entry) => self.out.collections.insert(name, Arc::new(entry)),
+                None => self.out.collections.remove(&name),
+            };
+        }
         self.release_retired();
         self.out.generation += 1;
-        // Three O(1) clones of persistent maps.
+        // O(1) clones of persistent maps.
         self.out.clone()
     }
 

@@ -71,6 +71,19 @@ impl GraphEngine {
         }
     }
 
+    /// Brings retired node `key` back as a root, before its `Unwatch` went
+    /// out: its state is current, and its edges are attached again.
+    pub(super) fn revive(&mut self, now: Instant, key: &Key) {
+        let Some(mut node) = self.retired.remove(key) else {
+            return;
+        };
+        node.parents.clear();
+        let edges = node.edges();
+        self.insert_node(key.clone(), node);
+        let work = edges.iter().map(|e| (key.clone(), e.clone())).collect();
+        self.attach_all(now, work);
+    }
+
     /// Removes each `(child, parent)` edge and retires what becomes
     /// unreachable, cascading.
     pub(super) fn detach_all(&mut self, mut work: Vec<(Key, Key)>) {

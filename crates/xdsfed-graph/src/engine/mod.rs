@@ -34,6 +34,10 @@
 //!   when the next snapshot is published, so the old snapshot's resources keep
 //!   being followed while it is still the one serving. Aggregate cluster
 //!   cycles cut off from every root are found and retired too.
+//! - **Collections.** A glob or list collection in the roots makes each of
+//!   its members a root while it is a member (module `collections`); the
+//!   first snapshot waits for the collection's first answer and for every
+//!   member a list collection names.
 //! - **Work in proportion to change.** An update dirties the snapshot
 //!   entries that depend on it (endpoints → their clusters; a cluster →
 //!   itself and, if its aggregate children changed, its aggregate
@@ -42,6 +46,7 @@
 
 mod apply;
 mod build;
+mod collections;
 mod links;
 mod node;
 #[cfg(test)]
@@ -59,7 +64,7 @@ use imbl::OrdMap;
 
 use crate::edges::{Key, ParseCx, Via, canonical_name};
 use crate::options::{GraphOptions, Roots};
-use crate::resource::{ResourceKind, Update};
+use crate::resource::{CollectionUpdate, ResourceKind, Update};
 use crate::snapshot::Snapshot;
 use node::{Node, State};
 
@@ -87,11 +92,22 @@ pub enum WatchChange {
         /// The type.
         kind: ResourceKind,
     },
+    /// Watch a glob or list collection of resources of this type (xDS
+    /// TP1) and report it with
+    /// [`on_listener_collection`](GraphEngine::on_listener_collection) or
+    /// [`on_cluster_collection`](GraphEngine::on_cluster_collection).
+    WatchCollection {
+        /// The members' type: listeners or clusters.
+        kind: ResourceKind,
+        /// The collection's name, exactly as given in the roots.
+        name: Arc<str>,
+    },
 }
 
-/// The state of a wildcard root.
+/// Whether a root that is a set of resources (a wildcard subscription, a
+/// collection) has said what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wildcard {
+enum Listing {
     Off,
     /// Nothing delivered yet; holds snapshots back until `deadline`.
     Waiting {
@@ -114,8 +130,12 @@ pub struct GraphEngine {
     timers: BTreeSet<(Instant, Key)>,
     /// How many live nodes are cold.
     cold: usize,
-    wildcard_listeners: Wildcard,
-    wildcard_clusters: Wildcard,
+    wildcard_listeners: Listing,
+    wildcard_clusters: Listing,
+    /// Collection roots by name.
+    collections: HashMap<Arc<str>, collections::CollectionRoot>,
+    /// Collections whose snapshot entry must be rebuilt.
+    dirty_collections: HashSet<Arc<str>>,
     /// Snapshot entries to rebuild (listeners, route configurations,
     /// clusters) at the next publication.
     dirty: HashSet<Key>,
@@ -133,9 +153,9 @@ impl GraphEngine {
         let deadline = now + opts.warming_timeout;
         let wildcard = |on: bool| {
             if on {
-                Wildcard::Waiting { deadline }
+                Listing::Waiting { deadline }
             } else {
-                Wildcard::Off
+                Listing::Off
             }
         };
         let mut engine = Self {
@@ -146,6 +166,8 @@ impl GraphEngine {
             retired: HashMap::new(),
             timers: BTreeSet::new(),
             cold: 0,
+            collections: HashMap::new(),
+            dirty_collections: HashSet::new(),
             dirty: HashSet::new(),
             watch_changes: VecDeque::new(),
             out: Snapshot {
@@ -153,6 +175,7 @@ impl GraphEngine {
                 listeners: OrdMap::new(),
                 route_configs: OrdMap::new(),
                 clusters: OrdMap::new(),
+                collections: OrdMap::new(),
             },
             last: None,
         };
@@ -173,6 +196,19 @@ impl GraphEngine {
             .chain(roots.clusters.iter().map(|n| (ResourceKind::Cluster, n)));
         for (kind, raw) in named {
             engine.add_root(now, kind, raw);
+        }
+        let collections = roots
+            .listener_collections
+            .iter()
+            .map(|n| (ResourceKind::Listener, n))
+            .chain(
+                roots
+                    .cluster_collections
+                    .iter()
+                    .map(|n| (ResourceKind::Cluster, n)),
+            );
+        for (kind, name) in collections {
+            engine.add_collection(now, kind, name);
         }
         engine
     }
@@ -226,8 +262,12 @@ impl GraphEngine {
     /// that a snapshot can be cut.
     pub fn is_ready(&self) -> bool {
         self.cold == 0
-            && !matches!(self.wildcard_listeners, Wildcard::Waiting { .. })
-            && !matches!(self.wildcard_clusters, Wildcard::Waiting { .. })
+            && !matches!(self.wildcard_listeners, Listing::Waiting { .. })
+            && !matches!(self.wildcard_clusters, Listing::Waiting { .. })
+            && !self
+                .collections
+                .values()
+                .any(|c| matches!(c.listing, Listing::Waiting { .. }))
     }
 
     // ---- inputs ----
@@ -263,6 +303,28 @@ impl GraphEngine {
         self.on_update(now, ResourceKind::ClusterLoadAssignment, name, update);
     }
 
+    /// The client reported on the listener collection `collection`, a root
+    /// given to [`Roots::listener_collection`].
+    pub fn on_listener_collection(
+        &mut self,
+        now: Instant,
+        collection: &str,
+        update: CollectionUpdate<Listener>,
+    ) {
+        self.on_collection_update(now, ResourceKind::Listener, collection, update);
+    }
+
+    /// The client reported on the cluster collection `collection`, a root
+    /// given to [`Roots::cluster_collection`].
+    pub fn on_cluster_collection(
+        &mut self,
+        now: Instant,
+        collection: &str,
+        update: CollectionUpdate<Cluster>,
+    ) {
+        self.on_collection_update(now, ResourceKind::Cluster, collection, update);
+    }
+
     /// Fires the warming timers due at `now`: each resource still cold is
     /// marked failed, so that the snapshot can go out without it. Spurious
     /// calls do nothing.
@@ -273,12 +335,16 @@ impl GraphEngine {
             }
             self.fire_warming_timeout(&key, deadline);
         }
-        for wildcard in [&mut self.wildcard_listeners, &mut self.wildcard_clusters] {
-            if let Wildcard::Waiting { deadline } = *wildcard
+        let collections = self.collections.values_mut().map(|c| &mut c.listing);
+        for wildcard in [&mut self.wildcard_listeners, &mut self.wildcard_clusters]
+            .into_iter()
+            .chain(collections)
+        {
+            if let Listing::Waiting { deadline } = *wildcard
                 && deadline <= now
             {
                 // An empty or silent server: publish what there is.
-                *wildcard = Wildcard::Synced;
+                *wildcard = Listing::Synced;
             }
         }
     }
@@ -295,7 +361,8 @@ impl GraphEngine {
     /// since the last one (or none was produced yet).
     #[must_use]
     pub fn poll_snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        if !self.is_ready() || (self.dirty.is_empty() && self.last.is_some()) {
+        let unchanged = self.dirty.is_empty() && self.dirty_collections.is_empty();
+        if !self.is_ready() || (unchanged && self.last.is_some()) {
             return None;
         }
         let snapshot = Arc::new(self.publish());
@@ -306,9 +373,9 @@ impl GraphEngine {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let wildcard = |w: Wildcard| match w {
-            Wildcard::Waiting { deadline } => Some(deadline),
-            Wildcard::Off | Wildcard::Synced => None,
+        let wildcard = |w: Listing| match w {
+            Listing::Waiting { deadline } => Some(deadline),
+            Listing::Off | Listing::Synced => None,
         };
         [
             self.timers.first().map(|(deadline, _)| *deadline),
@@ -316,6 +383,7 @@ impl GraphEngine {
             wildcard(self.wildcard_clusters),
         ]
         .into_iter()
+        .chain(self.collections.values().map(|c| wildcard(c.listing)))
         .flatten()
         .min()
     }

@@ -75,6 +75,8 @@ pub(super) struct Node {
     pub(super) named_root: bool,
     /// Delivered by a wildcard subscription and not since deleted.
     pub(super) wildcard_member: bool,
+    /// How many collection roots hold it.
+    pub(super) collections: u32,
     /// A [`WatchChange::Watch`](crate::WatchChange::Watch) was emitted for
     /// it, so retiring it must emit an `Unwatch`.
     pub(super) watched: bool,
@@ -87,12 +89,13 @@ impl Node {
             parents: HashSet::new(),
             named_root: false,
             wildcard_member: false,
+            collections: 0,
             watched: false,
         }
     }
 
     pub(super) fn is_root(&self) -> bool {
-        self.named_root || self.wildcard_member
+        self.named_root || self.wildcard_member || self.collections > 0
     }
 
     pub(super) fn edges(&self) -> Arc<[Edge]> {

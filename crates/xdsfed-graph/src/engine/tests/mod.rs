@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod authority;
+mod collections;
 mod errors;
 mod gc;
 mod routes;
@@ -244,7 +245,7 @@ impl Harness {
         self.engine.handle_timeout(self.now);
     }
 
-    fn provenance(name: &str, version: &str) -> Provenance {
+    pub(super) fn provenance(name: &str, version: &str) -> Provenance {
         Provenance::new(
             xdsfed_core::name::authority_of(name),
             "server.test:443",
@@ -289,6 +290,9 @@ impl Harness {
                 WatchChange::Watch { kind, name, .. } => log.watched.push((kind, name.to_string())),
                 WatchChange::Unwatch { kind, name } => log.unwatched.push((kind, name.to_string())),
                 WatchChange::WatchAll { kind } => log.wildcard.push(kind),
+                WatchChange::WatchCollection { kind, name } => {
+                    log.collections.push((kind, name.to_string()))
+                }
             }
         }
         log
@@ -315,6 +319,7 @@ pub(super) struct WatchLog {
     pub(super) watched: Vec<(ResourceKind, String)>,
     pub(super) unwatched: Vec<(ResourceKind, String)>,
     pub(super) wildcard: Vec<ResourceKind>,
+    pub(super) collections: Vec<(ResourceKind, String)>,
 }
 
 pub(super) fn key(kind: ResourceKind, name: &str) -> (ResourceKind, String) {
