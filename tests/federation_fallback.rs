@@ -11,10 +11,12 @@ mod common;
 use std::time::Duration;
 
 use common::resources::cluster;
-use common::{bootstrap_json, changed_until, client, eventually};
+use common::{PATIENCE, bootstrap_json, changed_until, client, eventually};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use xdsfed::core::cache::ResourceStatus;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::ClusterType;
+use xdsfed::core::watch::CollectionEvent;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";
@@ -313,4 +315,75 @@ async fn fallback_of_one_authority_leaves_another_on_the_same_stream_alone() {
         service_of(r) == "primary-v2"
     })
     .await;
+}
+
+/// A71 with a glob collection: members held from the primary count as
+/// cached, so a failing primary causes no fallback; the status dump shows
+/// the glob answered and each member's server. A glob with nothing held
+/// falls back like any resource, and its members say so.
+#[tokio::test]
+async fn glob_members_count_as_cached_and_show_their_server() {
+    let setup = Setup::start().await;
+    let member = cluster_name(CLOUD, "pool/one");
+    let glob = cluster_name(CLOUD, "pool/*");
+    serve(setup.primary(), &member);
+    serve(setup.secondary(), &member);
+    let mut watch = setup.client.watch_collection::<ClusterType>(&glob).unwrap();
+    let first = tokio::time::timeout(PATIENCE, watch.next()).await;
+    assert!(
+        matches!(first, Ok(Some(CollectionEvent::Upsert { ref name, .. })) if **name == *member),
+        "{first:?}"
+    );
+    let status = setup.client.status();
+    let of = |name: &str| status.resources.iter().find(|r| r.name == name);
+    assert_eq!(
+        of(&glob).map(|r| r.status),
+        Some(ResourceStatus::Acked),
+        "a member answers for its glob"
+    );
+    let primary = setup.primary().uri();
+    assert!(
+        setup
+            .source_of(&member)
+            .is_some_and(|(server, fallback)| server.contains(&primary) && !fallback),
+        "{:?}",
+        setup.source_of(&member)
+    );
+
+    setup.primary_down().await;
+    eventually("the client notices the primary is down", || {
+        setup
+            .client
+            .status()
+            .servers
+            .iter()
+            .any(|s| s.server.contains(&primary) && s.server_failure > 0)
+    })
+    .await;
+    assert_eq!(
+        setup.secondary().recording().stream_count(),
+        0,
+        "no fallback while the glob's members are cached"
+    );
+
+    // A second glob with nothing cached needs the secondary.
+    let other = cluster_name(CLOUD, "spare/one");
+    serve(setup.secondary(), &other);
+    let mut spare = setup
+        .client
+        .watch_collection::<ClusterType>(&cluster_name(CLOUD, "spare/*"))
+        .unwrap();
+    let got = tokio::time::timeout(PATIENCE, spare.next()).await;
+    assert!(
+        matches!(got, Ok(Some(CollectionEvent::Upsert { ref name, .. })) if **name == *other),
+        "{got:?}"
+    );
+    let secondary = setup.secondary().uri();
+    assert!(
+        setup
+            .source_of(&other)
+            .is_some_and(|(server, fallback)| server.contains(&secondary) && fallback),
+        "{:?}",
+        setup.source_of(&other)
+    );
 }

@@ -27,7 +27,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::error::{ErrorKind, XdsError};
 use crate::protocol::event::RemovedReason;
-use crate::protocol::{CoreEvent, ResourceKey, glob_of};
+use crate::protocol::{CoreEvent, ResourceKey, glob_of, is_glob};
 use crate::types::Decoded;
 
 /// A resource's status, as CSDS (`envoy.admin.v3.ClientResourceStatus`) names it.
@@ -610,7 +610,10 @@ impl Cache {
     pub(crate) fn is_answered(&self, key: &ResourceKey) -> bool {
         self.lock().entries.get(key).is_some_and(|e| {
             let state = e.tx.borrow();
-            state.resource.is_some() || state.status == ResourceStatus::DoesNotExist
+            state.resource.is_some()
+                || state.status == ResourceStatus::DoesNotExist
+                // A glob holds no copy of its own: a member answers for it.
+                || state.status == ResourceStatus::Acked && is_glob(&key.name)
         })
     }
 
@@ -703,6 +706,7 @@ impl Inner {
                 if changed {
                     self.mark_wildcard_dirty(&key);
                 }
+                self.answer_glob_of(&key);
             }
             CoreEvent::Invalid {
                 key,
@@ -848,6 +852,27 @@ impl Inner {
             CoreEvent::StreamHealthy => {}
             #[allow(unreachable_patterns)]
             _ => {}
+        }
+    }
+
+    /// A member arrived: its glob collection, if watched and still waiting,
+    /// has its answer (CSDS shows it `ACKED`; gRFC A71 counts it as cached,
+    /// so a failing server with the members held causes no fallback).
+    fn answer_glob_of(&self, member: &ResourceKey) {
+        let Some(glob) = glob_of(&member.name) else {
+            return;
+        };
+        let glob = ResourceKey::new(Arc::clone(&member.type_url), glob);
+        if let Some(entry) = self.entries.get(&glob) {
+            entry.tx.send_if_modified(|state| {
+                if state.status != ResourceStatus::Requested {
+                    return false;
+                }
+                state.status = ResourceStatus::Acked;
+                state.last_updated = Some(SystemTime::now());
+                // Watchers of the glob hear of its members, not of this.
+                false
+            });
         }
     }
 

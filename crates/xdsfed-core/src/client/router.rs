@@ -330,9 +330,9 @@ impl State {
                 fx.passthrough.push(event);
                 return;
             };
-            if self.gate(&glob.home, server).is_none() {
+            let Some(fallback) = self.gate(&glob.home, server) else {
                 return;
-            }
+            };
             match &event {
                 // xDS TP1: "Glob collections may have individual resources
                 // redirected".
@@ -342,7 +342,15 @@ impl State {
                 _ => {
                     // The member answers for itself again.
                     self.stop_redirect(&key, fx);
-                    fx.passthrough.push(event);
+                    let source = Source {
+                        server: Arc::clone(server_name),
+                        authority: authority_of(&key.name).map(Arc::from),
+                        fetched_as: Arc::from(""),
+                        fallback,
+                        alt: false,
+                        redirected: false,
+                    };
+                    fx.routed.push((event, source));
                 }
             }
             return;
