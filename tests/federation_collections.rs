@@ -128,6 +128,44 @@ async fn glob_collection_over_sotw_is_refused() {
     assert!(err.to_string().contains("not a glob"), "{err}");
 }
 
+/// A server that answers UNIMPLEMENTED for delta ADS is spoken to over
+/// SotW (the transport's fallback); a glob then cannot be asked for, and
+/// its watcher is told why, naming the server. Plain names keep working on
+/// the same stream.
+#[tokio::test]
+async fn glob_collection_on_a_server_that_falls_back_to_sotw_reports_why() {
+    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
+        .await
+        .unwrap();
+    let server = &testbed.servers()[0];
+    server.update_faults(|f| f.delta_unimplemented = true);
+    let plain = name("plain");
+    server
+        .set_message(&plain, &cluster(&plain, "sotw"))
+        .unwrap();
+    let uri = server.uri();
+    let client = client(&bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""));
+    let mut watch = client
+        .watch_collection::<ClusterType>(&name("pool/*"))
+        .unwrap();
+    let mut single = client.watch::<ClusterType>(&plain).unwrap();
+
+    let seen = until(&mut watch, "the glob's error", |seen| {
+        seen.iter().any(|e| e.starts_with("error "))
+    })
+    .await;
+    let error = seen
+        .iter()
+        .find(|e| e.starts_with("error "))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        error.contains("glob collections need delta") && error.contains(&uri),
+        "{error}"
+    );
+    assert!(matches!(next(&mut single).await, WatchEvent::Changed(_)));
+}
+
 /// TP1 "Server redirects": only list collections and members of glob
 /// collections may be redirected; a redirected singleton is refused with an
 /// error naming the resource, the server and the target.

@@ -849,6 +849,21 @@ impl Inner {
                 });
                 self.mark_wildcard_dirty(&key);
             }
+            CoreEvent::NotRequested { key, reason } => {
+                let Some(entry) = self.entries.get(&key) else {
+                    return;
+                };
+                let message = format!(
+                    "{} {} not requested from server {}: {reason}",
+                    short_type(&key.type_url),
+                    key.name,
+                    server
+                );
+                entry.tx.send_modify(|state| {
+                    state.error = Some(XdsError::new(ErrorKind::Watch, message));
+                });
+                self.mark_wildcard_dirty(&key);
+            }
             CoreEvent::StreamHealthy => {}
             #[allow(unreachable_patterns)]
             _ => {}

@@ -246,7 +246,8 @@ pub(super) fn key_of(event: &CoreEvent) -> Option<&ResourceKey> {
         | CoreEvent::Removed { key, .. }
         | CoreEvent::DoesNotExist { key }
         | CoreEvent::Redirect { key, .. }
-        | CoreEvent::ResourceError { key, .. } => Some(key),
+        | CoreEvent::ResourceError { key, .. }
+        | CoreEvent::NotRequested { key, .. } => Some(key),
         _ => None,
     }
 }
@@ -260,7 +261,8 @@ fn rekeyed(event: &CoreEvent, to: &ResourceKey) -> CoreEvent {
         | CoreEvent::Removed { key, .. }
         | CoreEvent::DoesNotExist { key }
         | CoreEvent::Redirect { key, .. }
-        | CoreEvent::ResourceError { key, .. } => *key = to.clone(),
+        | CoreEvent::ResourceError { key, .. }
+        | CoreEvent::NotRequested { key, .. } => *key = to.clone(),
         _ => {}
     }
     event

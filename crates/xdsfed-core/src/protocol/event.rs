@@ -91,6 +91,16 @@ pub enum CoreEvent {
         /// The server's message.
         message: Arc<str>,
     },
+    /// The session cannot ask this server for the resource: a glob
+    /// collection on a stream that speaks state-of-the-world xDS. Not the
+    /// server's answer; the resource stays subscribed, and is asked for
+    /// again if the server later speaks delta.
+    NotRequested {
+        /// Which resource.
+        key: ResourceKey,
+        /// Why, for the watchers.
+        reason: Arc<str>,
+    },
     /// The stream failed (A57: connection failure, or ended before any
     /// response). Resources of this stream keep their cached copies; watchers
     /// get an ambient error (or an error, if nothing is cached).

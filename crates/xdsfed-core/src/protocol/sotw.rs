@@ -27,9 +27,10 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message as _;
 
 use super::ack::{PendingAck, Rejected, error_detail};
+use super::event::{CoreEvent, ResourceKey};
 use super::ingest::{Body, HeartbeatRule, Item};
 use super::session::{Request, Session};
-use super::type_state::WILDCARD;
+use super::type_state::{WILDCARD, is_glob};
 use crate::types::ValidationError;
 
 /// The type URL of the `Resource` wrapper.
@@ -63,7 +64,17 @@ impl Session {
         if state.durable.wildcard {
             names.push(WILDCARD.to_owned());
         }
-        names.extend(state.durable.subscribed.iter().map(|n| n.to_string()));
+        // xDS TP1: a glob collection needs delta xDS. A stream that fell
+        // back to SotW (the server answered UNIMPLEMENTED for delta) cannot
+        // ask for one; a SotW server would take it for a plain name.
+        names.extend(
+            state
+                .durable
+                .subscribed
+                .iter()
+                .filter(|n| !is_glob(n))
+                .map(|n| n.to_string()),
+        );
         names.sort_unstable();
         let (version_info, response_nonce, error_detail) = match ack {
             Some(ack) => (ack.version.to_string(), ack.nonce, ack.error),
@@ -73,7 +84,17 @@ impl Session {
                 None,
             ),
         };
-        self.arm_does_not_exist(now, type_url, &changes.subscribe);
+        let (globs, plain): (Vec<Arc<str>>, Vec<Arc<str>>) =
+            changes.subscribe.into_iter().partition(|n| is_glob(n));
+        self.arm_does_not_exist(now, type_url, &plain);
+        for glob in globs {
+            self.events.push_back(CoreEvent::NotRequested {
+                key: ResourceKey::new(Arc::clone(type_url), glob),
+                reason: Arc::from(
+                    "glob collections need delta xDS (xDS TP1), and this server speaks only state-of-the-world xDS (it answered UNIMPLEMENTED for delta ADS)",
+                ),
+            });
+        }
         Some(Request::Sotw(DiscoveryRequest {
             version_info,
             node: (!self.node_sent).then(|| self.cfg.node.clone()),

@@ -5,7 +5,8 @@ use envoy_types::pb::xds::core::v3::{ResourceLocator, resource_locator};
 use prost::Message as _;
 
 use super::support::*;
-use crate::protocol::RESOURCE_LOCATOR_TYPE_URL;
+use crate::bootstrap::ApiVariant;
+use crate::protocol::{RESOURCE_LOCATOR_TYPE_URL, StreamEnd};
 
 const GLOB: &str = "xdstp://a/envoy.config.cluster.v3.Cluster/pool/*";
 const MEMBER: &str = "xdstp://a/envoy.config.cluster.v3.Cluster/pool/one";
@@ -116,4 +117,31 @@ fn resource_locator_without_an_id_is_nacked() {
         ),
     );
     assert_eq!(events(&mut s), ["healthy", &format!("invalid {MEMBER}")]);
+}
+
+/// TP1 §Glob needs delta: after the transport's delta→SotW fallback, a glob
+/// is left out of the SotW request (a SotW server would take it for a
+/// name), no does-not-exist timer runs for it, and it is reported as not
+/// requested; the other names are asked for as usual.
+#[test]
+fn glob_is_not_requested_over_a_stream_that_fell_back_to_sotw() {
+    let now = t0();
+    let mut s = session(ApiVariant::Delta);
+    s.subscribe(key(CDS, GLOB));
+    s.subscribe(key(CDS, "plain"));
+    s.handle_connected(now);
+    let _ = drain(&mut s, now);
+    s.handle_stream_end(now, StreamEnd::new(12, "unimplemented"));
+    let _ = events(&mut s);
+    s.set_variant(ApiVariant::Sotw);
+
+    let first = connect_sotw(&mut s, now);
+    assert_eq!(first[0].resource_names, strs(&["plain"]));
+    assert_eq!(events(&mut s), [format!("not requested {GLOB}")]);
+    s.handle_timeout(now + secs(60));
+    assert_eq!(
+        events(&mut s),
+        ["dne plain"],
+        "only the name that was asked for times out"
+    );
 }

@@ -286,6 +286,7 @@ pub(super) fn summary(e: &CoreEvent) -> String {
         CoreEvent::DoesNotExist { key } => format!("dne {}", key.name),
         CoreEvent::Redirect { key, target, .. } => format!("redirect {} {target}", key.name),
         CoreEvent::ResourceError { key, code, .. } => format!("error {} {code}", key.name),
+        CoreEvent::NotRequested { key, .. } => format!("not requested {}", key.name),
         CoreEvent::StreamFailed { .. } => "failed".into(),
         CoreEvent::StreamHealthy => "healthy".into(),
         CoreEvent::StreamAccepted => "accepted".into(),
