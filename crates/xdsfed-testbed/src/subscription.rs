@@ -17,6 +17,8 @@
 
 use std::{collections::BTreeMap, ops::Bound, sync::Arc};
 
+use imbl::OrdMap;
+
 use xdsfed_core::name::canonical_key;
 
 use crate::store::{StoredResource, TypeTable};
@@ -73,6 +75,10 @@ impl Glob {
 }
 
 /// The subscription state of one stream for one type.
+///
+/// The maps are persistent (`imbl`): the stream hands a copy to the ACK
+/// tracker after every request, and a copy costs O(1) however many names
+/// are subscribed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subscription {
     /// Subscribed to every resource of the type (legacy or explicit `*`).
@@ -82,9 +88,9 @@ pub struct Subscription {
     /// Whether any request for this type has been seen on the stream.
     pub seen: bool,
     /// Exact names: canonical key → the name as the client wrote it.
-    pub names: BTreeMap<String, String>,
+    pub names: OrdMap<String, String>,
     /// Glob collections by canonical key.
-    pub globs: BTreeMap<String, Glob>,
+    pub globs: OrdMap<String, Glob>,
 }
 
 /// What a request changed in a subscription.
@@ -171,9 +177,10 @@ impl Subscription {
             .filter(|k| !old_names.contains_key(k) && !old_globs.contains_key(k))
             .collect();
         change.unsubscribed = old_names
-            .into_keys()
-            .chain(old_globs.into_keys())
-            .filter(|k| !self.names.contains_key(k) && !self.globs.contains_key(k))
+            .keys()
+            .chain(old_globs.keys())
+            .filter(|k| !self.names.contains_key(*k) && !self.globs.contains_key(*k))
+            .cloned()
             .collect();
         change
     }

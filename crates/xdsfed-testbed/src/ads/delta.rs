@@ -29,6 +29,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use tokio::sync::mpsc;
 use tonic::{Status, Streaming};
+use xdsfed_core::protocol::is_glob;
 
 use super::{
     End, Outgoing, StreamCtx, finish, node_id, on_the_wire, plain_selection, select, send, stopped,
@@ -104,22 +105,43 @@ async fn on_request(
             .answered(ctx.id, &request.response_nonce, error);
     }
     let state = types.entry(request.type_url.clone()).or_default();
+    let plain = plain_selection(&ctx.shared.faults(), &request.type_url);
+    let held = apply_request(state, &request, plain);
+    if !held.is_empty() {
+        ctx.shared.tracker.holds(ctx.id, &request.type_url, &held);
+    }
+    ctx.shared
+        .tracker
+        .subscribed(ctx.id, &request.type_url, &state.sub);
+    push(ctx, &request.type_url, state, tx).await
+}
+
+/// Applies what `request` says to the stream's state for its type: the
+/// resources a new stream's client holds (returned, for the ACK tracker)
+/// and the subscription change. Leaves `seen_revision` set only when the
+/// next push may compare just what changed (see [`diff_changed`]).
+fn apply_request(
+    state: &mut TypeState,
+    request: &DeltaDiscoveryRequest,
+    plain: bool,
+) -> Vec<(String, String)> {
     let first = !state.sub.seen;
     let was_wildcard = state.sub.wildcard;
-    if first && !request.initial_resource_versions.is_empty() {
-        let mut held = Vec::with_capacity(request.initial_resource_versions.len());
+    let mut held = Vec::new();
+    if first {
+        held.reserve(request.initial_resource_versions.len());
         for (name, version) in &request.initial_resource_versions {
             let key = key_of(name);
             held.push((key.clone(), version.clone()));
             state.sent.insert(key, (name.clone(), version.clone()));
         }
-        ctx.shared.tracker.holds(ctx.id, &request.type_url, &held);
     }
     let change = state.sub.apply_delta(
         &request.resource_names_subscribe,
         &request.resource_names_unsubscribe,
     );
     let change_is_empty = change.subscribed.is_empty() && change.unsubscribed.is_empty();
+    let glob_left = change.unsubscribed.iter().any(|k| is_glob(k));
     for key in change.subscribed {
         state.reported_absent.remove(&key);
         // On a new stream the client said what it holds; elsewhere a name
@@ -135,7 +157,7 @@ async fn on_request(
                 .sent
                 .get(&key)
                 .map(|(n, _)| n.clone())
-                .or_else(|| unsubscribed_wire(&request, &key))
+                .or_else(|| unsubscribed_wire(request, &key))
                 .unwrap_or_else(|| key.clone());
             state.force.insert(key.clone());
             state.must_answer.push((key, wire));
@@ -143,21 +165,23 @@ async fn on_request(
             state.sent.remove(&key);
         }
     }
-    ctx.shared
-        .tracker
-        .subscribed(ctx.id, &request.type_url, &state.sub);
-    // A changed subscription may select something else from the same
-    // revision. A request that changes nothing (an ACK, a NACK) keeps what
-    // was last evaluated, so it costs nothing; with content faults active
-    // every request is evaluated afresh, as they may answer it.
-    let unchanged = !first
-        && change_is_empty
+    // A request that changes nothing (an ACK, a NACK) keeps what was last
+    // evaluated, so it costs nothing. One that only names more (or fewer)
+    // resources is answered from those names alone: the newly named ones
+    // are in `force`, the ones let go were dropped from `sent` above; so a
+    // client subscribing its resources in batches costs O(batch) per
+    // request, not O(subscribed). A wildcard change, a glob let go (its
+    // members' entries in `sent` must go) or content faults (which may
+    // answer any request) make the whole selection be compared again.
+    let incremental = !first
         && state.sub.wildcard == was_wildcard
-        && plain_selection(&ctx.shared.faults(), &request.type_url);
-    if !unchanged {
+        && (change_is_empty || !state.sub.wildcard)
+        && !glob_left
+        && plain;
+    if !incremental {
         state.seen_revision = None;
     }
-    push(ctx, &request.type_url, state, tx).await
+    held
 }
 
 fn unsubscribed_wire(request: &DeltaDiscoveryRequest, key: &str) -> Option<String> {
@@ -191,11 +215,10 @@ async fn push(
     tx: &Tx,
 ) -> Result<(), End> {
     let faults = ctx.shared.faults();
-    let pending = !state.force.is_empty() || !state.must_answer.is_empty();
     let (revision, table, changed) = match state.seen_revision {
-        Some(seen) if !pending => {
+        Some(seen) if state.must_answer.is_empty() => {
             let changes = ctx.shared.store.changes(type_url, seen);
-            if changes.revision == seen {
+            if changes.revision == seen && state.force.is_empty() {
                 return Ok(());
             }
             (changes.revision, changes.table, changes.keys)
@@ -210,7 +233,7 @@ async fn push(
     }
     state.seen_revision = Some(revision);
     let (carried, removed) = match changed {
-        Some(keys) if plain_selection(&faults, type_url) => diff_changed(state, &table, &keys),
+        Some(keys) if plain_selection(&faults, type_url) => diff_changed(state, &table, keys),
         _ => diff_all(state, &faults, type_url, &table),
     };
 
@@ -304,28 +327,42 @@ fn diff_all(
 }
 
 /// Compares only the keys in `changed`, which must be every key that
-/// changed in the store since the last comparison, with the subscription
-/// unchanged, nothing forced and the selection plain ([`plain_selection`]).
-/// Gives what [`diff_all`] would, in O(changed · log n).
+/// changed in the store since the last comparison, and the keys in `force`
+/// (names and globs newly subscribed), with the selection plain
+/// ([`plain_selection`]) and nothing else changed in the subscription but
+/// names let go (already dropped from `sent`). Gives what [`diff_all`]
+/// would, in O((changed + forced) · log n) plus the members of forced globs.
 fn diff_changed(
     state: &mut TypeState,
     table: &TypeTable,
-    changed: &BTreeSet<String>,
+    mut changed: BTreeSet<String>,
 ) -> (Vec<Outgoing>, Vec<String>) {
+    let force = std::mem::take(&mut state.force);
     let sub = &state.sub;
+    let mut touched_globs = BTreeSet::new();
+    for key in &force {
+        match sub.globs.get(key) {
+            Some(glob) => {
+                changed.extend(glob.members(table).map(|(member, _)| member.clone()));
+                touched_globs.insert(key);
+            }
+            None => {
+                changed.insert(key.clone());
+            }
+        }
+    }
     let mut carried = Vec::new();
     let mut removed = Vec::new();
     let mut absent_names = Vec::new();
-    let mut touched_globs = BTreeSet::new();
-    for key in changed {
+    for key in &changed {
         let stored = table.get(key);
         match stored.filter(|_| sub.covers(key)) {
             Some(stored) => {
-                if state
+                let stale = state
                     .sent
                     .get(key)
-                    .is_none_or(|(_, v)| *v != stored.version)
-                {
+                    .is_none_or(|(_, v)| *v != stored.version);
+                if stale || force.contains(key) {
                     let wire = sub.wire_name(stored).to_owned();
                     carried.push(Outgoing::new(wire, stored.clone()));
                 }
@@ -450,7 +487,7 @@ mod tests {
                 let changes = store.changes(CDS, seen);
                 let keys = changes.keys.expect("log reaches back");
                 let mut full = state.clone();
-                let (carried, removed) = diff_changed(&mut state, &changes.table, &keys);
+                let (carried, removed) = diff_changed(&mut state, &changes.table, keys);
                 let (want_carried, want_removed) =
                     diff_all(&mut full, &Faults::default(), CDS, &changes.table);
                 let context = format!("{subscribe:?} step {step}");
@@ -471,5 +508,91 @@ mod tests {
                 seen = changes.revision;
             }
         }
+    }
+
+    fn request(subscribe: &[&str], unsubscribe: &[&str]) -> DeltaDiscoveryRequest {
+        DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            resource_names_subscribe: names(subscribe),
+            resource_names_unsubscribe: names(unsubscribe),
+            ..Default::default()
+        }
+    }
+
+    /// A client that subscribes and lets go of names (and globs) while the
+    /// store changes: whenever a request leaves the comparison incremental,
+    /// comparing the changed and newly named keys gives what a full
+    /// comparison gives.
+    #[test]
+    fn diff_after_subscription_changes_matches_full_diff() {
+        let subscribable: Vec<&str> = NAMES
+            .iter()
+            .copied()
+            .chain([
+                "c9",
+                "xdstp://a/envoy.config.cluster.v3.Cluster/g/*",
+                "xdstp://a/envoy.config.cluster.v3.Cluster/h/*",
+            ])
+            .collect();
+        let store = Store::new();
+        let mut state = TypeState::default();
+        apply_request(&mut state, &request(&["c1"], &[]), true);
+        let (mut seen, table) = store.table(CDS);
+        diff_all(&mut state, &Faults::default(), CDS, &table);
+        state.seen_revision = Some(seen);
+        let mut incremental_steps = 0;
+        let mut rng: u32 = 11;
+        for step in 0..600u32 {
+            rng = rng.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let pick = (rng >> 16) as usize;
+            match (rng >> 8) % 4 {
+                0 => {
+                    let name = subscribable[pick % subscribable.len()];
+                    apply_request(&mut state, &request(&[name], &[]), true);
+                }
+                1 => {
+                    let name = subscribable[pick % subscribable.len()];
+                    apply_request(&mut state, &request(&[], &[name]), true);
+                }
+                2 => {
+                    store.delete(CDS, NAMES[pick % NAMES.len()]).unwrap();
+                }
+                _ => {
+                    let any = Any {
+                        type_url: CDS.into(),
+                        value: ((rng >> 4) % 3).to_be_bytes().to_vec(),
+                    };
+                    store.set(NAMES[pick % NAMES.len()], any).unwrap();
+                }
+            }
+            let changes = store.changes(CDS, seen);
+            let mut full = state.clone();
+            let (want_carried, want_removed) =
+                diff_all(&mut full, &Faults::default(), CDS, &changes.table);
+            let (carried, removed) = match state.seen_revision {
+                Some(_) if state.must_answer.is_empty() => {
+                    incremental_steps += 1;
+                    let keys = changes.keys.expect("log reaches back");
+                    diff_changed(&mut state, &changes.table, keys)
+                }
+                _ => diff_all(&mut state, &Faults::default(), CDS, &changes.table),
+            };
+            let context = format!("step {step}: {:?}", state.sub);
+            assert_eq!(described(&carried), described(&want_carried), "{context}");
+            assert_eq!(sorted(removed), sorted(want_removed), "{context}");
+            for out in &carried {
+                let entry = (out.wire.clone(), out.version().to_owned());
+                state.sent.insert(out.key().to_owned(), entry.clone());
+                full.sent.insert(out.key().to_owned(), entry);
+            }
+            assert_eq!(state.sent, full.sent, "{context}");
+            assert_eq!(state.reported_absent, full.reported_absent, "{context}");
+            seen = changes.revision;
+            state.seen_revision = Some(seen);
+        }
+        assert!(
+            incremental_steps > 300,
+            "the walk must exercise the incremental path: {incremental_steps}"
+        );
     }
 }
