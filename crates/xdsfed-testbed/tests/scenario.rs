@@ -236,3 +236,78 @@ schedule:
     );
     assert!(faults.silent_names.contains("ghost"));
 }
+
+/// A client started once `start` returns must never see the state before the
+/// `0s` steps: they are applied before it returns, not in the background.
+#[tokio::test]
+async fn steps_at_zero_are_applied_before_start_returns() {
+    let yaml = r#"
+servers: [{name: a, authorities: [a.example]}]
+schedule:
+  - at: 0s
+    faults: {server: a, refuse_connections: true}
+  - at: 1m
+    faults: {server: a}
+"#;
+    let running = Scenario::from_yaml(yaml).unwrap().start().await.unwrap();
+    assert!(running.testbed().servers()[0].faults().refuse_connections);
+}
+
+/// `schedule_clock: first_request` holds the schedule until a client asks
+/// for something, so a scenario started by hand waits for its watcher.
+#[tokio::test]
+async fn first_request_clock_starts_the_schedule_at_the_first_request() {
+    let yaml = r#"
+servers: [{name: a, authorities: [a.example]}, {name: b, authorities: [b.example]}]
+schedule_clock: first_request
+schedule:
+  - at: 1ms
+    set:
+      server: a
+      name: later
+      resource: {"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: later}
+"#;
+    let mut running = Scenario::from_yaml(yaml).unwrap().start().await.unwrap();
+    // Without a request the schedule never runs, so this wait always ends
+    // by the timeout; a schedule that ran anyway would finish within it.
+    let early = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        running.schedule_finished(),
+    )
+    .await;
+    assert!(early.is_err(), "the schedule ran before any request");
+    assert!(
+        running.testbed().servers()[0]
+            .store()
+            .get(CDS, "later")
+            .is_none()
+    );
+
+    // A request to the second server starts it.
+    let mut client = Delta::open(&running.testbed().servers()[1], "clock").await;
+    client.subscribe(CDS, &["anything"]).await;
+    let failed = tokio::time::timeout(WAIT, running.schedule_finished())
+        .await
+        .expect("the schedule runs once a request arrives");
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(
+        running.testbed().servers()[0]
+            .store()
+            .get(CDS, "later")
+            .is_some()
+    );
+}
+
+#[test]
+fn unknown_schedule_clock_is_reported_with_its_path() {
+    let err = Scenario::from_yaml(
+        "servers: [{name: a, authorities: [a.example]}]\nschedule_clock: noon\n",
+    )
+    .unwrap_err();
+    assert!(err.is_bad_input());
+    let text = err.to_string();
+    assert!(
+        text.contains("schedule_clock") && text.contains("first_request"),
+        "{text}"
+    );
+}
