@@ -1,5 +1,6 @@
 //! Scenario files: parsing with field paths, starting, generators, schedule,
-//! and the example files shipped in `bootstrap-examples/testbed-*.yaml`.
+//! and the example files shipped in `bootstrap-examples/testbed-*.yaml` and
+//! `bootstrap-examples/federation/`.
 
 mod common;
 
@@ -16,16 +17,25 @@ use tonic_health::pb::{
 };
 use xdsfed_testbed::scenario::{Scenario, ScenarioError};
 
+/// `bootstrap-examples/testbed-*.yaml` and every scenario of
+/// `bootstrap-examples/federation/`.
 fn examples() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bootstrap-examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("bootstrap-examples exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let yaml_files = |dir: PathBuf| {
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect::<Vec<PathBuf>>()
+    };
+    let mut files: Vec<PathBuf> = yaml_files(dir.clone())
+        .into_iter()
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("testbed-") && n.ends_with(".yaml"))
+                .is_some_and(|n| n.starts_with("testbed-"))
         })
+        .chain(yaml_files(dir.join("federation")))
         .collect();
     files.sort();
     files
@@ -42,7 +52,7 @@ fn federated() -> Scenario {
 #[test]
 fn every_testbed_example_file_is_a_valid_scenario() {
     let files = examples();
-    assert!(files.len() >= 2, "{files:?}");
+    assert!(files.len() >= 8, "{files:?}");
     for file in files {
         if let Err(e) = Scenario::from_file(&file) {
             panic!("{}: {e}", file.display());
