@@ -41,7 +41,8 @@ pub(crate) struct BootstrapArg {
     pub(crate) bootstrap: PathBuf,
 }
 
-/// What to subscribe to: exactly one of the three.
+/// What to subscribe to: exactly one of these (`watch` adds its
+/// `--collection` to the group, clap's `TargetArgs`).
 #[derive(Debug, Clone, clap::Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct TargetArgs {
