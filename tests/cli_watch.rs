@@ -214,4 +214,78 @@ fn watch_needs_exactly_one_target() {
     .output()
     .unwrap();
     assert_eq!(output.status.code(), Some(2));
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--collection",
+        "cluster",
+        "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/*",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// `--collection` takes a glob (`…/*`) or a list collection
+/// (`…Collection/…`); anything else is bad input with both forms as a hint.
+#[test]
+fn watch_collection_refuses_a_name_that_is_no_collection() {
+    let fx = Fixture::start();
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--collection",
+        "cluster",
+        &cluster_name(CLOUD, "web"),
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("neither a glob collection nor a list collection"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("/pool/*") && stderr.contains("ClusterCollection/foo"),
+        "{stderr}"
+    );
+
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--collection",
+        "endpoint",
+        "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignmentCollection/foo",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("listener and cluster only"), "{stderr}");
+}
+
+/// A collection of an authority the bootstrap does not know is refused
+/// before anything is sent.
+#[test]
+fn watch_collection_of_an_unknown_authority_exits_2() {
+    let fx = Fixture::start();
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--collection",
+        "cluster",
+        "xdstp://elsewhere.example/envoy.config.cluster.v3.Cluster/pool/*",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("elsewhere.example"), "{stderr}");
 }

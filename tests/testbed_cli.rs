@@ -1,4 +1,5 @@
-//! `xdsfed testbed --config FILE`: addresses on stdout, exit codes, Ctrl-C.
+//! `xdsfed testbed --config FILE`: addresses on stdout, the bootstrap of
+//! `--bootstrap-out`, exit codes, Ctrl-C.
 
 use std::{
     io::{BufRead, BufReader},
@@ -84,6 +85,86 @@ fn testbed_prints_servers_backends_and_control_then_stops_on_ctrl_c() {
     assert!(status.success());
     let exit = running.0.wait().unwrap();
     assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+}
+
+/// `--bootstrap-out` writes, before `ready`, a bootstrap whose authorities
+/// list the servers that serve them in scenario order (primary, then
+/// fallback), with the first server as the default.
+#[test]
+fn testbed_writes_a_bootstrap_for_its_servers_before_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "servers:\n  \
+         - {name: primary, authorities: [cloud.example, other.example]}\n  \
+         - {name: secondary, authorities: [cloud.example]}\n",
+    )
+    .unwrap();
+    let bootstrap = dir.path().join("bootstrap.json");
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .arg("testbed")
+        .arg("--config")
+        .arg(&scenario)
+        .arg("--bootstrap-out")
+        .arg(&bootstrap)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    let mut addresses = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line == "ready" {
+            break;
+        }
+        if let Some(server) = line.strip_prefix("server ") {
+            addresses.push(server.split(' ').nth(1).unwrap().to_owned());
+        }
+    }
+    assert_eq!(addresses.len(), 2, "{addresses:?}");
+
+    let loaded = xdsfed::core::bootstrap::Bootstrap::from_file(&bootstrap).unwrap();
+    let uris = |authority: &str| -> Vec<String> {
+        loaded.authorities[authority]
+            .xds_servers
+            .iter()
+            .map(|s| s.server_uri.clone())
+            .collect()
+    };
+    assert_eq!(
+        uris("cloud.example"),
+        addresses,
+        "primary first, then the fallback"
+    );
+    assert_eq!(uris("other.example"), addresses[..1]);
+    assert_eq!(loaded.xds_servers[0].server_uri, addresses[0]);
+    assert_eq!(loaded.authorities.len(), 2);
+}
+
+#[test]
+fn testbed_with_unwritable_bootstrap_out_exits_2_naming_the_file() {
+    let output = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args([
+            "testbed",
+            "--config",
+            &example("testbed-federated.yaml"),
+            "--bootstrap-out",
+            "/nonexistent/dir/bootstrap.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/nonexistent/dir/bootstrap.json"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("ready"));
 }
 
 #[test]

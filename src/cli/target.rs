@@ -1,6 +1,7 @@
 //! What `watch`, `dump` and `graph` subscribe to, and the client they do it
 //! with: the `--bootstrap` flag, the `--listener | --resource | --wildcard`
-//! group, resource type names, and one-line summaries of resources.
+//! group (and `watch`'s `--collection`), resource type names, and one-line
+//! summaries of resources.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -40,7 +41,8 @@ pub(crate) struct BootstrapArg {
     pub(crate) bootstrap: PathBuf,
 }
 
-/// What to subscribe to: exactly one of the three.
+/// What to subscribe to: exactly one of these (`watch` adds its
+/// `--collection` to the group, clap's `TargetArgs`).
 #[derive(Debug, Clone, clap::Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct TargetArgs {
@@ -120,6 +122,19 @@ impl TypeArg {
         }
     }
 
+    /// The message name: `envoy.config.cluster.v3.Cluster`, ….
+    pub(crate) fn message(self) -> &'static str {
+        let url = self.type_url();
+        url.rsplit('/').next().unwrap_or(url)
+    }
+
+    /// Whether the client knows this type's list collection
+    /// (`<message>Collection`): it registers the listener's and the
+    /// cluster's.
+    pub(crate) fn has_list_collection(self) -> bool {
+        matches!(self, Self::Listener | Self::Cluster)
+    }
+
     fn short(self) -> &'static str {
         match self {
             Self::Listener => "listener",
@@ -165,6 +180,107 @@ impl FromStr for TypeArg {
 impl std::fmt::Display for TypeArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.short())
+    }
+}
+
+/// The two kinds of collection of xDS TP1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CollectionShape {
+    /// `xdstp://a/<type>/path/*?params`: every resource of the type directly
+    /// under `path/` with those context parameters (delta xDS only).
+    Glob,
+    /// `xdstp://a/<type>Collection/id`: a resource that lists its members.
+    List,
+}
+
+/// `watch --collection TYPE NAME`, checked: the type, whether NAME is a glob
+/// or a list collection, and that the two agree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CollectionTarget {
+    pub(crate) kind: TypeArg,
+    pub(crate) shape: CollectionShape,
+    pub(crate) name: String,
+}
+
+impl CollectionTarget {
+    /// From the flag's two values.
+    pub(crate) fn from_flag(pair: &[String]) -> Result<Self, CliError> {
+        let [kind, name] = pair else {
+            return Err(CliError::bad_input("--collection takes a TYPE and a NAME"));
+        };
+        let kind = TypeArg::from_str(kind).map_err(|e| {
+            CliError::bad_input(format!("--collection: {e}"))
+                .hint(collection_forms(TypeArg::Cluster))
+        })?;
+        Self::parse(kind, name)
+    }
+
+    /// Tells a glob from a list collection by its name, and refuses
+    /// anything else before a client is built.
+    pub(crate) fn parse(kind: TypeArg, name: &str) -> Result<Self, CliError> {
+        let Some((shape, type_segment)) = collection_shape(name) else {
+            return Err(CliError::bad_input(format!(
+                "--collection {kind}: {name:?} is neither a glob collection nor a list collection"
+            ))
+            .hint(collection_forms(kind)));
+        };
+        if shape == CollectionShape::List && !kind.has_list_collection() {
+            return Err(CliError::bad_input(format!(
+                "--collection {kind}: list collections exist for listener and cluster only"
+            ))
+            .hint(format!(
+                "a glob collection of {kind} works: xdstp://AUTHORITY/{}/PATH/*",
+                kind.message()
+            )));
+        }
+        let expected = match shape {
+            CollectionShape::Glob => kind.message().to_owned(),
+            CollectionShape::List => format!("{}Collection", kind.message()),
+        };
+        if type_segment != expected {
+            return Err(CliError::bad_input(format!(
+                "--collection {kind}: {name} names type {type_segment}, not {expected}"
+            ))
+            .hint(collection_forms(kind)));
+        }
+        Ok(Self {
+            kind,
+            shape,
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// The collection kind of an `xdstp://` name and its type segment: a glob
+/// when its path (before `?` and `#`) ends in `/*`, a list collection when
+/// its type ends in `Collection`.
+fn collection_shape(name: &str) -> Option<(CollectionShape, &str)> {
+    let rest = name.strip_prefix("xdstp://")?;
+    let path = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (_authority, typed) = path.split_once('/')?;
+    let (type_segment, id) = typed.split_once('/')?;
+    if id == "*" || id.ends_with("/*") {
+        Some((CollectionShape::Glob, type_segment))
+    } else if type_segment.ends_with("Collection") && !id.is_empty() {
+        Some((CollectionShape::List, type_segment))
+    } else {
+        None
+    }
+}
+
+/// Both forms of collection name for `kind`, as a hint.
+fn collection_forms(kind: TypeArg) -> String {
+    let glob = format!(
+        "a glob collection ends in /*, e.g. xdstp://cloud.example/{}/pool/*",
+        kind.message()
+    );
+    if kind.has_list_collection() {
+        format!(
+            "{glob}; a list collection names a …Collection type, e.g. xdstp://cloud.example/{}Collection/foo",
+            kind.message()
+        )
+    } else {
+        glob
     }
 }
 
@@ -422,6 +538,109 @@ mod tests {
             Ok(TypeArg::Policy)
         );
         assert!("secret".parse::<TypeArg>().is_err());
+    }
+
+    fn collection(kind: TypeArg, name: &str) -> Result<CollectionTarget, String> {
+        CollectionTarget::parse(kind, name).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn collection_names_ending_in_a_star_are_globs() {
+        for name in [
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/*",
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/*?zone=a",
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/*",
+        ] {
+            let target = collection(TypeArg::Cluster, name).unwrap();
+            assert_eq!(target.shape, CollectionShape::Glob, "{name}");
+            assert_eq!(target.name, name);
+        }
+        // Any type has globs, list collections or not.
+        let route = "xdstp://a/envoy.config.route.v3.RouteConfiguration/r/*";
+        assert_eq!(
+            collection(TypeArg::Route, route).unwrap().shape,
+            CollectionShape::Glob
+        );
+    }
+
+    #[test]
+    fn collection_names_of_a_collection_type_are_lists() {
+        for (kind, name) in [
+            (
+                TypeArg::Cluster,
+                "xdstp://cloud.example/envoy.config.cluster.v3.ClusterCollection/foo",
+            ),
+            (
+                TypeArg::Listener,
+                "xdstp://cloud.example/envoy.config.listener.v3.ListenerCollection/foo?env=prod",
+            ),
+        ] {
+            let target = collection(kind, name).unwrap();
+            assert_eq!(target.shape, CollectionShape::List, "{name}");
+        }
+    }
+
+    #[test]
+    fn other_collection_names_are_refused_with_both_forms() {
+        for name in [
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/one",
+            "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/one#alt=x/*",
+            "pool/*",
+            "xdstp://cloud.example/envoy.config.cluster.v3.ClusterCollection/",
+        ] {
+            let error = collection(TypeArg::Cluster, name).unwrap_err();
+            assert!(
+                error.contains("neither a glob collection nor a list collection"),
+                "{name}: {error}"
+            );
+            assert!(
+                error.contains("pool/*") && error.contains("ClusterCollection/foo"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn list_collections_of_other_types_are_refused() {
+        let error = collection(
+            TypeArg::Route,
+            "xdstp://a/envoy.config.route.v3.RouteConfigurationCollection/foo",
+        )
+        .unwrap_err();
+        assert!(error.contains("listener and cluster only"), "{error}");
+    }
+
+    #[test]
+    fn collection_of_another_type_is_refused() {
+        let error = collection(
+            TypeArg::Cluster,
+            "xdstp://a/envoy.config.listener.v3.ListenerCollection/foo",
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("not envoy.config.cluster.v3.ClusterCollection"),
+            "{error}"
+        );
+        let error = collection(
+            TypeArg::Listener,
+            "xdstp://a/envoy.config.cluster.v3.Cluster/pool/*",
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("not envoy.config.listener.v3.Listener"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn collection_flag_needs_a_known_type() {
+        let pair = ["secret".to_owned(), "xdstp://a/T/p/*".to_owned()];
+        let error = CollectionTarget::from_flag(&pair).unwrap_err();
+        assert_eq!(error.exit_code(), std::process::ExitCode::from(2));
+        assert!(
+            error.to_string().contains("unknown resource type"),
+            "{error}"
+        );
     }
 
     #[test]

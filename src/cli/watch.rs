@@ -8,25 +8,37 @@
 //! ```
 //!
 //! one JSON object per line with `--json`, and with `--listener` the
-//! snapshot's tree each time the graph publishes a new one. `--admin ADDR`
-//! serves CSDS and `/metrics` for the running client (see the `admin`
-//! module) and prints the address it bound first.
+//! snapshot's tree each time the graph publishes a new one. `--collection`
+//! prints a line per member change of a glob or list collection:
+//!
+//! ```text
+//! 12:29:46.090 LISTED         listener cloud.example/edge  3 members: cloud.example/web, cloud.example/edge#entry=admin, onprem.example/api
+//! 12:43:13.337 UPSERT         cluster  cloud.example/pool/one  v fde111c6  EDS endpoints payments-onprem  via 127.0.0.1:43107 (redirected to onprem.example/payments-onprem)
+//! ```
+//!
+//! A copy that did not come from its own authority's first server says
+//! where it came from (`via SERVER (…)`: a fallback server, an `#alt`, a
+//! redirect), as the status dump does. `--admin ADDR` serves CSDS and
+//! `/metrics` for the running client (see the `admin` module) and prints
+//! the address it bound first.
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 use xdsfed::core::client::XdsClient;
+use xdsfed::core::status::{ResourceStatusEntry, SourceStatus};
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed::core::watch::WatchEvent;
+use xdsfed::core::watch::{CollectionEvent, WatchEvent};
 use xdsfed::graph::ConfigGraph;
 use xdsfed::policy::PolicyType;
 
 use super::progress::Progress;
 use super::render::Model;
+use super::table::server_uri;
 use super::target::{
-    BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, load_bootstrap, short_name,
-    short_version, watch_error,
+    BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
+    build_client, load_bootstrap, short_name, short_version, watch_error,
 };
 use super::{CliError, emit, runtime};
 
@@ -37,6 +49,13 @@ pub(crate) struct Args {
     bootstrap: BootstrapArg,
     #[command(flatten)]
     target: TargetArgs,
+    /// A collection of TYPE (xDS TP1), every member as it changes: a glob
+    /// collection, NAME ending in /* (e.g.
+    /// xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/*), or a
+    /// list collection, NAME of type …Collection (listener and cluster, e.g.
+    /// xdstp://cloud.example/envoy.config.cluster.v3.ClusterCollection/foo).
+    #[arg(long, num_args = 2, value_names = ["TYPE", "NAME"], group = "TargetArgs")]
+    collection: Option<Vec<String>>,
     /// One JSON object per line instead of text.
     #[arg(long)]
     json: bool,
@@ -47,8 +66,33 @@ pub(crate) struct Args {
     admin: Option<SocketAddr>,
 }
 
+/// What `watch` follows: a target it shares with `dump`, or a collection.
+#[derive(Debug)]
+enum Watched {
+    Target(Target),
+    Collection(CollectionTarget),
+}
+
+impl Watched {
+    fn of(args: &Args) -> Result<Self, CliError> {
+        match &args.collection {
+            Some(pair) => CollectionTarget::from_flag(pair).map(Self::Collection),
+            None => args.target.target().map(Self::Target),
+        }
+    }
+
+    /// The `grpc_target` label of the admin endpoint's metrics.
+    fn label(&self) -> String {
+        match self {
+            Self::Target(Target::Listener(name) | Target::Resource(_, name)) => name.clone(),
+            Self::Target(Target::Wildcard(kind)) => format!("*/{kind}"),
+            Self::Collection(collection) => collection.name.clone(),
+        }
+    }
+}
+
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
-    let target = args.target.target()?;
+    let target = Watched::of(&args)?;
     let bootstrap = load_bootstrap(&args.bootstrap.bootstrap)?;
     let json = args.json;
     runtime()?.block_on(async move {
@@ -84,14 +128,10 @@ impl Drop for AdminTask {
 async fn start_admin(
     client: &XdsClient,
     addr: SocketAddr,
-    target: &Target,
+    target: &Watched,
     json: bool,
 ) -> Result<AdminTask, CliError> {
-    let label = match target {
-        Target::Listener(name) | Target::Resource(_, name) => name.clone(),
-        Target::Wildcard(kind) => format!("*/{kind}"),
-    };
-    let (bound, task) = crate::admin::serve(client.clone(), addr, label)
+    let (bound, task) = crate::admin::serve(client.clone(), addr, target.label())
         .await
         .map_err(|e| {
             CliError::runtime(format!("cannot listen on {addr} for --admin"))
@@ -106,7 +146,22 @@ async fn start_admin(
     Ok(AdminTask(task))
 }
 
-async fn follow(client: &XdsClient, target: &Target, json: bool) -> Result<(), CliError> {
+async fn follow(client: &XdsClient, watched: &Watched, json: bool) -> Result<(), CliError> {
+    match watched {
+        Watched::Target(target) => follow_target(client, target, json).await,
+        Watched::Collection(collection) => match collection.kind {
+            TypeArg::Listener => follow_collection::<ListenerType>(client, collection, json).await,
+            TypeArg::Route => {
+                follow_collection::<RouteConfigurationType>(client, collection, json).await
+            }
+            TypeArg::Cluster => follow_collection::<ClusterType>(client, collection, json).await,
+            TypeArg::Endpoint => follow_collection::<EndpointType>(client, collection, json).await,
+            TypeArg::Policy => follow_collection::<PolicyType>(client, collection, json).await,
+        },
+    }
+}
+
+async fn follow_target(client: &XdsClient, target: &Target, json: bool) -> Result<(), CliError> {
     match target {
         Target::Listener(name) => follow_graph(client, name, json).await,
         Target::Resource(kind, name) => match kind {
@@ -169,7 +224,14 @@ async fn follow_one<T: Describe>(
             p.finish();
         }
         let version = watch.state().version;
-        emit(&line::<T>(name, version.as_deref(), &event, json))?;
+        // The key, not the name given: without `#alt=` and with its context
+        // parameters sorted, as the status dump names it.
+        let key = &watch.key().name;
+        let entry = matches!(event, WatchEvent::Changed(_))
+            .then(|| status_entry(client, T::TYPE_URL, key))
+            .flatten();
+        let source = entry.as_ref().and_then(|e| e.source.as_ref());
+        emit(&line::<T>(key, version.as_deref(), &event, source, json))?;
     }
     Err(CliError::runtime("the xDS client stopped"))
 }
@@ -183,7 +245,7 @@ async fn follow_all<T: Describe>(client: &XdsClient, json: bool) -> Result<(), C
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        emit(&line::<T>(&name, None, &event, json))?;
+        emit(&line::<T>(&name, None, &event, None, json))?;
     }
     Err(CliError::runtime("the xDS client stopped"))
 }
@@ -193,6 +255,7 @@ fn line<T: Describe>(
     name: &str,
     version: Option<&str>,
     event: &WatchEvent<T::Resource>,
+    source: Option<&SourceStatus>,
     json: bool,
 ) -> String {
     let (kind, summary, error) = match event {
@@ -211,23 +274,199 @@ fn line<T: Describe>(
             "version": version,
             "summary": summary,
             "error": error,
+            "source": source,
         })
         .to_string();
     }
+    let version = version.filter(|_| matches!(event, WatchEvent::Changed(_)));
+    let details = version
+        .map(|v| format!("v {}", short_version(v)))
+        .into_iter()
+        .chain(summary)
+        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(source.and_then(origin));
+    text_line(kind, T::SHORT, name, details)
+}
+
+/// `TIME EVENT TYPE NAME  DETAIL  DETAIL…`, the shape of every event line.
+fn text_line(
+    kind: &str,
+    type_short: &str,
+    name: &str,
+    details: impl IntoIterator<Item = String>,
+) -> String {
     let mut text = format!(
-        "{} {kind:<14} {:<8} {}",
+        "{} {kind:<14} {type_short:<8} {}",
         clock(),
-        T::SHORT,
         short_name(name)
     );
-    if let Some(v) = version.filter(|_| matches!(event, WatchEvent::Changed(_))) {
-        text.push_str(&format!("  v {}", short_version(v)));
-    }
-    for extra in summary.iter().chain(&error) {
+    for detail in details {
         text.push_str("  ");
-        text.push_str(extra);
+        text.push_str(&detail);
     }
     text
+}
+
+/// `via SERVER (why)` for a copy that did not come straight from its own
+/// authority's first server; `None` for one that did.
+fn origin(source: &SourceStatus) -> Option<String> {
+    let fetched_as = source.fetched_as.as_deref().map(short_name);
+    let mut why = Vec::new();
+    if source.redirected {
+        why.push(format!(
+            "redirected to {}",
+            fetched_as.as_deref().unwrap_or("?")
+        ));
+    }
+    if source.alt {
+        why.push(format!("#alt {}", fetched_as.as_deref().unwrap_or("?")));
+    }
+    if source.fallback {
+        why.push("fallback server".to_owned());
+    }
+    (!why.is_empty()).then(|| format!("via {} ({})", server_uri(&source.server), why.join(", ")))
+}
+
+/// `text` with every `xdstp://AUTHORITY/<type>/ID` of the line's own type
+/// shortened to `AUTHORITY/ID`, as the name column prints them: redirect
+/// chains stay readable. Names of other types keep their type, which may
+/// be the point of the error.
+fn compact_names(text: &str, type_url: &str) -> String {
+    let message = type_url.rsplit('/').next().unwrap_or(type_url);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("xdstp://") {
+        out.push_str(&rest[..start]);
+        let name = &rest[start + "xdstp://".len()..];
+        let shortened = name.split_once('/').and_then(|(authority, typed)| {
+            typed
+                .strip_prefix(message)
+                .and_then(|id| id.strip_prefix('/'))
+                .map(|id| (authority, id))
+        });
+        match shortened {
+            Some((authority, id)) => {
+                out.push_str(authority);
+                out.push('/');
+                rest = id;
+            }
+            None => {
+                out.push_str("xdstp://");
+                rest = name;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The status dump's entry for one resource: its version and where the
+/// copy came from.
+fn status_entry(client: &XdsClient, type_url: &str, name: &str) -> Option<ResourceStatusEntry> {
+    client
+        .status()
+        .resources
+        .into_iter()
+        .find(|r| r.type_url == type_url && r.name == name)
+}
+
+async fn follow_collection<T: Describe>(
+    client: &XdsClient,
+    collection: &CollectionTarget,
+    json: bool,
+) -> Result<(), CliError> {
+    let name = collection.name.as_str();
+    let watching = match collection.shape {
+        CollectionShape::Glob => client.watch_collection::<T>(name),
+        CollectionShape::List => client.watch_list_collection::<T>(name),
+    };
+    let mut watch = watching.map_err(|e| watch_error(name, &e))?;
+    let key = watch.key().name.clone();
+    let mut progress = Some(Progress::start(client, "waiting for the collection"));
+    while let Some(event) = watch.next().await {
+        if let Some(mut p) = progress.take() {
+            p.finish();
+        }
+        let entry = match &event {
+            CollectionEvent::Upsert { name, .. } => status_entry(client, T::TYPE_URL, name),
+            _ => None,
+        };
+        emit(&collection_line::<T>(&key, &event, entry.as_ref(), json))?;
+    }
+    Err(CliError::runtime("the xDS client stopped"))
+}
+
+/// One collection event as a line of text or JSON; `entry` is the status
+/// of an upserted member.
+fn collection_line<T: Describe>(
+    collection: &str,
+    event: &CollectionEvent<T::Resource>,
+    entry: Option<&ResourceStatusEntry>,
+    json: bool,
+) -> String {
+    let version = entry.and_then(|e| e.version.as_deref());
+    let source = entry.and_then(|e| e.source.as_ref());
+    let (kind, name, summary, error, members) = match event {
+        CollectionEvent::Upsert { name, resource } => {
+            ("UPSERT", &**name, Some(T::summary(resource)), None, None)
+        }
+        CollectionEvent::Removed { name } => ("REMOVED", &**name, None, None, None),
+        CollectionEvent::Empty => ("EMPTY", collection, None, None, None),
+        CollectionEvent::Error { name, error } => {
+            ("ERROR", &**name, None, Some(error.to_string()), None)
+        }
+        CollectionEvent::Listed { members } => ("LISTED", collection, None, None, Some(members)),
+    };
+    if json {
+        return json!({
+            "time_unix_ms": unix_ms(),
+            "event": kind.to_ascii_lowercase(),
+            "type": T::SHORT,
+            "type_url": T::TYPE_URL,
+            "collection": collection,
+            "name": name,
+            "version": version,
+            "summary": summary,
+            "error": error,
+            "members": members,
+            "source": source,
+        })
+        .to_string();
+    }
+    let listed = members.map(|m| member_list(m));
+    let details = version
+        .map(|v| format!("v {}", short_version(v)))
+        .into_iter()
+        .chain(summary)
+        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(listed)
+        .chain(source.and_then(origin));
+    text_line(kind, T::SHORT, name, details)
+}
+
+/// How many member names a `LISTED` line shows; `--json` has them all.
+const LISTED_NAMES: usize = 10;
+
+/// `2 members: cloud.example/web, onprem.example/api`, the names cut after
+/// [`LISTED_NAMES`].
+fn member_list(members: &[std::sync::Arc<str>]) -> String {
+    let shown: Vec<String> = members
+        .iter()
+        .take(LISTED_NAMES)
+        .map(|m| short_name(m))
+        .collect();
+    let more = members.len() - shown.len();
+    let names = shown.join(", ")
+        + &if more > 0 {
+            format!(" (+{more})")
+        } else {
+            String::new()
+        };
+    match members.len() {
+        0 => "no members".to_owned(),
+        1 => format!("1 member: {names}"),
+        n => format!("{n} members: {names}"),
+    }
 }
 
 fn unix_ms() -> u64 {
@@ -249,4 +488,69 @@ fn clock() -> String {
         secs % 60,
         now.subsec_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLUSTER: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    fn source(fallback: bool, alt: bool, redirected: bool) -> SourceStatus {
+        SourceStatus {
+            server: "127.0.0.1:4000 (insecure)".to_owned(),
+            authority: Some("onprem.example".to_owned()),
+            fetched_as: Some(
+                "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/payments".to_owned(),
+            ),
+            fallback,
+            alt,
+            redirected,
+        }
+    }
+
+    #[test]
+    fn origin_says_how_a_copy_arrived_and_nothing_for_a_direct_one() {
+        assert_eq!(origin(&source(false, false, false)), None);
+        assert_eq!(
+            origin(&source(true, false, false)).as_deref(),
+            Some("via 127.0.0.1:4000 (fallback server)")
+        );
+        assert_eq!(
+            origin(&source(false, true, false)).as_deref(),
+            Some("via 127.0.0.1:4000 (#alt onprem.example/payments)")
+        );
+        assert_eq!(
+            origin(&source(true, false, true)).as_deref(),
+            Some("via 127.0.0.1:4000 (redirected to onprem.example/payments, fallback server)")
+        );
+    }
+
+    #[test]
+    fn compact_names_shortens_names_of_the_lines_type_only() {
+        let text = "loop xdstp://a/envoy.config.cluster.v3.Cluster/x -> \
+            xdstp://b/envoy.config.cluster.v3.Cluster/y?k=v (by xdstp://c/envoy.config.listener.v3.Listener/z)";
+        assert_eq!(
+            compact_names(text, CLUSTER),
+            "loop a/x -> b/y?k=v (by xdstp://c/envoy.config.listener.v3.Listener/z)"
+        );
+        assert_eq!(compact_names("no names", CLUSTER), "no names");
+        assert_eq!(compact_names("xdstp://", CLUSTER), "xdstp://");
+    }
+
+    #[test]
+    fn member_lists_count_and_shorten() {
+        let members: Vec<std::sync::Arc<str>> = vec![
+            "xdstp://a/envoy.config.cluster.v3.Cluster/x".into(),
+            "xdstp://a/envoy.config.cluster.v3.ClusterCollection/foo#entry=y".into(),
+        ];
+        assert_eq!(member_list(&members), "2 members: a/x, a/foo#entry=y");
+        assert_eq!(member_list(&members[..1]), "1 member: a/x");
+        assert_eq!(member_list(&[]), "no members");
+        let many: Vec<std::sync::Arc<str>> = (0..12).map(|i| format!("m{i:02}").into()).collect();
+        assert_eq!(
+            member_list(&many),
+            "12 members: m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 (+2)"
+        );
+    }
 }

@@ -26,9 +26,11 @@ fn every_example_file_loads() {
             .file_name()
             .and_then(|f| f.to_str())
             .unwrap_or_default();
-        // `testbed-*` files are testbed scenarios (servers and the resources
-        // they serve), not client bootstraps; the testbed's tests load them.
+        // `testbed-*` files and the directories (`federation/`) hold testbed
+        // scenarios (servers and the resources they serve), not client
+        // bootstraps; the testbed's tests load them.
         if file.starts_with("testbed-")
+            || path.is_dir()
             || !matches!(
                 path.extension().and_then(|e| e.to_str()),
                 Some("json" | "yaml" | "yml")

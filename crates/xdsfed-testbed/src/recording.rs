@@ -188,6 +188,22 @@ impl Recorder {
             .map_err(|_| WaitTimedOut(timeout))
     }
 
+    /// Waits until some stream has carried a request.
+    pub(crate) async fn wait_for_request(&self) {
+        let mut changed = self.changed.subscribe();
+        loop {
+            let any_request = self
+                .lock()
+                .iter()
+                .any(|s| s.events.iter().any(|e| e.message.is_request()));
+            // A closed channel means the recorder is going away: nothing
+            // more will arrive.
+            if any_request || changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     pub(crate) fn open(&self, variant: Variant) -> u64 {
         let mut streams = self.lock();
         let id = streams.len() as u64;

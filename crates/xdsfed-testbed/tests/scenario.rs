@@ -1,5 +1,6 @@
 //! Scenario files: parsing with field paths, starting, generators, schedule,
-//! and the example files shipped in `bootstrap-examples/testbed-*.yaml`.
+//! and the example files shipped in `bootstrap-examples/testbed-*.yaml` and
+//! `bootstrap-examples/federation/`.
 
 mod common;
 
@@ -16,16 +17,25 @@ use tonic_health::pb::{
 };
 use xdsfed_testbed::scenario::{Scenario, ScenarioError};
 
+/// `bootstrap-examples/testbed-*.yaml` and every scenario of
+/// `bootstrap-examples/federation/`.
 fn examples() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bootstrap-examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("bootstrap-examples exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let yaml_files = |dir: PathBuf| {
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect::<Vec<PathBuf>>()
+    };
+    let mut files: Vec<PathBuf> = yaml_files(dir.clone())
+        .into_iter()
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("testbed-") && n.ends_with(".yaml"))
+                .is_some_and(|n| n.starts_with("testbed-"))
         })
+        .chain(yaml_files(dir.join("federation")))
         .collect();
     files.sort();
     files
@@ -42,7 +52,7 @@ fn federated() -> Scenario {
 #[test]
 fn every_testbed_example_file_is_a_valid_scenario() {
     let files = examples();
-    assert!(files.len() >= 2, "{files:?}");
+    assert!(files.len() >= 8, "{files:?}");
     for file in files {
         if let Err(e) = Scenario::from_file(&file) {
             panic!("{}: {e}", file.display());
@@ -235,4 +245,79 @@ schedule:
         Some(std::time::Duration::from_millis(5))
     );
     assert!(faults.silent_names.contains("ghost"));
+}
+
+/// A client started once `start` returns must never see the state before the
+/// `0s` steps: they are applied before it returns, not in the background.
+#[tokio::test]
+async fn steps_at_zero_are_applied_before_start_returns() {
+    let yaml = r#"
+servers: [{name: a, authorities: [a.example]}]
+schedule:
+  - at: 0s
+    faults: {server: a, refuse_connections: true}
+  - at: 1m
+    faults: {server: a}
+"#;
+    let running = Scenario::from_yaml(yaml).unwrap().start().await.unwrap();
+    assert!(running.testbed().servers()[0].faults().refuse_connections);
+}
+
+/// `schedule_clock: first_request` holds the schedule until a client asks
+/// for something, so a scenario started by hand waits for its watcher.
+#[tokio::test]
+async fn first_request_clock_starts_the_schedule_at_the_first_request() {
+    let yaml = r#"
+servers: [{name: a, authorities: [a.example]}, {name: b, authorities: [b.example]}]
+schedule_clock: first_request
+schedule:
+  - at: 1ms
+    set:
+      server: a
+      name: later
+      resource: {"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: later}
+"#;
+    let mut running = Scenario::from_yaml(yaml).unwrap().start().await.unwrap();
+    // Without a request the schedule never runs, so this wait always ends
+    // by the timeout; a schedule that ran anyway would finish within it.
+    let early = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        running.schedule_finished(),
+    )
+    .await;
+    assert!(early.is_err(), "the schedule ran before any request");
+    assert!(
+        running.testbed().servers()[0]
+            .store()
+            .get(CDS, "later")
+            .is_none()
+    );
+
+    // A request to the second server starts it.
+    let mut client = Delta::open(&running.testbed().servers()[1], "clock").await;
+    client.subscribe(CDS, &["anything"]).await;
+    let failed = tokio::time::timeout(WAIT, running.schedule_finished())
+        .await
+        .expect("the schedule runs once a request arrives");
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(
+        running.testbed().servers()[0]
+            .store()
+            .get(CDS, "later")
+            .is_some()
+    );
+}
+
+#[test]
+fn unknown_schedule_clock_is_reported_with_its_path() {
+    let err = Scenario::from_yaml(
+        "servers: [{name: a, authorities: [a.example]}]\nschedule_clock: noon\n",
+    )
+    .unwrap_err();
+    assert!(err.is_bad_input());
+    let text = err.to_string();
+    assert!(
+        text.contains("schedule_clock") && text.contains("first_request"),
+        "{text}"
+    );
 }

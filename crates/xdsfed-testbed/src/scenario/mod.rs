@@ -21,7 +21,10 @@
 //! generators:
 //!   - server: cloud
 //!     clusters: {count: 1000, endpoints_per_cluster: 10}
+//! schedule_clock: start         # or first_request: offsets count from the first xDS request
 //! schedule:                     # one action per step, at an offset from the start
+//!   - at: 0s                    # steps at 0s are applied before `start` returns
+//!     faults: {server: cloud, refuse_connections: true}
 //!   - at: 2s
 //!     set: {name: …, resource: {…}}
 //!   - at: 3s
@@ -188,6 +191,7 @@ pub struct Scenario {
     resources: Vec<Planned>,
     generators: Vec<Generator>,
     schedule: Vec<Step>,
+    schedule_clock: model::ScheduleClock,
     pool: DescriptorPool,
 }
 
@@ -235,8 +239,10 @@ impl Scenario {
         self.schedule.len()
     }
 
-    /// Starts servers and backends, loads the resources and generators, and
-    /// runs the schedule in the background.
+    /// Starts servers and backends, loads the resources and generators,
+    /// applies the steps at `0s`, and runs the rest of the schedule in the
+    /// background: a client that connects once this returns never sees the
+    /// state before the `0s` steps.
     pub async fn start(&self) -> Result<RunningScenario, ScenarioError> {
         run::start(self).await
     }
@@ -316,6 +322,7 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         resources,
         generators,
         schedule,
+        schedule_clock: file.schedule_clock,
         pool,
     })
 }

@@ -16,7 +16,21 @@ pub(crate) struct File {
     #[serde(default)]
     pub(crate) generators: Vec<GeneratorEntry>,
     #[serde(default)]
+    pub(crate) schedule_clock: ScheduleClock,
+    #[serde(default)]
     pub(crate) schedule: Vec<StepEntry>,
+}
+
+/// When the schedule's offsets start counting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ScheduleClock {
+    /// When the testbed is ready.
+    #[default]
+    Start,
+    /// When the first xDS request reaches any server, so that a scenario
+    /// started by hand waits for the client it is meant for.
+    FirstRequest,
 }
 
 #[derive(Debug, Deserialize)]

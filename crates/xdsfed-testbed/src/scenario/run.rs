@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
+use super::model::ScheduleClock;
 use super::{Action, Planned, Scenario, ScenarioError, Source, Step, generate, invalid, json};
 use crate::{Testbed, faults::Injected, server::Server};
 
@@ -60,6 +61,17 @@ impl Env {
                 source: Box::new(source),
             })?;
         Ok(())
+    }
+
+    /// Applies `step`; a failure is logged and kept, and the schedule goes on.
+    async fn run_step(&self, step: &Step, failed: &mut Vec<ScenarioError>) {
+        match self.apply(step).await {
+            Ok(()) => tracing::info!(step = %step.path, at = ?step.at, "scheduled step applied"),
+            Err(e) => {
+                tracing::warn!(step = %step.path, error = %e, "scheduled step failed");
+                failed.push(e);
+            }
+        }
     }
 
     async fn apply(&self, step: &Step) -> Result<(), ScenarioError> {
@@ -140,21 +152,40 @@ pub(super) async fn start(scenario: &Scenario) -> Result<RunningScenario, Scenar
                 })?;
         }
     }
+    let (initial, later): (Vec<Step>, Vec<Step>) = scenario
+        .schedule
+        .iter()
+        .cloned()
+        .partition(|step| step.at.is_zero());
+    let mut failed = Vec::new();
+    for step in &initial {
+        env.run_step(step, &mut failed).await;
+    }
     let testbed = env.testbed.clone();
-    let steps = scenario.schedule.clone();
+    let clock = scenario.schedule_clock;
     let schedule = tokio::spawn(async move {
+        if clock == ScheduleClock::FirstRequest && !later.is_empty() {
+            first_request(&env.testbed).await;
+        }
         let started = tokio::time::Instant::now();
-        let mut failed = Vec::new();
-        for step in steps {
+        for step in later {
             tokio::time::sleep_until(started + step.at).await;
-            if let Err(e) = env.apply(&step).await {
-                tracing::warn!(step = %step.path, error = %e, "scheduled step failed");
-                failed.push(e);
-            } else {
-                tracing::info!(step = %step.path, at = ?step.at, "scheduled step applied");
-            }
+            env.run_step(&step, &mut failed).await;
         }
         failed
     });
     Ok(RunningScenario { testbed, schedule })
+}
+
+/// Resolves once any server has received an xDS request. A connection
+/// refused by a fault carries none, so a client that falls back past a
+/// refusing server starts the clock at the server that answers it.
+async fn first_request(testbed: &Testbed) {
+    let mut waits: JoinSet<()> = JoinSet::new();
+    for server in testbed.servers() {
+        let server = Arc::clone(server);
+        waits.spawn(async move { server.recording().wait_for_request().await });
+    }
+    // The first to finish is enough; the others end with the set.
+    waits.join_next().await;
 }
