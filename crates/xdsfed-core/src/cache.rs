@@ -193,6 +193,10 @@ struct Inner {
     /// each collection's members.
     member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
     members: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// List collections whose members have been set at least once: until
+    /// then the collection's body may be cached with its members not yet
+    /// known, and a watcher must not take that for an empty list.
+    listed: HashSet<ResourceKey>,
 }
 
 /// Names changed since a wildcard watcher last looked, and a wake-up.
@@ -417,7 +421,8 @@ impl Cache {
     pub(crate) fn set_list_members(&self, collection: &ResourceKey, members: HashSet<ResourceKey>) {
         let mut inner = self.lock();
         let old = inner.members.remove(collection).unwrap_or_default();
-        let relisted = old != members;
+        let first = inner.listed.insert(collection.clone());
+        let relisted = first || old != members;
         let mut changed: Vec<ResourceKey> = Vec::new();
         for left in old.difference(&members) {
             if let Some(of) = inner.member_of.get_mut(left) {
@@ -473,10 +478,14 @@ impl Cache {
         }
     }
 
-    /// The members of the list collection `collection`, by key, sorted.
-    pub(crate) fn list_members(&self, collection: &ResourceKey) -> Vec<Arc<str>> {
-        let mut members: Vec<Arc<str>> = self
-            .lock()
+    /// The members of the list collection `collection`, by key, sorted;
+    /// `None` until they have been set once.
+    pub(crate) fn list_members(&self, collection: &ResourceKey) -> Option<Vec<Arc<str>>> {
+        let inner = self.lock();
+        if !inner.listed.contains(collection) {
+            return None;
+        }
+        let mut members: Vec<Arc<str>> = inner
             .members
             .get(collection)
             .into_iter()
@@ -484,7 +493,14 @@ impl Cache {
             .map(|k| Arc::clone(&k.name))
             .collect();
         members.sort_unstable();
-        members
+        Some(members)
+    }
+
+    /// Forgets that `collection` was ever listed: it is no longer fetched,
+    /// and a later watch must wait for its members afresh.
+    pub(crate) fn forget_list(&self, collection: &ResourceKey) {
+        self.set_list_members(collection, HashSet::new());
+        self.lock().listed.remove(collection);
     }
 
     /// Whether `key` is a member of the list collection `collection`.
@@ -998,5 +1014,42 @@ pub(crate) mod indexmap_lite {
             self.set.remove(&name);
             Some(name)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIST: &str = "type.googleapis.com/envoy.config.cluster.v3.ClusterCollection";
+    const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    /// A list collection's body can be cached before its members are set;
+    /// until they are, the member list is unknown, not empty (a watcher
+    /// would otherwise report an empty list first). An empty list, once
+    /// set, is a list; a collection let go is unknown again.
+    #[test]
+    fn list_members_are_unknown_until_set_and_after_the_list_is_forgotten() {
+        let cache = Cache::new();
+        let list = ResourceKey::new(
+            LIST,
+            "xdstp://a/envoy.config.cluster.v3.ClusterCollection/c",
+        );
+        assert_eq!(cache.list_members(&list), None);
+
+        cache.set_list_members(&list, HashSet::new());
+        assert_eq!(cache.list_members(&list), Some(Vec::new()));
+
+        let member = ResourceKey::new(CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/m");
+        cache.set_list_members(&list, HashSet::from([member.clone()]));
+        assert_eq!(
+            cache.list_members(&list),
+            Some(vec![Arc::clone(&member.name)])
+        );
+        assert!(cache.is_list_member(&list, &member));
+
+        cache.forget_list(&list);
+        assert_eq!(cache.list_members(&list), None);
+        assert!(!cache.is_list_member(&list, &member));
     }
 }

@@ -374,8 +374,12 @@ impl<T: ResourceType> CollectionWatch<T> {
                         });
                     }
                     _ if list => {
-                        let members: Arc<[Arc<str>]> =
-                            self.collection.cache.list_members(&key).into();
+                        // Not listed yet: the members follow, and with them
+                        // this key again.
+                        let Some(members) = self.collection.cache.list_members(&key) else {
+                            continue;
+                        };
+                        let members: Arc<[Arc<str>]> = members.into();
                         if self.listed.as_ref() == Some(&members) {
                             continue;
                         }

@@ -1094,7 +1094,7 @@ impl Inner {
                 }
             }
             if let Some(list) = state.lists.remove(key) {
-                self.cache.set_list_members(key, HashSet::new());
+                self.cache.forget_list(key);
                 for member in list.locators {
                     self.release_locked(state, &member);
                 }
