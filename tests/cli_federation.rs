@@ -23,6 +23,7 @@ const TESTED: &[&str] = &[
     "alt.yaml",
     "fallback.yaml",
     "glob.yaml",
+    "graph.yaml",
     "isolation.yaml",
     "list.yaml",
     "redirect.yaml",
@@ -431,5 +432,42 @@ fn collection_json_lines_carry_the_member_and_its_source() {
     assert!(
         event["error"].as_str().is_some_and(|e| e.contains("loop")),
         "{event}"
+    );
+}
+
+/// Collections as graph roots: the glob's listeners are followed to their
+/// endpoints across authorities and printed as a tree under the
+/// collection; a listener that arrives joins the tree, and a deleted one
+/// leaves it with everything only it reached.
+#[test]
+fn graph_scenario_follows_the_collection_members_through_the_graph() {
+    let scenario = Scenario::start("graph.yaml");
+    let mut watch = scenario.watch(0, &[]);
+    let is_root = |l: &str, members: &str| {
+        l.starts_with("Collection edge/* · cloud.example · ") && l.ends_with(members)
+    };
+    watch.line_where("the first tree", |l| is_root(l, " 1 member"));
+    watch.line_where("edge/one's endpoints on onprem", |l| {
+        l.ends_with("onprem/rack-1  10.0.0.7:8080")
+    });
+    watch.line_where("the tree with edge/two", |l| is_root(l, " 2 members"));
+    watch.line_where("edge/two's endpoints on cloud", |l| {
+        l.ends_with("cloud/cloud-a  10.1.0.9:8443")
+    });
+    watch.line_where("the tree without edge/one", |l| is_root(l, " 1 member"));
+    let from = watch.seen.len();
+    watch.line_where("edge/two's endpoints again", |l| {
+        l.ends_with("cloud/cloud-a  10.1.0.9:8443")
+    });
+    let last_tree = &watch.seen[from..];
+    assert!(
+        last_tree
+            .iter()
+            .all(|l| !l.contains("edge/one") && !l.contains("10.0.0.7")),
+        "edge/one and what only it reached are gone: {last_tree:?}"
+    );
+    assert!(
+        last_tree.iter().any(|l| l.contains("Listener edge/two")),
+        "{last_tree:?}"
     );
 }

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use cli_fixture::{
     CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, xdsfed,
 };
-use common::resources::endpoints;
+use common::resources::{cluster_collection, endpoints, locator};
 use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
 
@@ -288,4 +288,94 @@ fn watch_collection_of_an_unknown_authority_exits_2() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("elsewhere.example"), "{stderr}");
+}
+
+/// `--graph` with a cluster list collection: each member cluster is a root,
+/// drawn under the collection with its endpoints, each from its own
+/// authority; in JSON, the collection is a resource with an edge to each
+/// member.
+#[test]
+fn watch_graph_of_a_cluster_list_collection_draws_each_member_with_its_endpoints() {
+    let fx = Fixture::start();
+    let pool = "xdstp://cloud.example/envoy.config.cluster.v3.ClusterCollection/pool";
+    let (web, api) = (cluster_name(CLOUD, "web"), cluster_name(ONPREM, "api"));
+    fx.testbed
+        .server("cloud")
+        .unwrap()
+        .set_resource(pool, cluster_collection(vec![locator(&web), locator(&api)]))
+        .unwrap();
+    let args = [
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--graph",
+        "--collection",
+        "cluster",
+        pool,
+    ];
+    let mut watch = Running::spawn(&args);
+    watch.line_where("the collection", |l| {
+        l == "Collection pool · cloud.example · 2 members"
+    });
+    // Members in name order: cloud.example's, then onprem.example's.
+    watch.line_where("web's endpoint", |l| l.ends_with("127.0.0.1:8080"));
+    watch.line_where("api's endpoint", |l| l.ends_with("127.0.0.1:9090"));
+
+    let mut args = args.to_vec();
+    args.push("--json");
+    let mut json = Running::spawn(&args);
+    let line = json.line_where("a snapshot", |l| l.contains(r#""event":"snapshot""#));
+    let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let edges = event["snapshot"]["edges"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for member in [&web, &api] {
+        assert!(
+            edges
+                .iter()
+                .any(|e| e["from"] == pool && e["to"] == member.as_str()),
+            "an edge from the collection to {member}: {edges:?}"
+        );
+    }
+}
+
+/// `--graph` follows listener and cluster collections only, and needs
+/// `--collection`.
+#[test]
+fn watch_graph_refuses_other_kinds_and_needs_a_collection() {
+    let fx = Fixture::start();
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--graph",
+        "--collection",
+        "endpoint",
+        "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/pool/*",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("listener and cluster collections"),
+        "{stderr}"
+    );
+    let output = xdsfed(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--graph",
+        "--listener",
+        "xdstp://cloud.example/envoy.config.listener.v3.Listener/front",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--graph goes with --collection"),
+        "{stderr}"
+    );
 }

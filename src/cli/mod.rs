@@ -43,7 +43,8 @@ pub(crate) enum Command {
         xdsfed watch --bootstrap b.yaml --listener LISTENER\n  \
         xdsfed watch --bootstrap b.yaml --resource cluster CLUSTER --json\n  \
         xdsfed watch --bootstrap b.yaml --wildcard cluster --admin 127.0.0.1:9901\n  \
-        xdsfed watch --bootstrap b.yaml --collection cluster COLLECTION\n\n\
+        xdsfed watch --bootstrap b.yaml --collection cluster COLLECTION\n  \
+        xdsfed watch --bootstrap b.yaml --collection listener COLLECTION --graph\n\n\
         Exit codes: 0 on Ctrl-C, 1 when the client stops, 2 for bad input.")]
     Watch(watch::Args),
     /// Subscribe, wait until everything is received (or --timeout), print

@@ -7,10 +7,13 @@
 //! (listener → route configuration → cluster → endpoints, aggregate →
 //! leaf), so they always agree.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::json;
-use xdsfed::graph::{ClusterEndpoints, RouteBinding, RouteConfigSnapshot, Snapshot, Versioned};
+use xdsfed::graph::{
+    ClusterEndpoints, CollectionSnapshot, ResourceKind, RouteBinding, RouteConfigSnapshot,
+    Snapshot, Versioned,
+};
 
 use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
 
@@ -55,6 +58,11 @@ impl Model {
             ok: snapshot.is_ok(),
             ..Model::default()
         };
+        // Members of a collection hang under their collection, not at the top.
+        let members: HashSet<&str> = snapshot
+            .collections()
+            .flat_map(|c| c.members().map(|m| &**m))
+            .collect();
         for listener in snapshot.listeners() {
             let id = model.node(
                 "Listener",
@@ -62,7 +70,9 @@ impl Model {
                 listener.listener.as_ref(),
                 listener.error.as_ref().map(ToString::to_string),
             );
-            model.roots.push(id);
+            if !members.contains(&*listener.name) {
+                model.roots.push(id);
+            }
             for binding in &listener.routes {
                 let rc = match binding {
                     RouteBinding::Rds(name) => snapshot.route_config(name).cloned(),
@@ -74,7 +84,27 @@ impl Model {
                 }
             }
         }
+        for collection in snapshot.collections() {
+            model.collection(snapshot, collection);
+        }
         model
+    }
+
+    /// A collection root (xDS TP1) and an edge to each member.
+    fn collection(&mut self, snapshot: &Snapshot, collection: &CollectionSnapshot) {
+        let error = collection.error.as_ref().map(ToString::to_string);
+        self.ok &= error.is_none();
+        let id = self.bare("Collection", &collection.name, error);
+        self.roots.push(id);
+        for member in collection.members() {
+            let to = match collection.kind {
+                ResourceKind::Cluster => Some(self.cluster(snapshot, member, 0)),
+                _ => self.index.get(&("Listener", member.to_string())).copied(),
+            };
+            if let Some(to) = to {
+                self.edge(id, to, None);
+            }
+        }
     }
 
     fn route_config(&mut self, snapshot: &Snapshot, rc: &RouteConfigSnapshot) -> usize {
@@ -215,14 +245,18 @@ impl Model {
         if let Some(a) = &node.authority {
             line.push_str(&format!(" · {a}"));
         }
+        let children: Vec<&Edge> = self.children(id).collect();
         match &node.version {
             Some(v) => line.push_str(&format!(" · {}", short_version(v))),
+            None if node.kind == "Collection" => {
+                let n = children.len();
+                line.push_str(&format!(" · {n} member{}", if n == 1 { "" } else { "s" }));
+            }
             None if node.error.is_none() => line.push_str(" · (none)"),
             None => {}
         }
         out.push_str(&line);
         out.push('\n');
-        let children: Vec<&Edge> = self.children(id).collect();
         let mut notes: Vec<String> = Vec::new();
         if let Some(e) = &node.error {
             notes.push(format!("✗ {e}"));

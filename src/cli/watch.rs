@@ -56,6 +56,12 @@ pub(crate) struct Args {
     /// xdstp://cloud.example/envoy.config.cluster.v3.ClusterCollection/foo).
     #[arg(long, num_args = 2, value_names = ["TYPE", "NAME"], group = "TargetArgs")]
     collection: Option<Vec<String>>,
+    /// With --collection listener|cluster: follow the collection's members
+    /// as roots of the resource graph (as Envoy's lds_resources_locator and
+    /// cds_resources_locator do) and print the snapshot's tree each time it
+    /// changes, instead of one line per member event.
+    #[arg(long)]
+    graph: bool,
     /// One JSON object per line instead of text.
     #[arg(long)]
     json: bool,
@@ -75,6 +81,12 @@ enum Watched {
 
 impl Watched {
     fn of(args: &Args) -> Result<Self, CliError> {
+        if args.graph && args.collection.is_none() {
+            return Err(
+                CliError::bad_input("--graph goes with --collection TYPE NAME")
+                    .hint("--listener NAME follows one listener's graph without it"),
+            );
+        }
         match &args.collection {
             Some(pair) => CollectionTarget::from_flag(pair).map(Self::Collection),
             None => args.target.target().map(Self::Target),
@@ -101,7 +113,14 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
             Some(addr) => Some(start_admin(&client, addr, &target, json).await?),
             None => None,
         };
-        let watching = follow(&client, &target, json);
+        let watching = async {
+            match &target {
+                Watched::Collection(collection) if args.graph => {
+                    follow_collection_graph(&client, collection, json).await
+                }
+                _ => follow(&client, &target, json).await,
+            }
+        };
         tokio::select! {
             result = watching => result,
             // Without a signal handler, run until killed.
@@ -186,7 +205,59 @@ async fn follow_graph(client: &XdsClient, name: &str, json: bool) -> Result<(), 
     let _root = client
         .watch::<ListenerType>(name)
         .map_err(|e| watch_error(name, &e))?;
-    let mut graph = ConfigGraph::builder(client.clone()).listener(name).start();
+    let graph = ConfigGraph::builder(client.clone()).listener(name).start();
+    follow_snapshots(client, graph, json).await
+}
+
+/// `--collection TYPE NAME --graph`: the collection's members are the
+/// graph's roots.
+async fn follow_collection_graph(
+    client: &XdsClient,
+    collection: &CollectionTarget,
+    json: bool,
+) -> Result<(), CliError> {
+    let name = collection.name.as_str();
+    let builder = ConfigGraph::builder(client.clone());
+    // Opening the collection once refuses a bad name or authority up front
+    // (exit 2) rather than as a failed root in the snapshot.
+    let (builder, check) = match (collection.kind, collection.shape) {
+        (TypeArg::Listener, shape) => (
+            builder.listener_collection(name),
+            open_collection::<ListenerType>(client, name, shape).map(drop),
+        ),
+        (TypeArg::Cluster, shape) => (
+            builder.cluster_collection(name),
+            open_collection::<ClusterType>(client, name, shape).map(drop),
+        ),
+        (kind, _) => {
+            return Err(CliError::bad_input(format!(
+                "--graph follows listener and cluster collections, not {kind}"
+            ))
+            .hint("drop --graph to see the collection's members one event at a time"));
+        }
+    };
+    check.map_err(|e| watch_error(name, &e))?;
+    follow_snapshots(client, builder.start(), json).await
+}
+
+fn open_collection<T: Describe>(
+    client: &XdsClient,
+    name: &str,
+    shape: CollectionShape,
+) -> Result<xdsfed::core::watch::CollectionWatch<T>, xdsfed::core::client::WatchError> {
+    match shape {
+        CollectionShape::Glob => client.watch_collection::<T>(name),
+        CollectionShape::List => client.watch_list_collection::<T>(name),
+    }
+}
+
+/// Prints the graph's first snapshot and every later one, as trees (or
+/// JSON), until the graph stops.
+async fn follow_snapshots(
+    client: &XdsClient,
+    mut graph: ConfigGraph,
+    json: bool,
+) -> Result<(), CliError> {
     let mut progress = Some(Progress::start(client, "waiting for the graph"));
     let mut next = graph.ready().await;
     loop {
@@ -376,11 +447,8 @@ async fn follow_collection<T: Describe>(
     json: bool,
 ) -> Result<(), CliError> {
     let name = collection.name.as_str();
-    let watching = match collection.shape {
-        CollectionShape::Glob => client.watch_collection::<T>(name),
-        CollectionShape::List => client.watch_list_collection::<T>(name),
-    };
-    let mut watch = watching.map_err(|e| watch_error(name, &e))?;
+    let mut watch =
+        open_collection::<T>(client, name, collection.shape).map_err(|e| watch_error(name, &e))?;
     let key = watch.key().name.clone();
     let mut progress = Some(Progress::start(client, "waiting for the collection"));
     while let Some(event) = watch.next().await {
