@@ -3,9 +3,9 @@
 //! one row per server connection with gRFC A78's counters.
 
 use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::status::ClientStatus;
+use xdsfed::core::status::{ClientStatus, ResourceStatusEntry, SourceStatus};
 
-use super::target::{short_version, type_short};
+use super::target::{short_name, short_version, type_short};
 
 /// The status table, ending with a newline.
 pub(crate) fn status_table(status: &ClientStatus) -> String {
@@ -23,7 +23,7 @@ pub(crate) fn status_table(status: &ClientStatus) -> String {
             type_short(&r.type_url).to_owned(),
             r.name.clone(),
             r.version.as_deref().map_or("-", short_version).to_owned(),
-            server_uri(&r.server).to_owned(),
+            server_cell(r),
         ]);
         errors.push(r.error.as_ref().map(|e| match &r.failed_version {
             Some(v) => format!("rejected version {}: {e}", short_version(v)),
@@ -53,6 +53,19 @@ pub(crate) fn status_table(status: &ClientStatus) -> String {
     out.push('\n');
     out.push_str(&columns(&servers, &vec![None; servers.len()]));
     out
+}
+
+/// The server that sent the copy (the subscription's server before one
+/// arrived), and how the copy arrived when not straight from the name's
+/// own authority's first server.
+fn server_cell(r: &ResourceStatusEntry) -> String {
+    match &r.source {
+        Some(source) => match arrival(source) {
+            Some(why) => format!("{} ({why})", server_uri(&source.server)),
+            None => server_uri(&source.server).to_owned(),
+        },
+        None => server_uri(&r.server).to_owned(),
+    }
 }
 
 /// Left-aligned columns two spaces apart; each row may carry a note
@@ -100,6 +113,33 @@ pub(crate) fn server_uri(server: &str) -> &str {
     server.split(" (").next().unwrap_or(server)
 }
 
+/// How a copy arrived when not straight from its own authority's first
+/// server (`fallback server`, `#alt NAME`, `redirected to NAME`); `None`
+/// for one that did.
+pub(crate) fn arrival(source: &SourceStatus) -> Option<String> {
+    let fetched_as = source.fetched_as.as_deref().map(short_name);
+    let mut why = Vec::new();
+    if source.redirected {
+        why.push(format!(
+            "redirected to {}",
+            fetched_as.as_deref().unwrap_or("?")
+        ));
+    }
+    if source.alt {
+        why.push(format!("#alt {}", fetched_as.as_deref().unwrap_or("?")));
+    }
+    if source.fallback {
+        why.push("fallback server".to_owned());
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
+/// `via SERVER (why)` for a copy that did not come straight from its own
+/// authority's first server; `None` for one that did.
+pub(crate) fn origin(source: &SourceStatus) -> Option<String> {
+    arrival(source).map(|why| format!("via {} ({why})", server_uri(&source.server)))
+}
+
 /// What is wrong in a dump, one line per problem: anything not ACKED.
 pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
     status
@@ -123,7 +163,7 @@ pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xdsfed::core::status::{ResourceStatusEntry, ServerStatus};
+    use xdsfed::core::status::ServerStatus;
 
     #[test]
     fn table_lists_resources_with_errors_under_them_and_servers() {
@@ -164,5 +204,47 @@ mod tests {
         );
         assert!(table.contains("127.0.0.1:1 (insecure)  yes"), "{table}");
         assert_eq!(problems(&status).len(), 1);
+    }
+
+    /// The SERVER column names the server that sent the copy and, when it
+    /// was not the name's own first server, how the copy arrived.
+    #[test]
+    fn server_column_says_who_sent_the_copy_and_how() {
+        let entry = |source: Option<SourceStatus>| ResourceStatusEntry {
+            type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),
+            name: "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/one".into(),
+            authority: Some("cloud.example".into()),
+            server: "127.0.0.1:1 (insecure)".into(),
+            version: Some("0123456789abcdef".into()),
+            status: ResourceStatus::Acked,
+            last_updated_unix_ms: None,
+            error: None,
+            failed_version: None,
+            cached: true,
+            source,
+        };
+        let source = |server: &str, fallback: bool, redirected: bool| SourceStatus {
+            server: format!("{server} (insecure)"),
+            authority: Some("onprem.example".into()),
+            fetched_as: redirected.then(|| {
+                "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/payments".to_owned()
+            }),
+            fallback,
+            alt: false,
+            redirected,
+        };
+        assert_eq!(server_cell(&entry(None)), "127.0.0.1:1");
+        assert_eq!(
+            server_cell(&entry(Some(source("127.0.0.1:1", false, false)))),
+            "127.0.0.1:1"
+        );
+        assert_eq!(
+            server_cell(&entry(Some(source("127.0.0.1:2", true, false)))),
+            "127.0.0.1:2 (fallback server)"
+        );
+        assert_eq!(
+            server_cell(&entry(Some(source("127.0.0.1:3", false, true)))),
+            "127.0.0.1:3 (redirected to onprem.example/payments)"
+        );
     }
 }

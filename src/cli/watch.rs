@@ -35,7 +35,7 @@ use xdsfed::policy::PolicyType;
 
 use super::progress::Progress;
 use super::render::Model;
-use super::table::server_uri;
+use super::table::origin;
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
     build_client, load_bootstrap, short_name, short_version, watch_error,
@@ -376,26 +376,6 @@ fn text_line(
         text.push_str(&detail);
     }
     text
-}
-
-/// `via SERVER (why)` for a copy that did not come straight from its own
-/// authority's first server; `None` for one that did.
-fn origin(source: &SourceStatus) -> Option<String> {
-    let fetched_as = source.fetched_as.as_deref().map(short_name);
-    let mut why = Vec::new();
-    if source.redirected {
-        why.push(format!(
-            "redirected to {}",
-            fetched_as.as_deref().unwrap_or("?")
-        ));
-    }
-    if source.alt {
-        why.push(format!("#alt {}", fetched_as.as_deref().unwrap_or("?")));
-    }
-    if source.fallback {
-        why.push("fallback server".to_owned());
-    }
-    (!why.is_empty()).then(|| format!("via {} ({})", server_uri(&source.server), why.join(", ")))
 }
 
 /// `text` with every `xdstp://AUTHORITY/<type>/ID` of the line's own type
