@@ -4,7 +4,7 @@
 mod cli_fixture;
 mod common;
 
-use cli_fixture::{CLOUD, Fixture, ONPREM, xdsfed};
+use cli_fixture::{CLOUD, Fixture, ONPREM, refused, xdsfed};
 
 #[test]
 fn check_prints_authorities_servers_and_shared_streams() {
@@ -51,11 +51,7 @@ fn bad_bootstrap_names_the_field_and_exits_2() {
         "bad.json",
         r#"{"xds_servers": [{"server_uri": "127.0.0.1:1"}], "node": {"id": "n"}}"#,
     );
-    let output = xdsfed(&["bootstrap", "check", bad.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&["bootstrap", "check", bad.to_str().unwrap()]);
     assert!(stderr.contains("xds_servers[0].channel_creds"), "{stderr}");
     assert!(stderr.contains("hint:"), "{stderr}");
     assert!(
@@ -66,11 +62,7 @@ fn bad_bootstrap_names_the_field_and_exits_2() {
 
 #[test]
 fn missing_bootstrap_file_exits_2_with_its_path() {
-    let output = xdsfed(&["bootstrap", "check", "/nonexistent/bootstrap.yaml"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&["bootstrap", "check", "/nonexistent/bootstrap.yaml"]);
     assert!(stderr.contains("/nonexistent/bootstrap.yaml"), "{stderr}");
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::io::{Read, Write};
 
 use cli_fixture::{
-    CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, xdsfed,
+    CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, refused,
 };
 use common::resources::{cluster_collection, endpoints, locator};
 use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
@@ -181,28 +181,21 @@ fn admin_serves_csds_and_a78_metrics_of_the_running_client() {
 fn watch_with_a_bad_bootstrap_names_the_field_and_exits_2() {
     let fx = Fixture::start();
     let bad = fx.write("bad.json", r#"{"xds_servers": [], "node": {"id": "n"}}"#);
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         bad.to_str().unwrap(),
         "--wildcard",
         "listener",
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    ]);
     assert!(stderr.contains("xds_servers"), "{stderr}");
 }
 
 #[test]
 fn watch_needs_exactly_one_target() {
     let fx = Fixture::start();
-    let output = xdsfed(&["watch", "--bootstrap", fx.bootstrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let output = xdsfed(&[
+    refused(&["watch", "--bootstrap", fx.bootstrap()]);
+    refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
@@ -210,11 +203,8 @@ fn watch_needs_exactly_one_target() {
         "a",
         "--wildcard",
         "cluster",
-    ])
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let output = xdsfed(&[
+    ]);
+    refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
@@ -223,10 +213,7 @@ fn watch_needs_exactly_one_target() {
         "--collection",
         "cluster",
         "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/*",
-    ])
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    ]);
 }
 
 /// `--collection` takes a glob (`…/*`) or a list collection
@@ -234,18 +221,14 @@ fn watch_needs_exactly_one_target() {
 #[test]
 fn watch_collection_refuses_a_name_that_is_no_collection() {
     let fx = Fixture::start();
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
         "--collection",
         "cluster",
         &cluster_name(CLOUD, "web"),
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    ]);
     assert!(
         stderr.contains("neither a glob collection nor a list collection"),
         "{stderr}"
@@ -255,18 +238,14 @@ fn watch_collection_refuses_a_name_that_is_no_collection() {
         "{stderr}"
     );
 
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
         "--collection",
         "endpoint",
         "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignmentCollection/foo",
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    ]);
     assert!(stderr.contains("listener and cluster only"), "{stderr}");
 }
 
@@ -275,18 +254,14 @@ fn watch_collection_refuses_a_name_that_is_no_collection() {
 #[test]
 fn watch_collection_of_an_unknown_authority_exits_2() {
     let fx = Fixture::start();
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
         "--collection",
         "cluster",
         "xdstp://elsewhere.example/envoy.config.cluster.v3.Cluster/pool/*",
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    ]);
     assert!(stderr.contains("elsewhere.example"), "{stderr}");
 }
 
@@ -345,7 +320,7 @@ fn watch_graph_of_a_cluster_list_collection_draws_each_member_with_its_endpoints
 #[test]
 fn watch_graph_refuses_other_kinds_and_needs_a_collection() {
     let fx = Fixture::start();
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
@@ -353,27 +328,19 @@ fn watch_graph_refuses_other_kinds_and_needs_a_collection() {
         "--collection",
         "endpoint",
         "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/pool/*",
-    ])
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    ]);
     assert!(
         stderr.contains("listener and cluster collections"),
         "{stderr}"
     );
-    let output = xdsfed(&[
+    let stderr = refused(&[
         "watch",
         "--bootstrap",
         fx.bootstrap(),
         "--graph",
         "--listener",
         "xdstp://cloud.example/envoy.config.listener.v3.Listener/front",
-    ])
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    ]);
     assert!(
         stderr.contains("--graph goes with --collection"),
         "{stderr}"

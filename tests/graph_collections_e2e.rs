@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::resources::{
     CDS, LDS, api_listener, cluster, cluster_collection, endpoints, inline, locator, route_config,
 };
-use common::{PATIENCE, bootstrap_json, fast_transport};
+use common::{bootstrap_json, fast_transport, snapshot_where, summary};
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphOptions, Snapshot};
@@ -106,60 +106,6 @@ impl Fixture {
             .options(GraphOptions::default().with_warming_timeout(Duration::from_secs(60)));
         build(builder).start()
     }
-}
-
-/// The first snapshot (current or next) that satisfies `f`.
-async fn snapshot_where(
-    graph: &mut ConfigGraph,
-    what: &str,
-    f: impl Fn(&Snapshot) -> bool,
-) -> Arc<Snapshot> {
-    let wait = async {
-        if let Some(s) = graph.load().filter(|s| f(s)) {
-            return s;
-        }
-        loop {
-            let s = graph.changed().await.expect("the graph's task runs");
-            if f(&s) {
-                return s;
-            }
-        }
-    };
-    match tokio::time::timeout(PATIENCE, wait).await {
-        Ok(s) => s,
-        Err(_) => panic!(
-            "no snapshot where {what} within {PATIENCE:?}; last: {}",
-            graph.load().map(|s| summary(&s)).unwrap_or_default()
-        ),
-    }
-}
-
-/// Names and errors only: a whole snapshot is too long to read in a panic.
-fn summary(s: &Snapshot) -> String {
-    let listeners: Vec<String> = s
-        .listeners()
-        .map(|l| format!("{} {:?}", l.name, l.error))
-        .collect();
-    let routes: Vec<&str> = s.route_configs().map(|r| &*r.name).collect();
-    let clusters: Vec<String> = s
-        .clusters()
-        .map(|c| format!("{} {:?}", c.name, c.error))
-        .collect();
-    let collections: Vec<String> = s
-        .collections()
-        .map(|c| {
-            format!(
-                "{} {:?} {:?}",
-                c.name,
-                c.members().collect::<Vec<_>>(),
-                c.error
-            )
-        })
-        .collect();
-    format!(
-        "generation {}\nlisteners {listeners:#?}\nroutes {routes:#?}\nclusters {clusters:#?}\ncollections {collections:#?}",
-        s.generation()
-    )
 }
 
 fn members(s: &Snapshot, collection: &str) -> Vec<String> {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::resources::{CDS, EDS, api_listener, cluster, endpoints, route_config};
-use common::{PATIENCE, bootstrap_json, eventually, fast_transport};
+use common::{PATIENCE, bootstrap_json, eventually, fast_transport, snapshot_where};
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{
@@ -135,32 +135,6 @@ async fn fixture() -> Fixture {
     fixture.set_cluster(a, a, "legacy", 8003);
     fixture.set_cluster(b, b, "api", 8004);
     fixture
-}
-
-/// The first snapshot (current or next) that satisfies `f`.
-async fn snapshot_where(
-    graph: &mut ConfigGraph,
-    what: &str,
-    f: impl Fn(&Snapshot) -> bool,
-) -> Arc<Snapshot> {
-    let wait = async {
-        if let Some(s) = graph.load().filter(|s| f(s)) {
-            return s;
-        }
-        loop {
-            let s = graph.changed().await.expect("the graph's task runs");
-            if f(&s) {
-                return s;
-            }
-        }
-    };
-    match tokio::time::timeout(PATIENCE, wait).await {
-        Ok(s) => s,
-        Err(_) => panic!(
-            "no snapshot where {what} within {PATIENCE:?}; last: {:#?}",
-            graph.load()
-        ),
-    }
 }
 
 fn cluster_of<'s>(s: &'s Snapshot, authority: &str, id: &str) -> &'s Arc<ClusterSnapshot> {

@@ -161,6 +161,15 @@ pub fn closed_port() -> u16 {
 }
 
 /// `xdsfed` with `args`, run to completion with a bound on its run time.
+/// Runs `xdsfed ARGS`, which must refuse them as bad input (exit 2), and
+/// returns what it printed on stderr.
+pub fn refused(args: &[&str]) -> String {
+    let output = xdsfed(args).output().expect("the xdsfed binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    stderr
+}
+
 pub fn xdsfed(args: &[&str]) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("xdsfed").expect("the xdsfed binary");
     cmd.args(args)

@@ -7,11 +7,13 @@ pub mod resources;
 
 use std::time::Duration;
 
+use std::sync::Arc;
 use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::types::ResourceType;
 use xdsfed::core::watch::{Watch, WatchEvent};
+use xdsfed::graph::{ConfigGraph, Snapshot};
 
 /// Long enough for loopback on a loaded 2-core CI machine; tests never
 /// assert on timings, they only bound how long a failure takes to show.
@@ -153,4 +155,58 @@ pub async fn changed_until<T: ResourceType>(
             return r;
         }
     }
+}
+
+/// The first snapshot (current or next) that satisfies `f`.
+pub async fn snapshot_where(
+    graph: &mut ConfigGraph,
+    what: &str,
+    f: impl Fn(&Snapshot) -> bool,
+) -> Arc<Snapshot> {
+    let wait = async {
+        if let Some(s) = graph.load().filter(|s| f(s)) {
+            return s;
+        }
+        loop {
+            let s = graph.changed().await.expect("the graph's task runs");
+            if f(&s) {
+                return s;
+            }
+        }
+    };
+    match tokio::time::timeout(PATIENCE, wait).await {
+        Ok(s) => s,
+        Err(_) => panic!(
+            "no snapshot where {what} within {PATIENCE:?}; last: {}",
+            graph.load().map(|s| summary(&s)).unwrap_or_default()
+        ),
+    }
+}
+
+/// Names and errors only: a whole snapshot is too long to read in a panic.
+pub fn summary(s: &Snapshot) -> String {
+    let listeners: Vec<String> = s
+        .listeners()
+        .map(|l| format!("{} {:?}", l.name, l.error))
+        .collect();
+    let routes: Vec<&str> = s.route_configs().map(|r| &*r.name).collect();
+    let clusters: Vec<String> = s
+        .clusters()
+        .map(|c| format!("{} {:?}", c.name, c.error))
+        .collect();
+    let collections: Vec<String> = s
+        .collections()
+        .map(|c| {
+            format!(
+                "{} {:?} {:?}",
+                c.name,
+                c.members().collect::<Vec<_>>(),
+                c.error
+            )
+        })
+        .collect();
+    format!(
+        "generation {}\nlisteners {listeners:#?}\nroutes {routes:#?}\nclusters {clusters:#?}\ncollections {collections:#?}",
+        s.generation()
+    )
 }
