@@ -23,7 +23,11 @@
 mod delta;
 mod sotw;
 
-use std::{collections::BTreeMap, pin::Pin, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    pin::Pin,
+    sync::Arc,
+};
 
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
@@ -130,7 +134,7 @@ impl AggregatedDiscoveryService for Ads {
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
         let ctx = self.open(Variant::Sotw)?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
-        tokio::spawn(sotw::run(ctx, request.into_inner(), tx));
+        tokio::spawn(serve::<sotw::Sotw>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -140,7 +144,7 @@ impl AggregatedDiscoveryService for Ads {
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
         let ctx = self.open(Variant::Delta)?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
-        tokio::spawn(delta::run(ctx, request.into_inner(), tx));
+        tokio::spawn(serve::<delta::Delta>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 }
@@ -349,6 +353,61 @@ pub(crate) async fn send<T: Clone>(
 
 /// Ends a stream: sends the closing status if there is one and takes the
 /// stream out of the recorder and the tracker.
+/// What makes the SotW and delta streams differ: their messages, what a
+/// stream remembers per type, and how it answers a request or a change of
+/// the store or the faults. The loop around them is [`serve`].
+pub(crate) trait Protocol {
+    type Request: Send + 'static;
+    type Response: Send + 'static;
+    type TypeState: Default + Send;
+
+    /// Answers one request of the client.
+    fn on_request(
+        ctx: &mut StreamCtx,
+        types: &mut HashMap<String, Self::TypeState>,
+        request: Self::Request,
+        tx: &mpsc::Sender<Result<Self::Response, Status>>,
+    ) -> impl Future<Output = Result<(), End>> + Send;
+
+    /// Sends each type what changed; `everything` re-evaluates every type
+    /// from scratch (the faults changed).
+    fn push_all(
+        ctx: &mut StreamCtx,
+        types: &mut HashMap<String, Self::TypeState>,
+        tx: &mpsc::Sender<Result<Self::Response, Status>>,
+        everything: bool,
+    ) -> impl Future<Output = Result<(), End>> + Send;
+}
+
+/// Runs one ADS stream until it ends: requests, store changes and fault
+/// changes, then the stream's end in the recorder and the tracker.
+pub(crate) async fn serve<P: Protocol>(
+    mut ctx: StreamCtx,
+    mut inbound: Streaming<P::Request>,
+    tx: mpsc::Sender<Result<P::Response, Status>>,
+) {
+    let mut types: HashMap<String, P::TypeState> = HashMap::new();
+    let end = loop {
+        // Biased: a change made before a request was sent is handled before
+        // that request, so a test's fence request is answered after the push.
+        let step = tokio::select! {
+            biased;
+            () = stopped(&mut ctx.shutdown) => Err(End::stopping()),
+            _ = ctx.faults_changed.changed() => P::push_all(&mut ctx, &mut types, &tx, true).await,
+            _ = ctx.store_changed.changed() => P::push_all(&mut ctx, &mut types, &tx, false).await,
+            message = inbound.message() => match message {
+                Ok(Some(request)) => P::on_request(&mut ctx, &mut types, request, &tx).await,
+                Ok(None) => Err(End::ClientClosed),
+                Err(status) => Err(End::ClientFailed(status)),
+            },
+        };
+        if let Err(end) = step {
+            break end;
+        }
+    };
+    finish(ctx, tx, end).await;
+}
+
 pub(crate) async fn finish<T>(ctx: StreamCtx, tx: mpsc::Sender<Result<T, Status>>, end: End) {
     let why = match end {
         End::Status(status) => {

@@ -22,15 +22,15 @@ use std::collections::HashMap;
 
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use tokio::sync::mpsc;
-use tonic::{Status, Streaming};
+use tonic::Status;
 
-use super::{End, StreamCtx, finish, node_id, on_the_wire, plain_selection, select, send, stopped};
+use super::{End, Protocol, StreamCtx, node_id, on_the_wire, plain_selection, select, send};
 use crate::{recording::Message, subscription::Subscription, version};
 
 type Tx = mpsc::Sender<Result<DiscoveryResponse, Status>>;
 
 #[derive(Debug, Default)]
-struct TypeState {
+pub(super) struct TypeState {
     sub: Subscription,
     /// The nonce of the latest response of this type.
     last_nonce: Option<String>,
@@ -42,27 +42,31 @@ struct TypeState {
     seen_revision: Option<u64>,
 }
 
-pub(super) async fn run(mut ctx: StreamCtx, mut inbound: Streaming<DiscoveryRequest>, tx: Tx) {
-    let mut types: HashMap<String, TypeState> = HashMap::new();
-    let end = loop {
-        // Biased: a change made before a request was sent is handled before
-        // that request, so a test's fence request is answered after the push.
-        let step = tokio::select! {
-            biased;
-            () = stopped(&mut ctx.shutdown) => Err(End::stopping()),
-            _ = ctx.faults_changed.changed() => push_all(&mut ctx, &mut types, &tx, true).await,
-            _ = ctx.store_changed.changed() => push_all(&mut ctx, &mut types, &tx, false).await,
-            message = inbound.message() => match message {
-                Ok(Some(request)) => on_request(&mut ctx, &mut types, request, &tx).await,
-                Ok(None) => Err(End::ClientClosed),
-                Err(status) => Err(End::ClientFailed(status)),
-            },
-        };
-        if let Err(end) = step {
-            break end;
-        }
-    };
-    finish(ctx, tx, end).await;
+/// The state-of-the-world variant, run by [`super::serve`].
+pub(super) struct Sotw;
+
+impl Protocol for Sotw {
+    type Request = DiscoveryRequest;
+    type Response = DiscoveryResponse;
+    type TypeState = TypeState;
+
+    fn on_request(
+        ctx: &mut StreamCtx,
+        types: &mut HashMap<String, TypeState>,
+        request: DiscoveryRequest,
+        tx: &Tx,
+    ) -> impl Future<Output = Result<(), End>> + Send {
+        on_request(ctx, types, request, tx)
+    }
+
+    fn push_all(
+        ctx: &mut StreamCtx,
+        types: &mut HashMap<String, TypeState>,
+        tx: &Tx,
+        everything: bool,
+    ) -> impl Future<Output = Result<(), End>> + Send {
+        push_all(ctx, types, tx, everything)
+    }
 }
 
 async fn on_request(
