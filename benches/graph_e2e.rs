@@ -22,35 +22,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::cluster::v3::cluster::{
-    ClusterDiscoveryType, DiscoveryType, EdsClusterConfig,
-};
 use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
-use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
 use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
-use envoy_types::pb::envoy::config::core::v3::{
-    Address, AggregatedConfigSource, ConfigSource, SocketAddress,
-};
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
-use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints,
-};
-use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener};
-use envoy_types::pb::envoy::config::route::v3::route::Action;
-use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
-use envoy_types::pb::envoy::config::route::v3::route_match::PathSpecifier;
-use envoy_types::pb::envoy::config::route::v3::{
-    Route, RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
-};
-use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
-    HttpConnectionManager, Rds, http_connection_manager::RouteSpecifier,
-};
-use envoy_types::pb::google::protobuf::Any;
-use prost::Name;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphOptions, Snapshot};
-use xdsfed::testbed::{Message, Server, ServerSpec, Testbed};
+use xdsfed::testbed::{Message, Server, ServerSpec, Testbed, resources};
 
 const CLUSTERS: usize = 10_000;
 const ENDPOINTS: usize = 10;
@@ -82,102 +63,32 @@ fn endpoints_name(i: usize) -> String {
     format!("xdstp://{authority}/envoy.config.endpoint.v3.ClusterLoadAssignment/svc-{i}")
 }
 
-fn ads() -> ConfigSource {
-    ConfigSource {
-        config_source_specifier: Some(
-            ConfigSourceSpecifier::Ads(AggregatedConfigSource::default()),
-        ),
-        ..Default::default()
-    }
-}
-
-fn pack<M: prost::Message + Name>(m: &M) -> Any {
-    Any {
-        type_url: M::type_url(),
-        value: m.encode_to_vec(),
-    }
-}
-
 fn listener() -> Listener {
-    let hcm = HttpConnectionManager {
-        route_specifier: Some(RouteSpecifier::Rds(Rds {
-            route_config_name: ROUTE.into(),
-            config_source: Some(ads()),
-        })),
-        ..Default::default()
-    };
-    Listener {
-        name: LISTENER.into(),
-        api_listener: Some(ApiListener {
-            api_listener: Some(pack(&hcm)),
-        }),
-        ..Default::default()
-    }
+    resources::api_listener(LISTENER, ROUTE)
 }
 
 fn route_config() -> RouteConfiguration {
-    let routes = (0..CLUSTERS)
-        .map(|i| Route {
-            name: format!("r{i}"),
-            r#match: Some(RouteMatch {
-                path_specifier: Some(PathSpecifier::Prefix(format!("/svc-{i}/"))),
-                ..Default::default()
-            }),
-            action: Some(Action::Route(RouteAction {
-                cluster_specifier: Some(ClusterSpecifier::Cluster(cluster_name(i))),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
+    let routes: Vec<(String, String)> = (0..CLUSTERS)
+        .map(|i| (format!("/svc-{i}/"), cluster_name(i)))
         .collect();
-    RouteConfiguration {
-        name: ROUTE.into(),
-        virtual_hosts: vec![VirtualHost {
-            name: "all".into(),
-            domains: vec!["*".into()],
-            routes,
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+    let routes: Vec<(&str, &str)> = routes
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    resources::route_config(ROUTE, &routes)
 }
 
 fn cluster(i: usize) -> Cluster {
-    Cluster {
-        name: cluster_name(i),
-        cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
-        eds_cluster_config: Some(EdsClusterConfig {
-            eds_config: Some(ads()),
-            service_name: endpoints_name(i),
-        }),
-        ..Default::default()
-    }
+    resources::cluster(&cluster_name(i), &endpoints_name(i))
 }
 
+/// Cluster `i`'s endpoints: `ENDPOINTS` hosts, all on `port`.
 fn assignment(i: usize, port: u32) -> ClusterLoadAssignment {
-    let lb_endpoints = (0..ENDPOINTS)
-        .map(|e| LbEndpoint {
-            host_identifier: Some(HostIdentifier::Endpoint(Endpoint {
-                address: Some(Address {
-                    address: Some(AddressKind::SocketAddress(SocketAddress {
-                        address: format!("10.{}.{}.{}", i / 256 % 256, i % 256, e),
-                        port_specifier: Some(PortSpecifier::PortValue(port)),
-                        ..Default::default()
-                    })),
-                }),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
+    let hosts: Vec<String> = (0..ENDPOINTS)
+        .map(|e| format!("10.{}.{}.{}", i / 256 % 256, i % 256, e))
         .collect();
-    ClusterLoadAssignment {
-        cluster_name: endpoints_name(i),
-        endpoints: vec![LocalityLbEndpoints {
-            lb_endpoints,
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
+    let addrs: Vec<(&str, u32)> = hosts.iter().map(|h| (h.as_str(), port)).collect();
+    resources::endpoints(&endpoints_name(i), &addrs)
 }
 
 /// The port of cluster `i`'s first endpoint in `snapshot`.

@@ -49,6 +49,7 @@ mod ads;
 pub mod backend;
 pub mod faults;
 pub mod recording;
+pub mod resources;
 pub mod scenario;
 mod server;
 pub mod store;

@@ -7,23 +7,11 @@
 //! Endpoints point at the named backend when there is one, otherwise at
 //! distinct loopback ports from 20000 up that nothing listens on.
 
-use envoy_types::pb::envoy::config::{
-    cluster::v3::{
-        Cluster,
-        cluster::{ClusterDiscoveryType, DiscoveryType, EdsClusterConfig},
-    },
-    core::v3::{
-        Address, AggregatedConfigSource, ApiVersion, ConfigSource, SocketAddress,
-        address::Address as AddressKind, config_source::ConfigSourceSpecifier,
-        socket_address::PortSpecifier,
-    },
-    endpoint::v3::{
-        ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints,
-        lb_endpoint::HostIdentifier,
-    },
-};
+use envoy_types::pb::envoy::config::{cluster::v3::Cluster, endpoint::v3::ClusterLoadAssignment};
 use envoy_types::pb::google::protobuf::Any;
 use prost::Name;
+
+use crate::resources::{cluster, endpoints, pack};
 
 /// The first port of generated endpoints without a backend.
 const FIRST_PORT: u32 = 20_000;
@@ -38,23 +26,6 @@ pub(crate) struct Clusters {
     pub(crate) backend_port: Option<u16>,
 }
 
-fn pack<M: Name>(message: &M) -> Any {
-    Any {
-        type_url: M::type_url(),
-        value: message.encode_to_vec(),
-    }
-}
-
-fn socket(port: u32) -> Address {
-    Address {
-        address: Some(AddressKind::SocketAddress(SocketAddress {
-            address: "127.0.0.1".into(),
-            port_specifier: Some(PortSpecifier::PortValue(port)),
-            ..Default::default()
-        })),
-    }
-}
-
 /// The generated resources as `(name, resource)`: each cluster, then its endpoints.
 pub(crate) fn clusters(spec: &Clusters) -> Vec<(String, Any)> {
     let width = spec.count.saturating_sub(1).to_string().len().max(4);
@@ -67,44 +38,15 @@ pub(crate) fn clusters(spec: &Clusters) -> Vec<(String, Any)> {
             spec.authority,
             ClusterLoadAssignment::full_name()
         );
-        let cluster = Cluster {
-            name: cluster_name.clone(),
-            cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
-            eds_cluster_config: Some(EdsClusterConfig {
-                eds_config: Some(ConfigSource {
-                    resource_api_version: ApiVersion::V3 as i32,
-                    config_source_specifier: Some(ConfigSourceSpecifier::Ads(
-                        AggregatedConfigSource::default(),
-                    )),
-                    ..Default::default()
-                }),
-                service_name: cla_name.clone(),
-            }),
-            ..Default::default()
-        };
-        let lb_endpoints = (0..spec.endpoints_per_cluster)
-            .map(|e| {
-                let port = match spec.backend_port {
-                    Some(port) => u32::from(port),
-                    None => FIRST_PORT + (i * spec.endpoints_per_cluster + e) % 40_000,
-                };
-                LbEndpoint {
-                    host_identifier: Some(HostIdentifier::Endpoint(Endpoint {
-                        address: Some(socket(port)),
-                        ..Default::default()
-                    })),
-                    ..Default::default()
-                }
+        let ports: Vec<u32> = (0..spec.endpoints_per_cluster)
+            .map(|e| match spec.backend_port {
+                Some(port) => u32::from(port),
+                None => FIRST_PORT + (i * spec.endpoints_per_cluster + e) % 40_000,
             })
             .collect();
-        let cla = ClusterLoadAssignment {
-            cluster_name: cla_name.clone(),
-            endpoints: vec![LocalityLbEndpoints {
-                lb_endpoints,
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let addrs: Vec<(&str, u32)> = ports.iter().map(|p| ("127.0.0.1", *p)).collect();
+        let cluster = cluster(&cluster_name, &cla_name);
+        let cla = endpoints(&cla_name, &addrs);
         out.push((cluster_name, pack(&cluster)));
         out.push((cla_name, pack(&cla)));
     }
