@@ -1,6 +1,5 @@
 //! The `xdsfed` command.
 
-mod admin;
 mod cli;
 
 use std::process::ExitCode;

@@ -7,6 +7,8 @@
 
 use std::pin::Pin;
 
+use crate::core::client::XdsClient;
+use crate::core::status::ClientStatus;
 use envoy_types::pb::envoy::admin::v3::UpdateFailureState;
 use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig;
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_server::{
@@ -18,8 +20,6 @@ use envoy_types::pb::envoy::service::status::v3::{
 use envoy_types::pb::google::protobuf::Timestamp;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
-use xdsfed::core::client::XdsClient;
-use xdsfed::core::status::ClientStatus;
 
 /// The CSDS service of one client.
 #[derive(Debug, Clone)]

@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::status::{ClientStatus, ServerStatus};
+use crate::core::cache::ResourceStatus;
+use crate::core::status::{ClientStatus, ServerStatus};
 
 /// A per-server metric: name, type, help, and how to read it.
 type PerServer = (
@@ -127,7 +127,7 @@ fn escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xdsfed::core::status::ResourceStatusEntry;
+    use crate::core::status::ResourceStatusEntry;
 
     #[test]
     fn exposition_has_a78_names_and_labels() {

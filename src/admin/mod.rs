@@ -16,16 +16,26 @@ pub(crate) mod metrics;
 
 use std::net::SocketAddr;
 
+use crate::core::client::XdsClient;
 use axum::http::header::CONTENT_TYPE;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
-use xdsfed::core::client::XdsClient;
 
 /// Listens on `addr` and serves CSDS and `/metrics` for `client` until the
 /// returned task is aborted. `target` labels the metrics (`grpc_target`).
 /// Returns the bound address, which differs from `addr` when its port is 0.
-pub(crate) async fn serve(
+///
+/// ```no_run
+/// # async fn example(client: xdsfed::core::client::XdsClient) -> std::io::Result<()> {
+/// let addr = "127.0.0.1:0".parse().expect("a literal address");
+/// let (bound, task) = xdsfed::admin::serve(client, addr, "my-service".into()).await?;
+/// println!("CSDS and /metrics on {bound}");
+/// task.abort();
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve(
     client: XdsClient,
     addr: SocketAddr,
     target: String,

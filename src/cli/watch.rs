@@ -150,7 +150,7 @@ async fn start_admin(
     target: &Watched,
     json: bool,
 ) -> Result<AdminTask, CliError> {
-    let (bound, task) = crate::admin::serve(client.clone(), addr, target.label())
+    let (bound, task) = xdsfed::admin::serve(client.clone(), addr, target.label())
         .await
         .map_err(|e| {
             CliError::runtime(format!("cannot listen on {addr} for --admin"))

@@ -6,6 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use rustls::pki_types::{
+    CertificateDer, PrivateKeyDer,
+    pem::{self, PemObject},
+};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::TransportOptions;
@@ -162,7 +166,7 @@ fn check_certs(
     pem: &[u8],
 ) -> Result<(), TransportError> {
     let mut count = 0usize;
-    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+    for cert in CertificateDer::pem_slice_iter(pem) {
         cert.map_err(|e| bad_pem(uri, role, path, format!("is not valid PEM: {e}")))?;
         count += 1;
     }
@@ -173,19 +177,11 @@ fn check_certs(
 }
 
 fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
-    match rustls_pemfile::private_key(&mut &pem[..]) {
-        Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(bad_pem(
-            uri,
-            "private key",
-            path,
-            "holds no PEM private key",
-        )),
-        Err(e) => Err(bad_pem(
-            uri,
-            "private key",
-            path,
-            format!("is not valid PEM: {e}"),
-        )),
-    }
+    PrivateKeyDer::from_pem_slice(pem).map(drop).map_err(|e| {
+        let why = match e {
+            pem::Error::NoItemsFound => "holds no PEM private key".to_owned(),
+            e => format!("is not valid PEM: {e}"),
+        };
+        bad_pem(uri, "private key", path, why)
+    })
 }
