@@ -18,6 +18,10 @@
 //!
 //! Run: `cargo bench --bench graph_e2e`. Figures go to docs/performance.md.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 

@@ -1,6 +1,10 @@
 //! `xdsfed bootstrap check`: the authority table, shared streams, and
 //! exit code 2 naming the field of a bad bootstrap.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli_fixture;
 mod common;
 

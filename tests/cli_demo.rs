@@ -3,6 +3,10 @@
 //! redirect, prints the final tree
 //! and exits 0, on 80 columns.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use assert_cmd::Command;
 
 #[test]

@@ -1,6 +1,10 @@
 //! `xdsfed dump`: waits for the resources, prints the CSDS-style table or
 //! JSON, and exits non-zero when something is NACKED, missing or late.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli_fixture;
 mod common;
 

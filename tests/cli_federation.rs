@@ -5,6 +5,10 @@
 //! so the documented commands are the tested ones; each test then reads the
 //! watch's lines until the documented sequence has gone by.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli_fixture;
 mod common;
 

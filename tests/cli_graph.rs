@@ -1,6 +1,10 @@
 //! `xdsfed graph`: the dependency graph as a tree, Graphviz dot and
 //! Mermaid, grouped by authority.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli_fixture;
 mod common;
 

@@ -2,6 +2,10 @@
 //! listener as it changes, and the admin endpoint (CSDS over gRPC,
 //! Prometheus text on /metrics) of the running client.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod cli_fixture;
 mod common;
 

@@ -1,6 +1,10 @@
 //! How the client maps authorities onto servers and streams, against the
 //! testbed over loopback gRPC.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::BTreeSet;

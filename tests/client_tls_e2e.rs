@@ -1,5 +1,9 @@
 //! TLS and mTLS to management servers, with certificates made in the test.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::path::Path;

@@ -5,6 +5,10 @@
 //! and nothing is cached — every server of the authority failed (gRFC A57),
 //! or the does-not-exist timer fired — and left when the primary delivers.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::resources::cluster;

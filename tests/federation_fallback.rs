@@ -6,6 +6,10 @@
 //! `secondary`; each serves its own copy of every resource, told apart by
 //! the cluster's EDS service name.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;

@@ -3,6 +3,10 @@
 //! entries used as they are and addressable with `#entry=`, redirects of the
 //! collection followed, and the collection's context parameters.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -3,6 +3,10 @@
 //! delivered under the member's name; loops, chains longer than the hop
 //! limit and targets outside the bootstrap are errors naming the chain.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -11,6 +11,10 @@
 //!                                    └─ inline entry `inline` (STATIC-less EDS cluster) ─► endpoints inline (a.example)
 //! ```
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::sync::Arc;

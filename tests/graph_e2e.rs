@@ -9,6 +9,10 @@
 //!                                                        └─ /api    ─► Cluster api    ─► endpoints api    (b.example, all on B)
 //! ```
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,5 +1,9 @@
 //! The project's own protos compile with type names that xDS peers expect.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use prost::{Message, Name};
 use prost_types::Any;
 use xdsfed::policy::{POLICY_TYPE_URL, Policy};

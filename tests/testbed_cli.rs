@@ -1,6 +1,10 @@
 //! `xdsfed testbed --config FILE`: addresses on stdout, the bootstrap of
 //! `--bootstrap-out`, exit codes, Ctrl-C.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::{
     io::{BufRead, BufReader},
     process::{Child, Command, Stdio},

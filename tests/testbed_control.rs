@@ -1,6 +1,10 @@
 //! The gRPC control API (`xdsfed.testbed.v1.TestbedControl`) over a running
 //! testbed, driven by the generated tonic client.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::{sync::Arc, time::Duration};
 
 use envoy_types::pb::envoy::{

@@ -5,6 +5,10 @@
 //! docs/performance.md. Plain `std::time::Instant` timing, several rounds,
 //! min and median reported; the machine's other load shows in the spread.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

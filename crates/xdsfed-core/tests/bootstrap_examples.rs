@@ -1,6 +1,10 @@
 //! Every bootstrap in `bootstrap-examples/` loads, and every malformed
 //! bootstrap in the table below is refused with an error naming the field.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 use xdsfed_core::authority::AuthorityRegistry;

@@ -9,6 +9,10 @@
 //!
 //! Run: `cargo bench -p xdsfed-graph --bench graph`
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,10 @@
 //! ACK tracking per client and version, and liveness, as in the policy
 //! distribution protocol (a NACK counts as done), with pushes at once.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,6 +1,10 @@
 //! The incremental variant (`DeltaAggregatedResources`), server side, driven
 //! by a raw tonic client. Section names refer to `xds-protocol-v3.txt` and TP1.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{CDS, Delta, LDS, cluster, delta_names, listener};

@@ -1,5 +1,9 @@
 //! The recording: every request and response per stream, with timestamps.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{CDS, Delta, Sotw, WAIT, cluster};

@@ -2,6 +2,10 @@
 //! and the example files shipped in `bootstrap-examples/testbed-*.yaml` and
 //! `bootstrap-examples/federation/`.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::path::PathBuf;

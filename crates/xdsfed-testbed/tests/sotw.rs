@@ -1,6 +1,10 @@
 //! The state-of-the-world variant (`StreamAggregatedResources`), server side.
 //! Section names refer to `xds-protocol-v3.txt`.
 
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use common::{CDS, EDS, LDS, Sotw, cluster, endpoints, listener, sotw_names};
