@@ -168,7 +168,8 @@ struct Run {
     task: JoinHandle<()>,
 }
 
-/// A running management server. See the [module docs](self).
+/// A running management server: its address, store, faults, recording and
+/// ACK tracking, and restarts on the same port.
 #[derive(Debug)]
 pub struct Server {
     spec: ServerSpec,
