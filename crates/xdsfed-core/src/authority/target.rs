@@ -91,7 +91,7 @@ impl AuthorityRegistry {
             }
             None => {
                 let template = &self.default_listener_template;
-                let service = if template.starts_with("xdstp:") {
+                let service = if crate::name::has_xdstp_scheme(template) {
                     encode_path(&parsed.service)
                 } else {
                     String::from_utf8(parsed.service).map_err(|_| {

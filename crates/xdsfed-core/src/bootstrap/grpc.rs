@@ -92,7 +92,7 @@ fn authority_template(at: &At<'_>, authority: &str) -> Result<String> {
 /// `%s`); one starting with `xdstp:` must give a valid listener name.
 pub(crate) fn default_template(at: &At<'_>) -> Result<String> {
     let template = at.str()?;
-    if template.starts_with("xdstp:") {
+    if crate::name::has_xdstp_scheme(template) {
         check_xdstp_template(at, template)?;
     }
     Ok(template.to_owned())

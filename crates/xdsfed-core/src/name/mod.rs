@@ -97,7 +97,7 @@ impl ResourceName {
     pub fn parse(name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
             Err(NameError::Empty)
-        } else if name.starts_with(xdstp::SCHEME) {
+        } else if has_xdstp_scheme(name) {
             XdstpName::parse(name).map(ResourceName::Xdstp)
         } else {
             Ok(ResourceName::OldStyle(name.to_owned()))
@@ -110,7 +110,7 @@ impl ResourceName {
     pub fn parse_user_supplied(name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
             Err(NameError::Empty)
-        } else if name.starts_with(xdstp::SCHEME) {
+        } else if has_xdstp_scheme(name) {
             XdstpName::parse_user_supplied(name).map(ResourceName::Xdstp)
         } else {
             Ok(ResourceName::OldStyle(name.to_owned()))
@@ -161,6 +161,20 @@ impl fmt::Display for ResourceName {
             ResourceName::OldStyle(s) => f.write_str(s),
         }
     }
+}
+
+/// Whether `name` is an `xdstp:` name. The scheme is matched in any case,
+/// as URI schemes are (RFC 3986, section 3.1): `XDSTP://a/T/x` is the same
+/// name as `xdstp://a/T/x`, whose canonical form is lower case.
+///
+/// ```
+/// use xdsfed_core::name::has_xdstp_scheme;
+/// assert!(has_xdstp_scheme("XDSTP://auth/envoy.config.cluster.v3.Cluster/c1"));
+/// assert!(!has_xdstp_scheme("cluster-1"));
+/// ```
+pub fn has_xdstp_scheme(name: &str) -> bool {
+    name.get(..xdstp::SCHEME.len())
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(xdstp::SCHEME))
 }
 
 /// The cache key of a resource name as it appears on the wire: for an

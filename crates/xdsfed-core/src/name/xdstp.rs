@@ -6,10 +6,12 @@ use super::directive::{Directives, parse_directives};
 use super::error::NameError;
 use super::percent::{Component, PercentError, normalise};
 
-/// The scheme prefix that makes a name an `xdstp:` name. Schemes are
-/// case-insensitive in RFC 3986, but gRPC and Envoy both match this prefix
-/// exactly, and a name has to mean the same thing to every client: `XDSTP:…`
-/// is an old-style name.
+/// The scheme prefix that makes a name an `xdstp:` name, in its canonical
+/// (lower) case. Schemes are case-insensitive (RFC 3986, section 3.1), so
+/// `XDSTP:…` is an `xdstp:` name too ([`super::has_xdstp_scheme`]); its
+/// canonical form, which is what goes on the wire, is lower case, so a
+/// server that matches the prefix exactly, as gRPC and Envoy do, still sees
+/// an `xdstp:` name.
 pub(crate) const SCHEME: &str = "xdstp:";
 
 /// A parsed `xdstp://[authority]/{resource type}/{id/*}?{context params}{#directives}`.
@@ -209,7 +211,7 @@ fn find_any(name: &str, from: usize, stops: &[u8]) -> usize {
 pub(crate) fn parse(name: &str, origin: Origin) -> Result<XdstpName, NameError> {
     let input = Input { name };
     let scheme_end = SCHEME.len();
-    if !name.starts_with(SCHEME) || name.get(scheme_end..scheme_end + 2) != Some("//") {
+    if !super::has_xdstp_scheme(name) || name.get(scheme_end..scheme_end + 2) != Some("//") {
         return Err(NameError::NotHierarchical {
             name: name.to_owned(),
             position: scheme_end.min(name.len()),

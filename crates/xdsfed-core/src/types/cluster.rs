@@ -115,13 +115,13 @@ fn validate_eds(cluster: &Cluster) -> Result<(), ValidationError> {
     check_config_source(eds.eds_config.as_ref(), "eds_cluster_config.eds_config")?;
     // gRFC A47: an xdstp cluster cannot default its EDS name to its own name,
     // because the cluster's name is of the CDS type, not the EDS type.
-    if cluster.name.starts_with("xdstp:") && eds.service_name.is_empty() {
+    if crate::name::has_xdstp_scheme(&cluster.name) && eds.service_name.is_empty() {
         return Err(ValidationError::field(
             "eds_cluster_config.service_name",
             "must be set when the cluster name is an xdstp name",
         ));
     }
-    if eds.service_name.starts_with("xdstp:")
+    if crate::name::has_xdstp_scheme(&eds.service_name)
         && !eds
             .service_name
             .contains("/envoy.config.endpoint.v3.ClusterLoadAssignment/")
