@@ -12,8 +12,8 @@
 //!
 //! | event | cached copy | without one |
 //! | --- | --- | --- |
-//! | valid update | replaced (wakes only if the bytes differ) | stored |
-//! | NACK | kept, ambient error (dropped with `fail_on_data_errors`) | error |
+//! | valid update | replaced (wakes only if the bytes differ, even after a NACK) | stored |
+//! | NACK | kept, ambient error (dropped with `fail_on_data_errors`); the NACK last reported, again, wakes nobody | error |
 //! | deletion by the server | dropped, does not exist (kept with `ignore_resource_deletion`) | does not exist |
 //! | does-not-exist timer | — | does not exist |
 //! | TP3 resource error | kept, ambient error | error (does not exist for NOT_FOUND) |
@@ -177,6 +177,10 @@ struct Entry {
     watchers: usize,
     provenance: Provenance,
     policy: DataErrorPolicy,
+    /// The last NACK its watchers heard of (failed version and message),
+    /// until a different copy arrives: a server that sends the same bad
+    /// update again, typically on every reconnect, is not news.
+    reported_nack: Option<(Arc<str>, String)>,
 }
 
 #[derive(Default)]
@@ -260,6 +264,7 @@ impl Cache {
                     watchers: 0,
                     provenance,
                     policy,
+                    reported_nack: None,
                 })
             }
         };
@@ -703,9 +708,6 @@ impl Inner {
                 let changed = entry.tx.send_if_modified(|state| {
                     let same_bytes =
                         state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
-                    let woke = !same_bytes
-                        || state.error.is_some()
-                        || state.status != ResourceStatus::Acked;
                     state.version = Some(version);
                     if source.is_some() {
                         state.source = source;
@@ -717,8 +719,14 @@ impl Inner {
                         state.resource = Some(resource);
                         state.last_updated = Some(SystemTime::now());
                     }
-                    woke
+                    // The copy the watchers hold, sent again (after a
+                    // reconnect, or after a NACK), is no news: the state is
+                    // brought up to date without waking them.
+                    !same_bytes
                 });
+                if changed {
+                    entry.reported_nack = None;
+                }
                 if changed {
                     self.mark_wildcard_dirty(&key);
                 }
@@ -729,7 +737,7 @@ impl Inner {
                 error,
                 version,
             } => {
-                let Some(entry) = self.entries.get(&key) else {
+                let Some(entry) = self.entries.get_mut(&key) else {
                     return;
                 };
                 let fail = entry.policy.fail_on_data_errors;
@@ -740,15 +748,21 @@ impl Inner {
                     server,
                     error
                 );
-                entry.tx.send_modify(|state| {
+                let nack = (version, message);
+                let repeated = entry.reported_nack.as_ref() == Some(&nack);
+                let changed = entry.tx.send_if_modified(|state| {
                     state.status = ResourceStatus::Nacked;
-                    state.failed_version = Some(version);
-                    state.error = Some(XdsError::new(ErrorKind::Nacked, message));
+                    state.failed_version = Some(Arc::clone(&nack.0));
+                    state.error = Some(XdsError::new(ErrorKind::Nacked, nack.1.clone()));
                     if fail {
                         state.resource = None;
                     }
+                    !repeated || fail
                 });
-                self.mark_wildcard_dirty(&key);
+                entry.reported_nack = Some(nack);
+                if changed {
+                    self.mark_wildcard_dirty(&key);
+                }
             }
             CoreEvent::Removed { key, reason } => {
                 let Some(entry) = self.entries.get(&key) else {
@@ -935,6 +949,7 @@ impl Inner {
                         server: Arc::clone(server),
                     },
                     policy,
+                    reported_nack: None,
                 },
             );
         }
@@ -1051,5 +1066,106 @@ mod tests {
         cache.forget_list(&list);
         assert_eq!(cache.list_members(&list), None);
         assert!(!cache.is_list_member(&list, &member));
+    }
+
+    fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
+        use crate::types::{ClusterType, Erased, ErasedType};
+        use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+        use envoy_types::pb::envoy::config::core::v3::{
+            Address, SocketAddress, address, socket_address,
+        };
+        use envoy_types::pb::envoy::config::endpoint::v3::{
+            ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
+        };
+        use prost::Message;
+        let cluster = Cluster {
+            name: name.into(),
+            alt_stat_name: alt_stat_name.into(),
+            cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
+                cluster::DiscoveryType::LogicalDns as i32,
+            )),
+            load_assignment: Some(ClusterLoadAssignment {
+                cluster_name: name.into(),
+                endpoints: vec![LocalityLbEndpoints {
+                    lb_endpoints: vec![LbEndpoint {
+                        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+                            address: Some(Address {
+                                address: Some(address::Address::SocketAddress(SocketAddress {
+                                    address: "example.com".into(),
+                                    port_specifier: Some(socket_address::PortSpecifier::PortValue(
+                                        443,
+                                    )),
+                                    ..Default::default()
+                                })),
+                            }),
+                            ..Default::default()
+                        })),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        Erased::<ClusterType>::new()
+            .decode(cluster.encode_to_vec().into())
+            .expect("a valid cluster")
+    }
+
+    /// A server that sends the copy the watchers hold again, and the same
+    /// bad update again, as a server does on every reconnect, is heard once:
+    /// one change, one ambient error, then nothing until something differs.
+    #[test]
+    fn the_same_copy_and_the_same_nack_again_do_not_wake_watchers() {
+        let cache = Cache::new();
+        let server: Arc<str> = Arc::from("s");
+        let key = ResourceKey::new(CDS, "c1");
+        let provenance = Provenance {
+            authority: None,
+            server: Arc::clone(&server),
+        };
+        let (mut rx, _) = cache.add_watcher(&key, provenance, DataErrorPolicy::default());
+        let upsert = |alt: &str| CoreEvent::Upsert {
+            key: key.clone(),
+            resource: cluster_copy("c1", alt),
+            version: Arc::from("1"),
+            ttl: None,
+        };
+        let nack = |why: &str| CoreEvent::Invalid {
+            key: key.clone(),
+            error: crate::types::ValidationError(why.into()),
+            version: Arc::from("2"),
+        };
+        let mut woken = || {
+            let woke = rx.has_changed().unwrap_or(false);
+            rx.mark_unchanged();
+            woke
+        };
+
+        cache.apply(&server, DataErrorPolicy::default(), vec![upsert("a")]);
+        assert!(woken(), "the first copy is news");
+        cache.apply(&server, DataErrorPolicy::default(), vec![nack("bad")]);
+        assert!(woken(), "the first NACK is news");
+        for _ in 0..3 {
+            cache.apply(&server, DataErrorPolicy::default(), vec![upsert("a")]);
+            assert!(!woken(), "the same copy again is no news");
+            assert_eq!(
+                cache.state(&key).map(|s| s.status),
+                Some(ResourceStatus::Acked)
+            );
+            cache.apply(&server, DataErrorPolicy::default(), vec![nack("bad")]);
+            assert!(!woken(), "the same NACK again is no news");
+            assert_eq!(
+                cache.state(&key).map(|s| s.status),
+                Some(ResourceStatus::Nacked)
+            );
+        }
+        cache.apply(&server, DataErrorPolicy::default(), vec![nack("worse")]);
+        assert!(woken(), "another NACK is news");
+        cache.apply(&server, DataErrorPolicy::default(), vec![upsert("b")]);
+        assert!(woken(), "another copy is news");
+        cache.apply(&server, DataErrorPolicy::default(), vec![nack("worse")]);
+        assert!(woken(), "after another copy, the old NACK is news again");
     }
 }
