@@ -47,6 +47,8 @@ mod duration;
 mod generate;
 mod json;
 mod model;
+mod nesting;
+mod read;
 mod run;
 
 use std::{
@@ -58,9 +60,12 @@ use std::{
 use envoy_types::pb::google::protobuf::Any;
 use prost_reflect::DescriptorPool;
 use serde_norway::Value;
-use xdsfed_core::name::{authority_of, canonical_key};
+use xdsfed_core::name::{XdstpName, authority_of, canonical_key};
 
+pub use duration::MAX_DURATION;
+pub use generate::{MAX_CLUSTERS, MAX_ENDPOINTS};
 pub use json::envoy_pool;
+pub use read::MAX_SCENARIO_BYTES;
 pub use run::RunningScenario;
 
 use crate::{ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
@@ -196,9 +201,10 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Reads and checks a scenario file.
+    /// Reads and checks a scenario file: a regular file of at most
+    /// [`MAX_SCENARIO_BYTES`].
     pub fn from_file(file: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(file).map_err(|source| ScenarioError::Read {
+        let text = read::read_bounded(file).map_err(|source| ScenarioError::Read {
             file: file.to_owned(),
             source,
         })?;
@@ -214,6 +220,7 @@ impl Scenario {
     /// Checks a scenario, with the types of `pool` for the JSON mapping (for
     /// your own resource types: add them to [`envoy_pool`]).
     pub fn from_yaml_with_pool(text: &str, pool: DescriptorPool) -> Result<Self, ScenarioError> {
+        check_text(text)?;
         let file: model::File = serde_path_to_error::deserialize(
             serde_norway::Deserializer::from_str(text),
         )
@@ -248,6 +255,46 @@ impl Scenario {
     }
 }
 
+/// What must hold before the YAML parser sees the text: its size, and how
+/// deeply it nests flow collections (the parser is quadratic in that).
+fn check_text(text: &str) -> Result<(), ScenarioError> {
+    if text.len() > MAX_SCENARIO_BYTES {
+        return Err(invalid(
+            ".",
+            format!("the scenario is larger than {MAX_SCENARIO_BYTES} bytes (16 MiB)"),
+        ));
+    }
+    nesting::check(text).map_err(|at| ScenarioError::Syntax {
+        path: ".".to_owned(),
+        message: format!(
+            "flow collections ([…] or {{…}}) nested deeper than {} levels at line {} column {}",
+            nesting::MAX_DEPTH,
+            at.line,
+            at.column
+        ),
+    })
+}
+
+/// Checks that `authority` can be the authority of an `xdstp:` name as it
+/// is written, so that names of it find this server.
+fn check_authority(path: &str, authority: &str) -> Result<(), ScenarioError> {
+    let probe = format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/probe");
+    match XdstpName::parse(&probe) {
+        Ok(name) if name.authority() == authority => Ok(()),
+        Ok(name) => Err(invalid(
+            path,
+            format!(
+                "{authority:?} is not an authority as xdstp names write it (it reads as {:?})",
+                name.authority()
+            ),
+        )),
+        Err(e) => Err(invalid(
+            path,
+            format!("{authority:?} is not a URI authority: {e}"),
+        )),
+    }
+}
+
 fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioError> {
     if file.servers.is_empty() {
         return Err(invalid("servers", "a scenario needs at least one server"));
@@ -270,6 +317,9 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
                 format!("{path}.authorities"),
                 "a server serves at least one authority",
             ));
+        }
+        for (j, authority) in entry.authorities.iter().enumerate() {
+            check_authority(&format!("{path}.authorities[{j}]"), authority)?;
         }
         servers.push(ServerSpec {
             name: entry.name,
@@ -302,11 +352,12 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         .enumerate()
         .map(|(i, entry)| cx.resource(format!("resources[{i}]"), entry))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut totals = generate::Totals::default();
     let generators = file
         .generators
         .into_iter()
         .enumerate()
-        .map(|(i, entry)| cx.generator(format!("generators[{i}]"), entry))
+        .map(|(i, entry)| cx.generator(format!("generators[{i}]"), entry, &mut totals))
         .collect::<Result<Vec<_>, _>>()?;
     let mut schedule = file
         .schedule
@@ -465,6 +516,7 @@ impl Context<'_> {
         &self,
         path: String,
         entry: model::GeneratorEntry,
+        totals: &mut generate::Totals,
     ) -> Result<Generator, ScenarioError> {
         let spec = self
             .servers
@@ -501,6 +553,9 @@ impl Context<'_> {
                 "must be a non-empty path segment",
             ));
         }
+        totals
+            .add(clusters.count, clusters.endpoints_per_cluster)
+            .map_err(|(field, why)| invalid(format!("{path}.clusters.{field}"), why))?;
         Ok(Generator {
             path,
             server: spec.name.clone(),
@@ -563,6 +618,14 @@ impl Context<'_> {
                 duration::parse(&d).map_err(|why| invalid(format!("{path}.response_delay"), why))
             })
             .transpose()?;
+        for (name, target) in &entry.redirects {
+            XdstpName::parse(target).map_err(|e| {
+                invalid(
+                    format!("{path}.redirects[{name:?}]"),
+                    format!("the target {target:?} is not an xdstp name: {e}"),
+                )
+            })?;
+        }
         let mut inject = Vec::new();
         for (i, injected) in entry.inject.into_iter().enumerate() {
             self.dry_any(&format!("{path}.inject[{i}].resource"), &injected.resource)?;
