@@ -67,7 +67,9 @@ impl ControlService {
 
 fn to_status(error: ServerError) -> Status {
     match error {
-        ServerError::Bind { .. } => Status::unavailable(error.to_string()),
+        ServerError::Bind { .. } | ServerError::Stopped { .. } => {
+            Status::unavailable(error.to_string())
+        }
         _ => Status::invalid_argument(error.to_string()),
     }
 }
