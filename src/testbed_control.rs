@@ -27,6 +27,7 @@ use std::{
 };
 
 use tonic::{Request, Response, Status};
+use xdsfed_core::name::XdstpName;
 use xdsfed_testbed::{Faults, Injected, Server, ServerError, Testbed, Variant};
 
 use crate::proto::testbed::v1::{
@@ -113,6 +114,13 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
             })
         })
         .collect::<Result<_, Status>>()?;
+    for (name, target) in &faults.redirects {
+        XdstpName::parse(target).map_err(|e| {
+            Status::invalid_argument(format!(
+                "faults.redirects[{name:?}]: the target {target:?} is not an xdstp name: {e}"
+            ))
+        })?;
+    }
     Ok(Faults {
         refuse_connections: faults.refuse_connections,
         close_immediately: faults.close_immediately,
@@ -317,8 +325,8 @@ impl TestbedControl for ControlService {
         request: Request<pb::ListStreamsRequest>,
     ) -> Result<Response<pb::ListStreamsResponse>, Status> {
         let server = self.server(&request.get_ref().server)?;
-        let streams = server
-            .recording()
+        let recording = server.recording();
+        let streams = recording
             .streams()
             .into_iter()
             .map(|s| {
@@ -334,9 +342,13 @@ impl TestbedControl for ControlService {
                     requests: u32::try_from(requests).unwrap_or(u32::MAX),
                     responses: u32::try_from(s.response_count()).unwrap_or(u32::MAX),
                     closed: s.closed.map(|(_, why)| why).unwrap_or_default(),
+                    dropped_events: s.dropped_events,
                 }
             })
             .collect();
-        Ok(Response::new(pb::ListStreamsResponse { streams }))
+        Ok(Response::new(pb::ListStreamsResponse {
+            streams,
+            dropped_streams: recording.dropped_streams(),
+        }))
     }
 }

@@ -239,3 +239,13 @@ fn redirect_to_an_xdstp_name_is_accepted() {
     ))
     .expect("an xdstp target is fine");
 }
+
+#[test]
+fn recording_limit_of_zero_is_refused_naming_it() {
+    let err = refused(&format!(
+        "{ONE_SERVER}recording: {{events_per_stream: 0}}\n"
+    ));
+    assert_eq!(invalid_path(&err), "recording.events_per_stream", "{err}");
+    let err = refused(&format!("{ONE_SERVER}recording: {{streams: 0}}\n"));
+    assert_eq!(invalid_path(&err), "recording.streams", "{err}");
+}

@@ -21,6 +21,7 @@
 //! generators:
 //!   - server: cloud
 //!     clusters: {count: 1000, endpoints_per_cluster: 10}
+//! recording: {events_per_stream: 1000, streams: 1000}   # optional; these are the defaults
 //! schedule_clock: start         # or first_request: offsets count from the first xDS request
 //! schedule:                     # one action per step, at an offset from the start
 //!   - at: 0s                    # steps at 0s are applied before `start` returns
@@ -68,7 +69,7 @@ pub use json::envoy_pool;
 pub use read::MAX_SCENARIO_BYTES;
 pub use run::RunningScenario;
 
-use crate::{ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
+use crate::{RecordingLimits, ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
 
 /// Why a scenario cannot be read or run.
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +198,7 @@ pub struct Scenario {
     generators: Vec<Generator>,
     schedule: Vec<Step>,
     schedule_clock: model::ScheduleClock,
+    recording: RecordingLimits,
     pool: DescriptorPool,
 }
 
@@ -239,6 +241,11 @@ impl Scenario {
     /// The backend names the scenario starts.
     pub fn backends(&self) -> &[String] {
         &self.backends
+    }
+
+    /// How much each server's recording keeps.
+    pub fn recording_limits(&self) -> RecordingLimits {
+        self.recording
     }
 
     /// How many scheduled steps it has.
@@ -367,6 +374,7 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         .collect::<Result<Vec<_>, _>>()?;
     // Stable: steps at the same offset keep the file's order.
     schedule.sort_by_key(|s| s.at);
+    let recording = recording_limits(file.recording)?;
     Ok(Scenario {
         servers,
         backends,
@@ -374,7 +382,26 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         generators,
         schedule,
         schedule_clock: file.schedule_clock,
+        recording,
         pool,
+    })
+}
+
+/// The recording limits of every server: the defaults, with what the file sets.
+fn recording_limits(entry: model::RecordingEntry) -> Result<RecordingLimits, ScenarioError> {
+    let at_least_one = |field: &str, value: Option<usize>, default: usize| match value {
+        Some(0) => Err(invalid(format!("recording.{field}"), "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let defaults = RecordingLimits::default();
+    Ok(RecordingLimits {
+        events_per_stream: at_least_one(
+            "events_per_stream",
+            entry.events_per_stream,
+            defaults.events_per_stream,
+        )?,
+        streams: at_least_one("streams", entry.streams, defaults.streams)?,
     })
 }
 
