@@ -68,11 +68,9 @@ impl Testbed {
                 name: name.to_owned(),
                 source,
             })?;
+        let index = self.backends.len();
         self.backends.push(backend);
-        Ok(self
-            .backends
-            .last()
-            .expect("a backend was pushed on the line above"))
+        Ok(&self.backends[index])
     }
 
     /// The servers in the order they started.

@@ -249,3 +249,22 @@ fn recording_limit_of_zero_is_refused_naming_it() {
     let err = refused(&format!("{ONE_SERVER}recording: {{streams: 0}}\n"));
     assert_eq!(invalid_path(&err), "recording.streams", "{err}");
 }
+
+/// Each generated name carries the prefix and the authority, a million
+/// times over: both are bounded.
+#[test]
+fn generator_with_a_huge_prefix_or_authority_is_refused_naming_it() {
+    let long = "p".repeat(100_000);
+    let err = refused(&format!(
+        "{ONE_SERVER}generators:\n  - server: a\n    clusters: {{count: 1000, prefix: {long}}}\n"
+    ));
+    assert_eq!(invalid_path(&err), "generators[0].clusters.prefix", "{err}");
+    let err = refused(&format!(
+        "servers: [{{name: a, authorities: [{long}]}}]\ngenerators:\n  - server: a\n    clusters: {{count: 1000}}\n"
+    ));
+    assert_eq!(
+        invalid_path(&err),
+        "generators[0].clusters.authority",
+        "{err}"
+    );
+}

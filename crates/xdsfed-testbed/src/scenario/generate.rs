@@ -22,6 +22,10 @@ const PORTS: u64 = 40_000;
 /// The most clusters the generators of one scenario make together.
 pub const MAX_CLUSTERS: u64 = 1_000_000;
 
+/// The longest prefix, and the longest authority, a generator puts in its
+/// names.
+pub(crate) const MAX_NAME_PART: usize = 256;
+
 /// The most endpoints the generators of one scenario make together: ten
 /// times xDS TP1's design load of a million endpoints.
 pub const MAX_ENDPOINTS: u64 = 10_000_000;

@@ -580,6 +580,19 @@ impl Context<'_> {
                 "must be a non-empty path segment",
             ));
         }
+        // Every generated name carries both, up to a million times over.
+        for (field, value) in [("prefix", &clusters.prefix), ("authority", &authority)] {
+            if value.len() > generate::MAX_NAME_PART {
+                return Err(invalid(
+                    format!("{path}.clusters.{field}"),
+                    format!(
+                        "{} bytes is longer than the {} a generator allows",
+                        value.len(),
+                        generate::MAX_NAME_PART
+                    ),
+                ));
+            }
+        }
         totals
             .add(clusters.count, clusters.endpoints_per_cluster)
             .map_err(|(field, why)| invalid(format!("{path}.clusters.{field}"), why))?;
