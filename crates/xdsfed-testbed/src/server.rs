@@ -350,7 +350,7 @@ impl Server {
     /// stream ends with `UNAVAILABLE`. Idempotent. A restart in its down
     /// period ends at once with [`ServerError::Stopped`].
     pub async fn stop(&self) {
-        self.stops.send_modify(|n| *n += 1);
+        self.stops.send_modify(|n| *n = n.wrapping_add(1));
         let Some(run) = self.run.lock().await.take() else {
             return;
         };

@@ -268,3 +268,14 @@ fn generator_with_a_huge_prefix_or_authority_is_refused_naming_it() {
         "{err}"
     );
 }
+
+/// A checked scenario can be logged: its `Debug` leaves out the descriptor
+/// pool, whose own `Debug` overflows a thread's stack.
+#[test]
+fn a_scenario_formats_with_debug() {
+    let Ok(scenario) = Scenario::from_yaml(ONE_SERVER) else {
+        panic!("the scenario is valid");
+    };
+    let text = format!("{scenario:?}");
+    assert!(text.contains("a.example"), "{text}");
+}

@@ -190,7 +190,7 @@ struct Generator {
 }
 
 /// A checked scenario, ready to [start](Scenario::start).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Scenario {
     servers: Vec<ServerSpec>,
     backends: Vec<String>,
@@ -200,6 +200,22 @@ pub struct Scenario {
     schedule_clock: model::ScheduleClock,
     recording: RecordingLimits,
     pool: DescriptorPool,
+}
+
+impl std::fmt::Debug for Scenario {
+    // The descriptor pool is left out: its own `Debug` recurses through
+    // every Envoy type, deeper than a thread's stack.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scenario")
+            .field("servers", &self.servers)
+            .field("backends", &self.backends)
+            .field("resources", &self.resources)
+            .field("generators", &self.generators)
+            .field("schedule", &self.schedule)
+            .field("schedule_clock", &self.schedule_clock)
+            .field("recording", &self.recording)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Scenario {
