@@ -360,3 +360,87 @@ fn testbed_stops_on_ctrl_c_while_a_restarted_server_is_down() {
     };
     assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
 }
+
+/// The same for a restart asked through the control API: the call in
+/// flight ends, and so does the testbed.
+#[test]
+fn testbed_stops_on_ctrl_c_during_a_control_api_restart() {
+    use xdsfed::proto::testbed::v1::{self as pb, testbed_control_client::TestbedControlClient};
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(
+        dir.path(),
+        "plain.yaml",
+        "servers: [{name: a, authorities: [a.example]}]\n",
+    );
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .arg("testbed")
+        .arg("--config")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    let (mut server, mut control) = (None, None);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line == "ready" {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("server a ") {
+            server = rest.split(' ').next().map(str::to_owned);
+        }
+        if let Some(rest) = line.strip_prefix("control ") {
+            control = Some(rest.to_owned());
+        }
+    }
+    let (server, control) = (server.unwrap(), control.unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let restart = runtime.spawn(async move {
+        let mut client = TestbedControlClient::connect(format!("http://{control}"))
+            .await
+            .unwrap();
+        client
+            .restart_server(pb::RestartServerRequest {
+                server: "a".into(),
+                keep_state: true,
+                down_for: Some(prost_types::Duration {
+                    seconds: 600,
+                    nanos: 0,
+                }),
+            })
+            .await
+    });
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(&server).is_ok() {
+        assert!(Instant::now() < deadline, "the server never went down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let status = Command::new("kill")
+        .args(["-INT", &running.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + PATIENCE;
+    let exit = loop {
+        if let Some(exit) = running.0.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the testbed still runs {PATIENCE:?} after Ctrl-C; down_for is 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+    let answer = runtime
+        .block_on(async { tokio::time::timeout(PATIENCE, restart).await })
+        .expect("the restart call ends with the testbed")
+        .unwrap();
+    assert!(answer.is_err(), "the restart did not complete: {answer:?}");
+}
