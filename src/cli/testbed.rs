@@ -92,12 +92,16 @@ async fn serve(
     }
     // Until the handler is installed, Ctrl-C kills the process with the
     // signal; from `ready` on, it is a clean stop with exit code 0.
-    let mut interrupted = std::pin::pin!(ctrl_c());
-    std::future::poll_fn(|cx| {
-        let _ = interrupted.as_mut().poll(cx);
-        std::task::Poll::Ready(())
-    })
-    .await;
+    let mut signal = std::pin::pin!(ctrl_c());
+    let early =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(signal.as_mut().poll(cx).is_ready()))
+            .await;
+    // A completed future must not be polled again.
+    let interrupted = async move {
+        if !early {
+            signal.await;
+        }
+    };
     print_addresses(&testbed, control_addr)?;
 
     let service = ControlService::new(testbed.clone()).into_server();
@@ -107,7 +111,7 @@ async fn serve(
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
             let _ = control_stopped.await;
         });
-    tokio::pin!(serving);
+    tokio::pin!(serving, interrupted);
     let result = tokio::select! {
         result = &mut serving => result,
         () = &mut interrupted => {

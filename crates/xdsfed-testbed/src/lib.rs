@@ -10,7 +10,8 @@
 //! - an ACK tracker ([`Server::wait_acked`], [`Server::clients`]);
 //! - [`Faults`] to misbehave on purpose, switchable at run time, and
 //!   [`Server::restart`] on the same port;
-//! - a [`Recorder`] of every request and response per stream.
+//! - a [`Recorder`] of every request and response per stream, bounded by
+//!   [`RecordingLimits`] and counting what it dropped.
 //!
 //! ```text
 //!            ┌──────────── Testbed ─────────────┐
