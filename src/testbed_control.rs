@@ -87,8 +87,20 @@ fn duration(field: &str, value: Option<prost_types::Duration>) -> Result<Option<
     let Some(value) = value else {
         return Ok(None);
     };
-    let d =
-        Duration::try_from(value).map_err(|e| Status::invalid_argument(format!("{field}: {e}")))?;
+    // Checked by hand: prost's own conversion negates `seconds`, which
+    // overflows for the most negative value.
+    let (Ok(seconds), Ok(nanos)) = (u64::try_from(value.seconds), u32::try_from(value.nanos))
+    else {
+        return Err(Status::invalid_argument(format!(
+            "{field}: a duration must not be negative"
+        )));
+    };
+    if nanos >= 1_000_000_000 {
+        return Err(Status::invalid_argument(format!(
+            "{field}: nanos must be below 1,000,000,000"
+        )));
+    }
+    let d = Duration::new(seconds, nanos);
     if d > MAX_WAIT {
         return Err(Status::invalid_argument(format!(
             "{field}: {d:?} is longer than the maximum of {MAX_WAIT:?}"

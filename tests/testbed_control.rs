@@ -376,3 +376,52 @@ async fn set_faults_refuses_a_redirect_target_that_is_not_an_xdstp_name() {
     );
     assert!(testbed.servers()[0].faults().redirects.is_empty());
 }
+
+/// Durations at the edges of what protobuf can carry are refused, naming
+/// the field, never a panic.
+#[tokio::test]
+async fn extreme_durations_are_invalid_arguments_naming_the_field() {
+    let (_testbed, mut control) = start().await;
+    for (seconds, nanos) in [
+        (i64::MAX, i32::MAX),
+        (i64::MIN, i32::MIN),
+        (-1, 0),
+        (601, 0),
+    ] {
+        let duration = Some(prost_types::Duration { seconds, nanos });
+        let status = control
+            .restart_server(pb::RestartServerRequest {
+                server: "cloud".into(),
+                keep_state: true,
+                down_for: duration,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("down_for"), "{status:?}");
+        let status = control
+            .wait_acked(pb::WaitAckedRequest {
+                server: "cloud".into(),
+                type_url: CDS.into(),
+                name: C1.into(),
+                version: "v".into(),
+                timeout: duration,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("timeout"), "{status:?}");
+        let status = control
+            .set_faults(pb::SetFaultsRequest {
+                server: "cloud".into(),
+                faults: Some(pb::Faults {
+                    response_delay: duration,
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("response_delay"), "{status:?}");
+    }
+}
