@@ -279,3 +279,51 @@ fn a_scenario_formats_with_debug() {
     let text = format!("{scenario:?}");
     assert!(text.contains("a.example"), "{text}");
 }
+
+/// Well-known types at the edges of their range go through the JSON
+/// mapping without a panic: accepted or refused naming the resource.
+#[test]
+fn extreme_well_known_values_in_resources_do_not_panic() {
+    for value in [
+        "-9223372036854775808s",
+        "9223372036854775807.999999999s",
+        "-315576000000.999999999s",
+        "99999999999999999999999s",
+        "1e308s",
+        "-0.000000001s",
+    ] {
+        let yaml = format!(
+            "{ONE_SERVER}resources:\n  - name: c\n    server: a\n    resource:\n      \
+             \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n      \
+             connect_timeout: \"{value}\"\n"
+        );
+        let result = std::panic::catch_unwind(|| Scenario::from_yaml(&yaml).err());
+        match result {
+            Ok(None) => {}
+            Ok(Some(err)) => {
+                assert!(err.to_string().contains("resources[0]"), "{value}: {err}")
+            }
+            Err(_) => panic!("{value} panicked"),
+        }
+    }
+}
+
+/// Aliases that expand exponentially ("billion laughs") are refused by the
+/// YAML deserializer's repetition limit instead of filling the memory.
+#[test]
+fn exponentially_expanding_aliases_are_refused() {
+    // Inside a resource, where any YAML value is read before the mapping.
+    let mut yaml = format!(
+        "{ONE_SERVER}resources:\n  - name: c\n    server: a\n    resource:\n      \
+         \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n      \
+         x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    );
+    for i in 1..10 {
+        let p = i - 1;
+        yaml.push_str(&format!(
+            "      x{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    let message = refused(&yaml).to_string();
+    assert!(message.contains("repetition limit"), "{message}");
+}
