@@ -27,6 +27,7 @@ use std::{
 };
 
 use tonic::{Request, Response, Status};
+use xdsfed_core::name::XdstpName;
 use xdsfed_testbed::{Faults, Injected, Server, ServerError, Testbed, Variant};
 
 use crate::proto::testbed::v1::{
@@ -67,7 +68,9 @@ impl ControlService {
 
 fn to_status(error: ServerError) -> Status {
     match error {
-        ServerError::Bind { .. } => Status::unavailable(error.to_string()),
+        ServerError::Bind { .. } | ServerError::Stopped { .. } => {
+            Status::unavailable(error.to_string())
+        }
         _ => Status::invalid_argument(error.to_string()),
     }
 }
@@ -84,8 +87,20 @@ fn duration(field: &str, value: Option<prost_types::Duration>) -> Result<Option<
     let Some(value) = value else {
         return Ok(None);
     };
-    let d =
-        Duration::try_from(value).map_err(|e| Status::invalid_argument(format!("{field}: {e}")))?;
+    // Checked by hand: prost's own conversion negates `seconds`, which
+    // overflows for the most negative value.
+    let (Ok(seconds), Ok(nanos)) = (u64::try_from(value.seconds), u32::try_from(value.nanos))
+    else {
+        return Err(Status::invalid_argument(format!(
+            "{field}: a duration must not be negative"
+        )));
+    };
+    if nanos >= 1_000_000_000 {
+        return Err(Status::invalid_argument(format!(
+            "{field}: nanos must be below 1,000,000,000"
+        )));
+    }
+    let d = Duration::new(seconds, nanos);
     if d > MAX_WAIT {
         return Err(Status::invalid_argument(format!(
             "{field}: {d:?} is longer than the maximum of {MAX_WAIT:?}"
@@ -111,6 +126,13 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
             })
         })
         .collect::<Result<_, Status>>()?;
+    for (name, target) in &faults.redirects {
+        XdstpName::parse(target).map_err(|e| {
+            Status::invalid_argument(format!(
+                "faults.redirects[{name:?}]: the target {target:?} is not an xdstp name: {e}"
+            ))
+        })?;
+    }
     Ok(Faults {
         refuse_connections: faults.refuse_connections,
         close_immediately: faults.close_immediately,
@@ -315,8 +337,8 @@ impl TestbedControl for ControlService {
         request: Request<pb::ListStreamsRequest>,
     ) -> Result<Response<pb::ListStreamsResponse>, Status> {
         let server = self.server(&request.get_ref().server)?;
-        let streams = server
-            .recording()
+        let recording = server.recording();
+        let streams = recording
             .streams()
             .into_iter()
             .map(|s| {
@@ -332,9 +354,13 @@ impl TestbedControl for ControlService {
                     requests: u32::try_from(requests).unwrap_or(u32::MAX),
                     responses: u32::try_from(s.response_count()).unwrap_or(u32::MAX),
                     closed: s.closed.map(|(_, why)| why).unwrap_or_default(),
+                    dropped_events: s.dropped_events,
                 }
             })
             .collect();
-        Ok(Response::new(pb::ListStreamsResponse { streams }))
+        Ok(Response::new(pb::ListStreamsResponse {
+            streams,
+            dropped_streams: recording.dropped_streams(),
+        }))
     }
 }

@@ -5,14 +5,19 @@
 // expect and panic, like the tests themselves (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod cli_fixture;
+mod common;
+
 use std::{
     io::{BufRead, BufReader},
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::mpsc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use assert_cmd::cargo::CommandCargoExt;
+use cli_fixture::{PATIENCE, refused};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -230,4 +235,216 @@ fn testbed_exits_1_when_control_port_is_taken() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&addr), "{stderr}");
+}
+
+/// Writes `yaml` as `name` in `dir`.
+fn scenario_file(dir: &Path, name: &str, yaml: &str) -> PathBuf {
+    let file = dir.join(name);
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+/// Scenarios that used to panic a worker, abort on allocation or parse for
+/// seconds are refused before anything starts: exit 2, the field named.
+#[test]
+fn testbed_refuses_hostile_scenarios_with_exit_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = "servers: [{name: a, authorities: [a.example]}]\n";
+    let cases = [
+        (
+            format!(
+                "{server}schedule:\n  - at: 10000000000000000000s\n    faults: {{server: a}}\n"
+            ),
+            "schedule[0].at",
+        ),
+        (
+            format!("{server}generators:\n  - server: a\n    clusters: {{count: 4294967295}}\n"),
+            "generators[0].clusters.count",
+        ),
+        (
+            format!(
+                "{server}generators:\n  - server: a\n    clusters: {{count: 1, endpoints_per_cluster: 4294967295}}\n"
+            ),
+            "generators[0].clusters.endpoints_per_cluster",
+        ),
+        (
+            format!("servers: {}", "[".repeat(100_000)),
+            "nested deeper than",
+        ),
+        (
+            "servers: [{name: a, authorities: [\"a b/c\"]}]\n".to_owned(),
+            "servers[0].authorities[0]",
+        ),
+        (
+            format!(
+                "{server}schedule:\n  - at: 1s\n    faults: {{server: a, redirects: {{x: not-xdstp}}}}\n"
+            ),
+            "schedule[0].faults.redirects",
+        ),
+    ];
+    for (i, (yaml, field)) in cases.iter().enumerate() {
+        let file = scenario_file(dir.path(), &format!("case{i}.yaml"), yaml);
+        let stderr = refused(&["testbed", "--config", &file.display().to_string()]);
+        assert!(stderr.contains(field), "case {i}: {stderr}");
+        assert!(!stderr.contains("panicked"), "case {i}: {stderr}");
+    }
+}
+
+/// A FIFO would block the read forever: it is refused, naming the file.
+#[test]
+fn testbed_refuses_a_fifo_as_scenario_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("scenario.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let fifo = fifo.display().to_string();
+    let stderr = refused(&["testbed", "--config", &fifo]);
+    assert!(
+        stderr.contains(&fifo) && stderr.contains("regular file"),
+        "{stderr}"
+    );
+}
+
+/// Ctrl-C while a restarted server is down stops the testbed at once,
+/// not when the down period ends.
+#[test]
+fn testbed_stops_on_ctrl_c_while_a_restarted_server_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(
+        dir.path(),
+        "restart.yaml",
+        "servers: [{name: a, authorities: [a.example]}]\n\
+         schedule:\n  - at: 1ms\n    restart: {server: a, down_for: 10m}\n",
+    );
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .arg("testbed")
+        .arg("--config")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    let mut addr = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line == "ready" {
+            break;
+        }
+        if let Some(server) = line.strip_prefix("server a ") {
+            addr = server.split(' ').next().map(str::to_owned);
+        }
+    }
+    let addr = addr.expect("the server's address is printed before `ready`");
+    // The restart step closes the port for the down period.
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(Instant::now() < deadline, "the server never went down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let status = Command::new("kill")
+        .args(["-INT", &running.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + PATIENCE;
+    let exit = loop {
+        if let Some(exit) = running.0.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the testbed still runs {PATIENCE:?} after Ctrl-C; down_for is 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+}
+
+/// The same for a restart asked through the control API: the call in
+/// flight ends, and so does the testbed.
+#[test]
+fn testbed_stops_on_ctrl_c_during_a_control_api_restart() {
+    use xdsfed::proto::testbed::v1::{self as pb, testbed_control_client::TestbedControlClient};
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(
+        dir.path(),
+        "plain.yaml",
+        "servers: [{name: a, authorities: [a.example]}]\n",
+    );
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .arg("testbed")
+        .arg("--config")
+        .arg(&file)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    let (mut server, mut control) = (None, None);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line == "ready" {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("server a ") {
+            server = rest.split(' ').next().map(str::to_owned);
+        }
+        if let Some(rest) = line.strip_prefix("control ") {
+            control = Some(rest.to_owned());
+        }
+    }
+    let (server, control) = (server.unwrap(), control.unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let restart = runtime.spawn(async move {
+        let mut client = TestbedControlClient::connect(format!("http://{control}"))
+            .await
+            .unwrap();
+        client
+            .restart_server(pb::RestartServerRequest {
+                server: "a".into(),
+                keep_state: true,
+                down_for: Some(prost_types::Duration {
+                    seconds: 600,
+                    nanos: 0,
+                }),
+            })
+            .await
+    });
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(&server).is_ok() {
+        assert!(Instant::now() < deadline, "the server never went down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let status = Command::new("kill")
+        .args(["-INT", &running.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + PATIENCE;
+    let exit = loop {
+        if let Some(exit) = running.0.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the testbed still runs {PATIENCE:?} after Ctrl-C; down_for is 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+    let answer = runtime
+        .block_on(async { tokio::time::timeout(PATIENCE, restart).await })
+        .expect("the restart call ends with the testbed")
+        .unwrap();
+    assert!(answer.is_err(), "the restart did not complete: {answer:?}");
 }

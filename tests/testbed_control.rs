@@ -282,3 +282,150 @@ async fn unknown_server_is_not_found_and_foreign_authority_invalid() {
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("onprem.example"), "{status:?}");
 }
+
+/// Opens a delta stream to `server` that subscribes to `name` of `CDS` and
+/// returns once the first response arrived; the stream stays open while the
+/// returned sender lives.
+async fn delta_stream(
+    server: &xdsfed::testbed::Server,
+    node: &str,
+    name: &str,
+) -> mpsc::Sender<DeltaDiscoveryRequest> {
+    let mut ads = AggregatedDiscoveryServiceClient::connect(server.uri())
+        .await
+        .unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(DeltaDiscoveryRequest {
+        node: Some(envoy_types::pb::envoy::config::core::v3::Node {
+            id: node.into(),
+            ..Default::default()
+        }),
+        type_url: CDS.into(),
+        resource_names_subscribe: vec![name.into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut responses = ads
+        .delta_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::timeout(WAIT, responses.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = responses.message().await {} });
+    tx
+}
+
+/// The recording is bounded; ListStreams says how much it dropped.
+#[tokio::test]
+async fn list_streams_counts_what_the_bounded_recording_dropped() {
+    let (testbed, mut control) = start().await;
+    let cloud = &testbed.servers()[0];
+    cloud
+        .recording()
+        .set_limits(xdsfed::testbed::RecordingLimits {
+            events_per_stream: 1,
+            streams: 1,
+        });
+    let _first = delta_stream(cloud, "first", C1).await;
+    let _second = delta_stream(cloud, "second", C1).await;
+    cloud
+        .recording()
+        .wait_until(WAIT, |s| {
+            s.first()
+                .is_some_and(|s| s.node_id.as_deref() == Some("second") && s.dropped_events == 1)
+        })
+        .await
+        .unwrap();
+
+    let listed = control
+        .list_streams(pb::ListStreamsRequest {
+            server: "cloud".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.dropped_streams, 1, "{listed:?}");
+    assert_eq!(listed.streams.len(), 1, "{listed:?}");
+    let kept = &listed.streams[0];
+    assert_eq!((kept.id, kept.node_id.as_str()), (1, "second"));
+    assert_eq!(
+        (kept.requests, kept.responses, kept.dropped_events),
+        (0, 1, 1),
+        "the request was dropped, the newer response kept"
+    );
+}
+
+#[tokio::test]
+async fn set_faults_refuses_a_redirect_target_that_is_not_an_xdstp_name() {
+    let (testbed, mut control) = start().await;
+    let status = control
+        .set_faults(pb::SetFaultsRequest {
+            server: "cloud".into(),
+            faults: Some(pb::Faults {
+                redirects: [(C1.to_owned(), "not an xdstp name".to_owned())].into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("faults.redirects") && status.message().contains(C1),
+        "{status:?}"
+    );
+    assert!(testbed.servers()[0].faults().redirects.is_empty());
+}
+
+/// Durations at the edges of what protobuf can carry are refused, naming
+/// the field, never a panic.
+#[tokio::test]
+async fn extreme_durations_are_invalid_arguments_naming_the_field() {
+    let (_testbed, mut control) = start().await;
+    for (seconds, nanos) in [
+        (i64::MAX, i32::MAX),
+        (i64::MIN, i32::MIN),
+        (-1, 0),
+        (601, 0),
+    ] {
+        let duration = Some(prost_types::Duration { seconds, nanos });
+        let status = control
+            .restart_server(pb::RestartServerRequest {
+                server: "cloud".into(),
+                keep_state: true,
+                down_for: duration,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("down_for"), "{status:?}");
+        let status = control
+            .wait_acked(pb::WaitAckedRequest {
+                server: "cloud".into(),
+                type_url: CDS.into(),
+                name: C1.into(),
+                version: "v".into(),
+                timeout: duration,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("timeout"), "{status:?}");
+        let status = control
+            .set_faults(pb::SetFaultsRequest {
+                server: "cloud".into(),
+                faults: Some(pb::Faults {
+                    response_delay: duration,
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("response_delay"), "{status:?}");
+    }
+}

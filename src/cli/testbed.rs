@@ -19,6 +19,7 @@ use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
     sync::Arc,
+    time::Duration,
 };
 
 use serde_json::{Value, json};
@@ -89,23 +90,57 @@ async fn serve(
     if let Some(file) = &bootstrap_out {
         write_bootstrap(file, testbed.servers())?;
     }
+    // Until the handler is installed, Ctrl-C kills the process with the
+    // signal; from `ready` on, it is a clean stop with exit code 0.
+    let mut signal = std::pin::pin!(ctrl_c());
+    let early =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(signal.as_mut().poll(cx).is_ready()))
+            .await;
+    // A completed future must not be polled again.
+    let interrupted = async move {
+        if !early {
+            signal.await;
+        }
+    };
     print_addresses(&testbed, control_addr)?;
 
     let service = ControlService::new(testbed.clone()).into_server();
+    let (stop_control, control_stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
-            // If the signal handler cannot be installed, serve until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
+            let _ = control_stopped.await;
         });
-    let result = serving
-        .await
-        .map_err(|e| CliError::runtime("control API failed").caused_by(&e));
+    tokio::pin!(serving, interrupted);
+    let result = tokio::select! {
+        result = &mut serving => result,
+        () = &mut interrupted => {
+            // The servers stop first: that also ends a restart's down
+            // period, and with it a RestartServer call in flight.
+            drop(running);
+            testbed.shutdown().await;
+            let _ = stop_control.send(());
+            // Calls such as WaitAcked may wait for minutes; they get a
+            // moment to answer, then the control API goes regardless.
+            tokio::time::timeout(CONTROL_DRAIN, &mut serving)
+                .await
+                .unwrap_or(Ok(()))
+        }
+    };
     testbed.shutdown().await;
-    drop(running);
-    result
+    result.map_err(|e| CliError::runtime("control API failed").caused_by(&e))
+}
+
+/// How long the control API may finish its calls after Ctrl-C.
+const CONTROL_DRAIN: Duration = Duration::from_secs(1);
+
+/// Resolves on Ctrl-C (SIGINT); never, if the handler cannot be installed,
+/// so that the testbed then serves until killed. The handler is installed
+/// when the future is first polled.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliError> {

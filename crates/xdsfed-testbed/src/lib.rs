@@ -10,7 +10,8 @@
 //! - an ACK tracker ([`Server::wait_acked`], [`Server::clients`]);
 //! - [`Faults`] to misbehave on purpose, switchable at run time, and
 //!   [`Server::restart`] on the same port;
-//! - a [`Recorder`] of every request and response per stream.
+//! - a [`Recorder`] of every request and response per stream, bounded by
+//!   [`RecordingLimits`] and counting what it dropped.
 //!
 //! ```text
 //!            ┌──────────── Testbed ─────────────┐
@@ -60,7 +61,7 @@ pub mod version;
 pub use ack::{AckReport, ClientInfo, Nack, Outcome};
 pub use backend::Backend;
 pub use faults::{Faults, Injected};
-pub use recording::{Message, Recorder, StreamRecord, Variant};
+pub use recording::{Message, Recorder, RecordingLimits, StreamRecord, Variant};
 pub use server::{Server, ServerError, ServerSpec, ServerTls};
 pub use store::{Store, StoreError, StoredResource};
 pub use testbed::{Testbed, TestbedError};

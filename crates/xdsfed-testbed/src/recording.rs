@@ -1,7 +1,14 @@
-//! Every request and response of every stream, with timestamps.
+//! Every request and response of every stream, with timestamps, within
+//! bounds.
 //!
 //! Each server keeps a [`Recorder`]. It survives restarts of the server, so a
-//! test can compare the stream before a restart with the one after it:
+//! test can compare the stream before a restart with the one after it.
+//!
+//! A testbed may run for days under steady updates, so the recording is
+//! bounded by [`RecordingLimits`]: each stream keeps its newest
+//! `events_per_stream` messages, and the recorder its newest `streams`
+//! streams (closed ones are dropped before open ones). What is dropped is
+//! counted: [`StreamRecord::dropped_events`] and [`Recorder::dropped_streams`].
 //!
 //! ```no_run
 //! # async fn demo(server: &xdsfed_testbed::Server) {
@@ -13,6 +20,7 @@
 //! ```
 
 use std::{
+    collections::VecDeque,
     sync::{Mutex, MutexGuard, PoisonError},
     time::{Duration, SystemTime},
 };
@@ -73,8 +81,11 @@ pub struct StreamRecord {
     pub opened_at: SystemTime,
     /// When it ended, and why (the status sent, or "client closed").
     pub closed: Option<(SystemTime, String)>,
-    /// The messages in order.
-    pub events: Vec<Event>,
+    /// The newest messages, in order; at most
+    /// [`RecordingLimits::events_per_stream`].
+    pub events: VecDeque<Event>,
+    /// How many older messages were dropped to stay within the limit.
+    pub dropped_events: u64,
 }
 
 impl StreamRecord {
@@ -124,49 +135,136 @@ impl StreamRecord {
 #[error("the recording did not reach the expected state within {0:?}")]
 pub struct WaitTimedOut(pub Duration);
 
-/// The recording of one server.
-#[derive(Debug)]
-pub struct Recorder {
-    streams: Mutex<Vec<StreamRecord>>,
-    changed: watch::Sender<u64>,
+/// How much a [`Recorder`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingLimits {
+    /// The newest messages kept per stream (default 1,000).
+    pub events_per_stream: usize,
+    /// The newest streams kept (default 1,000); closed streams are dropped
+    /// before open ones.
+    pub streams: usize,
 }
 
-impl Default for Recorder {
+impl Default for RecordingLimits {
     fn default() -> Self {
         Self {
-            streams: Mutex::default(),
-            changed: watch::Sender::new(0),
+            events_per_stream: 1_000,
+            streams: 1_000,
         }
     }
 }
 
+/// The recording of one server.
+#[derive(Debug)]
+pub struct Recorder {
+    inner: Mutex<Inner>,
+    changed: watch::Sender<u64>,
+}
+
+/// The streams kept, in the order they opened (so sorted by id), and what
+/// was dropped.
+#[derive(Debug, Default)]
+struct Inner {
+    streams: VecDeque<StreamRecord>,
+    limits: RecordingLimits,
+    /// The id of the next stream; also how many streams have opened.
+    next_id: u64,
+    dropped_streams: u64,
+    /// Whether any stream has carried a request, whether or not it is kept.
+    any_request: bool,
+}
+
+impl Inner {
+    fn get_mut(&mut self, id: u64) -> Option<&mut StreamRecord> {
+        let index = self.streams.binary_search_by_key(&id, |s| s.id).ok()?;
+        self.streams.get_mut(index)
+    }
+
+    /// Drops what exceeds the limits: the oldest events of `stream` (every
+    /// stream when `None`), then the oldest closed streams, then the oldest.
+    fn trim(&mut self, stream: Option<u64>) {
+        let cap = self.limits.events_per_stream;
+        let trim_events = |s: &mut StreamRecord| {
+            let excess = s.events.len().saturating_sub(cap);
+            s.events.drain(..excess);
+            s.dropped_events += excess as u64;
+        };
+        match stream {
+            Some(id) => self.get_mut(id).into_iter().for_each(trim_events),
+            None => self.streams.iter_mut().for_each(trim_events),
+        }
+        while self.streams.len() > self.limits.streams {
+            let oldest_closed = self.streams.iter().position(|s| s.closed.is_some());
+            self.streams.remove(oldest_closed.unwrap_or(0));
+            self.dropped_streams += 1;
+        }
+    }
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new(RecordingLimits::default())
+    }
+}
+
 impl Recorder {
-    fn lock(&self) -> MutexGuard<'_, Vec<StreamRecord>> {
-        // Each mutation is a single push; a poisoned lock holds consistent data.
-        self.streams.lock().unwrap_or_else(PoisonError::into_inner)
+    /// A recorder that keeps what `limits` allow.
+    pub fn new(limits: RecordingLimits) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                limits,
+                ..Inner::default()
+            }),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Each mutation leaves the data consistent before anything can
+        // panic, so a poisoned lock holds consistent data.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> RecordingLimits {
+        self.lock().limits
+    }
+
+    /// Changes the limits; what exceeds the new ones is dropped at once.
+    pub fn set_limits(&self, limits: RecordingLimits) {
+        let mut inner = self.lock();
+        inner.limits = limits;
+        inner.trim(None);
+        drop(inner);
+        self.bump();
+    }
+
+    /// How many streams were dropped to stay within
+    /// [`RecordingLimits::streams`].
+    pub fn dropped_streams(&self) -> u64 {
+        self.lock().dropped_streams
     }
 
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// A copy of every stream recorded so far, in the order they opened.
+    /// A copy of every stream kept, in the order they opened.
     pub fn streams(&self) -> Vec<StreamRecord> {
-        self.lock().clone()
+        self.lock().streams.iter().cloned().collect()
     }
 
-    /// The stream with number `id`.
+    /// The stream with number `id`, if it is kept.
     pub fn stream(&self, id: u64) -> Option<StreamRecord> {
-        let index = usize::try_from(id).ok()?;
-        self.lock().get(index).cloned()
+        self.lock().get_mut(id).map(|s| s.clone())
     }
 
-    /// How many streams have opened.
+    /// How many streams have opened, including those dropped.
     pub fn stream_count(&self) -> usize {
-        self.lock().len()
+        usize::try_from(self.lock().next_id).unwrap_or(usize::MAX)
     }
 
-    /// Waits until `check` holds for the recorded streams, or `timeout` passes.
+    /// Waits until `check` holds for the streams kept, or `timeout` passes.
     pub async fn wait_until(
         &self,
         timeout: Duration,
@@ -175,7 +273,7 @@ impl Recorder {
         let mut changed = self.changed.subscribe();
         let wait = async {
             loop {
-                if check(&self.lock()) {
+                if check(self.lock().streams.make_contiguous()) {
                     return;
                 }
                 if changed.changed().await.is_err() {
@@ -192,10 +290,7 @@ impl Recorder {
     pub(crate) async fn wait_for_request(&self) {
         let mut changed = self.changed.subscribe();
         loop {
-            let any_request = self
-                .lock()
-                .iter()
-                .any(|s| s.events.iter().any(|e| e.message.is_request()));
+            let any_request = self.lock().any_request;
             // A closed channel means the recorder is going away: nothing
             // more will arrive.
             if any_request || changed.changed().await.is_err() {
@@ -205,46 +300,50 @@ impl Recorder {
     }
 
     pub(crate) fn open(&self, variant: Variant) -> u64 {
-        let mut streams = self.lock();
-        let id = streams.len() as u64;
-        streams.push(StreamRecord {
+        let mut inner = self.lock();
+        let id = inner.next_id;
+        inner.next_id += 1;
+        inner.streams.push_back(StreamRecord {
             id,
             variant,
             node_id: None,
             opened_at: SystemTime::now(),
             closed: None,
-            events: Vec::new(),
+            events: VecDeque::new(),
+            dropped_events: 0,
         });
-        drop(streams);
+        inner.trim(None);
+        drop(inner);
         self.bump();
         id
     }
 
+    /// Records a message of stream `id`; one of a dropped stream is counted
+    /// nowhere, its stream being gone.
     pub(crate) fn record(&self, id: u64, message: Message) {
-        let mut streams = self.lock();
-        if let Some(stream) = usize::try_from(id).ok().and_then(|i| streams.get_mut(i)) {
-            stream.events.push(Event {
+        let mut inner = self.lock();
+        inner.any_request |= message.is_request();
+        if let Some(stream) = inner.get_mut(id) {
+            stream.events.push_back(Event {
                 at: SystemTime::now(),
                 message,
             });
+            inner.trim(Some(id));
         }
-        drop(streams);
+        drop(inner);
         self.bump();
     }
 
     pub(crate) fn set_node(&self, id: u64, node_id: &str) {
-        let mut streams = self.lock();
-        if let Some(stream) = usize::try_from(id).ok().and_then(|i| streams.get_mut(i)) {
+        if let Some(stream) = self.lock().get_mut(id) {
             stream.node_id.get_or_insert_with(|| node_id.to_owned());
         }
     }
 
     pub(crate) fn close(&self, id: u64, why: String) {
-        let mut streams = self.lock();
-        if let Some(stream) = usize::try_from(id).ok().and_then(|i| streams.get_mut(i)) {
+        if let Some(stream) = self.lock().get_mut(id) {
             stream.closed.get_or_insert((SystemTime::now(), why));
         }
-        drop(streams);
         self.bump();
     }
 }

@@ -130,6 +130,12 @@ pub enum ServerError {
         /// The authorities the server serves.
         served: Vec<String>,
     },
+    /// [`Server::stop`] ended a restart's down period: the server stays stopped.
+    #[error("server {server:?} was stopped while it was down for a restart")]
+    Stopped {
+        /// The server's name.
+        server: String,
+    },
     /// `wait_acked` without a version for a resource the server does not hold.
     #[error("server {server:?} holds no {type_url} named {name:?}")]
     NoSuchResource {
@@ -176,6 +182,9 @@ pub struct Server {
     addr: SocketAddr,
     shared: Arc<Shared>,
     run: Mutex<Option<Run>>,
+    /// Counts calls of [`Server::stop`], so that a restart waiting out its
+    /// down period sees a stop without holding up the caller.
+    stops: watch::Sender<u64>,
 }
 
 impl Server {
@@ -194,6 +203,7 @@ impl Server {
             addr,
             shared,
             run: Mutex::new(Some(run)),
+            stops: watch::Sender::new(0),
         })
     }
 
@@ -338,8 +348,10 @@ impl Server {
     }
 
     /// Stops serving: new connections are refused by the OS and every open
-    /// stream ends with `UNAVAILABLE`. Idempotent.
+    /// stream ends with `UNAVAILABLE`. Idempotent. A restart in its down
+    /// period ends at once with [`ServerError::Stopped`].
     pub async fn stop(&self) {
+        self.stops.send_modify(|n| *n = n.wrapping_add(1));
         let Some(run) = self.run.lock().await.take() else {
             return;
         };
@@ -347,8 +359,10 @@ impl Server {
     }
 
     /// Stops, drops the resources unless `keep_state`, waits `down_for`, and
-    /// listens again on the same port.
+    /// listens again on the same port. A [`Server::stop`] meanwhile ends
+    /// the down period: the server stays stopped.
     pub async fn restart(&self, keep_state: bool, down_for: Duration) -> Result<(), ServerError> {
+        let mut stops = self.stops.subscribe();
         let mut run = self.run.lock().await;
         if let Some(old) = run.take() {
             stop_run(old).await;
@@ -356,7 +370,14 @@ impl Server {
         if !keep_state {
             self.shared.store.clear();
         }
-        tokio::time::sleep(down_for).await;
+        tokio::select! {
+            () = tokio::time::sleep(down_for) => {}
+            _ = stops.changed() => {
+                return Err(ServerError::Stopped {
+                    server: self.spec.name.clone(),
+                });
+            }
+        }
         let (_, new) = serve(
             &self.spec.name,
             self.addr,

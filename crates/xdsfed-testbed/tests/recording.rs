@@ -7,7 +7,7 @@
 mod common;
 
 use common::{CDS, Delta, Sotw, WAIT, cluster};
-use xdsfed_testbed::{Message, ServerSpec, Testbed, Variant};
+use xdsfed_testbed::{Message, RecordingLimits, ServerSpec, Testbed, Variant};
 
 #[tokio::test]
 async fn recording_shows_exactly_one_stream_with_messages_in_order() {
@@ -38,7 +38,13 @@ async fn recording_shows_exactly_one_stream_with_messages_in_order() {
         .nth(1)
         .expect("the ACK was recorded");
     assert_eq!(ack.response_nonce, response.nonce);
-    assert!(stream.events.windows(2).all(|w| w[0].at <= w[1].at));
+    assert!(
+        stream
+            .events
+            .iter()
+            .zip(stream.events.iter().skip(1))
+            .all(|(a, b)| a.at <= b.at)
+    );
     assert!(stream.closed.is_none());
 }
 
@@ -61,4 +67,114 @@ async fn recording_marks_closed_streams_and_counts_each_variant() {
     assert_eq!(streams[0].variant, Variant::Sotw);
     assert_eq!(streams[0].sotw_requests().count(), 1);
     assert_eq!(streams[0].sotw_responses().count(), 1);
+}
+
+/// Steady updates on one stream keep at most `events_per_stream` events:
+/// the oldest go, and the stream counts how many went.
+#[tokio::test]
+async fn recording_keeps_the_newest_events_per_stream_and_counts_the_dropped() {
+    const CAP: usize = 5;
+    const UPDATES: usize = 20;
+    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+        .await
+        .unwrap();
+    let server = &tb.servers()[0];
+    server.recording().set_limits(RecordingLimits {
+        events_per_stream: CAP,
+        ..RecordingLimits::default()
+    });
+    server.set_resource("c1", cluster("c1", 1)).unwrap();
+    let mut client = Delta::open(server, "node-a").await;
+    client.subscribe(CDS, &["c1"]).await;
+    client.recv().await;
+    let mut last = None;
+    for i in 0..UPDATES {
+        server
+            .set_resource("c1", cluster("c1", 2 + i as i64))
+            .unwrap();
+        last = Some(client.recv().await);
+    }
+    // One request, the first response and one response per update.
+    let total = 2 + UPDATES;
+    server
+        .recording()
+        .wait_until(WAIT, |s| {
+            s.first()
+                .is_some_and(|s| s.events.len() as u64 + s.dropped_events == total as u64)
+        })
+        .await
+        .unwrap();
+    let stream = &server.recording().streams()[0];
+    assert_eq!(stream.events.len(), CAP, "the recording stays at the cap");
+    assert_eq!(stream.dropped_events, (total - CAP) as u64);
+    assert_eq!(
+        stream.delta_responses().last(),
+        last.as_ref(),
+        "the newest events are the ones kept"
+    );
+}
+
+/// Reconnects keep at most `streams` streams: closed ones go first, and the
+/// recorder counts them.
+#[tokio::test]
+async fn recording_keeps_the_newest_streams_and_counts_the_dropped() {
+    const CAP: usize = 3;
+    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+        .await
+        .unwrap();
+    let server = &tb.servers()[0];
+    server.recording().set_limits(RecordingLimits {
+        streams: CAP,
+        ..RecordingLimits::default()
+    });
+    let mut kept_open = Sotw::open(server, "long-lived").await;
+    kept_open.request(CDS, &[], None).await;
+    kept_open.recv().await;
+    for i in 0..5 {
+        let mut sotw = Sotw::open(server, &format!("n{i}")).await;
+        sotw.request(CDS, &[], None).await;
+        sotw.recv().await;
+        drop(sotw);
+        server
+            .recording()
+            .wait_until(WAIT, |s| {
+                s.last()
+                    .is_some_and(|s| s.closed.is_some() && s.id == i + 1)
+            })
+            .await
+            .unwrap();
+    }
+    let recording = server.recording();
+    let streams = recording.streams();
+    assert_eq!(streams.len(), CAP);
+    assert_eq!(recording.dropped_streams(), 6 - CAP as u64);
+    assert_eq!(recording.stream_count(), 6, "every stream that opened");
+    assert_eq!(
+        streams[0].node_id.as_deref(),
+        Some("long-lived"),
+        "the open stream outlives closed ones"
+    );
+    assert_eq!(streams.iter().map(|s| s.id).collect::<Vec<_>>(), [0, 4, 5]);
+    assert!(recording.stream(1).is_none());
+    assert_eq!(recording.stream(5).map(|s| s.id), Some(5));
+}
+
+/// A scenario's `recording` sets the limits of every server it starts.
+#[tokio::test]
+async fn scenario_sets_the_recording_limits_of_every_server() {
+    let scenario = xdsfed_testbed::scenario::Scenario::from_yaml(
+        "servers: [{name: a, authorities: [a.example]}, {name: b, authorities: [b.example]}]\n\
+         recording: {events_per_stream: 7}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let running = scenario.start().await.unwrap();
+    for server in running.testbed().servers() {
+        assert_eq!(
+            server.recording().limits(),
+            RecordingLimits {
+                events_per_stream: 7,
+                ..RecordingLimits::default()
+            }
+        );
+    }
 }

@@ -16,6 +16,61 @@ use crate::resources::{cluster, endpoints, pack};
 /// The first port of generated endpoints without a backend.
 const FIRST_PORT: u32 = 20_000;
 
+/// How many distinct ports generated endpoints without a backend cycle through.
+const PORTS: u64 = 40_000;
+
+/// The most clusters the generators of one scenario make together.
+pub const MAX_CLUSTERS: u64 = 1_000_000;
+
+/// The longest prefix, and the longest authority, a generator puts in its
+/// names.
+pub(crate) const MAX_NAME_PART: usize = 256;
+
+/// The most endpoints the generators of one scenario make together: ten
+/// times xDS TP1's design load of a million endpoints.
+pub const MAX_ENDPOINTS: u64 = 10_000_000;
+
+/// What the generators of a scenario make together, checked against
+/// [`MAX_CLUSTERS`] and [`MAX_ENDPOINTS`] before anything is generated.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    clusters: u64,
+    endpoints: u64,
+}
+
+impl Totals {
+    /// Adds one generator; on refusal, the field that went over and why.
+    pub(crate) fn add(
+        &mut self,
+        count: u32,
+        endpoints_per_cluster: u32,
+    ) -> Result<(), (&'static str, String)> {
+        let clusters = self.clusters + u64::from(count);
+        if clusters > MAX_CLUSTERS {
+            return Err((
+                "count",
+                format!(
+                    "{count} clusters would make {clusters} generated clusters in all; \
+                     the most is {MAX_CLUSTERS}"
+                ),
+            ));
+        }
+        let endpoints = self.endpoints + u64::from(count) * u64::from(endpoints_per_cluster);
+        if endpoints > MAX_ENDPOINTS {
+            return Err((
+                "endpoints_per_cluster",
+                format!(
+                    "{count} × {endpoints_per_cluster} endpoints would make {endpoints} \
+                     generated endpoints in all; the most is {MAX_ENDPOINTS}"
+                ),
+            ));
+        }
+        self.clusters = clusters;
+        self.endpoints = endpoints;
+        Ok(())
+    }
+}
+
 /// What to generate, resolved against the scenario.
 #[derive(Debug, Clone)]
 pub(crate) struct Clusters {
@@ -41,7 +96,7 @@ pub(crate) fn clusters(spec: &Clusters) -> Vec<(String, Any)> {
         let ports: Vec<u32> = (0..spec.endpoints_per_cluster)
             .map(|e| match spec.backend_port {
                 Some(port) => u32::from(port),
-                None => FIRST_PORT + (i * spec.endpoints_per_cluster + e) % 40_000,
+                None => loopback_port(i, spec.endpoints_per_cluster, e),
             })
             .collect();
         let addrs: Vec<(&str, u32)> = ports.iter().map(|p| ("127.0.0.1", *p)).collect();
@@ -51,6 +106,14 @@ pub(crate) fn clusters(spec: &Clusters) -> Vec<(String, Any)> {
         out.push((cla_name, pack(&cla)));
     }
     out
+}
+
+/// The port of endpoint `endpoint` of cluster `cluster`: consecutive over
+/// the whole generator, wrapping after [`PORTS`].
+fn loopback_port(cluster: u32, endpoints_per_cluster: u32, endpoint: u32) -> u32 {
+    let index = u64::from(cluster) * u64::from(endpoints_per_cluster) + u64::from(endpoint);
+    // The remainder is below PORTS, so it always fits.
+    FIRST_PORT + u32::try_from(index % PORTS).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -74,5 +137,13 @@ mod tests {
         );
         let cla = ClusterLoadAssignment::decode(made[1].1.value.as_slice()).unwrap();
         assert_eq!(cla.endpoints[0].lb_endpoints.len(), 2);
+    }
+
+    #[test]
+    fn loopback_ports_wrap_without_overflow() {
+        assert_eq!(loopback_port(0, 10, 3), FIRST_PORT + 3);
+        assert_eq!(loopback_port(4000, 10, 1), FIRST_PORT + 1);
+        let last = loopback_port(u32::MAX, u32::MAX, u32::MAX);
+        assert!((FIRST_PORT..FIRST_PORT + 40_000).contains(&last));
     }
 }

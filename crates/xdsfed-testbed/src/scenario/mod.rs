@@ -21,6 +21,7 @@
 //! generators:
 //!   - server: cloud
 //!     clusters: {count: 1000, endpoints_per_cluster: 10}
+//! recording: {events_per_stream: 1000, streams: 1000}   # optional; these are the defaults
 //! schedule_clock: start         # or first_request: offsets count from the first xDS request
 //! schedule:                     # one action per step, at an offset from the start
 //!   - at: 0s                    # steps at 0s are applied before `start` returns
@@ -47,6 +48,8 @@ mod duration;
 mod generate;
 mod json;
 mod model;
+mod nesting;
+mod read;
 mod run;
 
 use std::{
@@ -58,12 +61,15 @@ use std::{
 use envoy_types::pb::google::protobuf::Any;
 use prost_reflect::DescriptorPool;
 use serde_norway::Value;
-use xdsfed_core::name::{authority_of, canonical_key};
+use xdsfed_core::name::{XdstpName, authority_of, canonical_key};
 
+pub use duration::MAX_DURATION;
+pub use generate::{MAX_CLUSTERS, MAX_ENDPOINTS};
 pub use json::envoy_pool;
+pub use read::MAX_SCENARIO_BYTES;
 pub use run::RunningScenario;
 
-use crate::{ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
+use crate::{RecordingLimits, ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
 
 /// Why a scenario cannot be read or run.
 #[derive(Debug, thiserror::Error)]
@@ -184,7 +190,7 @@ struct Generator {
 }
 
 /// A checked scenario, ready to [start](Scenario::start).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Scenario {
     servers: Vec<ServerSpec>,
     backends: Vec<String>,
@@ -192,13 +198,31 @@ pub struct Scenario {
     generators: Vec<Generator>,
     schedule: Vec<Step>,
     schedule_clock: model::ScheduleClock,
+    recording: RecordingLimits,
     pool: DescriptorPool,
 }
 
+impl std::fmt::Debug for Scenario {
+    // The descriptor pool is left out: its own `Debug` recurses through
+    // every Envoy type, deeper than a thread's stack.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scenario")
+            .field("servers", &self.servers)
+            .field("backends", &self.backends)
+            .field("resources", &self.resources)
+            .field("generators", &self.generators)
+            .field("schedule", &self.schedule)
+            .field("schedule_clock", &self.schedule_clock)
+            .field("recording", &self.recording)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Scenario {
-    /// Reads and checks a scenario file.
+    /// Reads and checks a scenario file: a regular file of at most
+    /// [`MAX_SCENARIO_BYTES`].
     pub fn from_file(file: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(file).map_err(|source| ScenarioError::Read {
+        let text = read::read_bounded(file).map_err(|source| ScenarioError::Read {
             file: file.to_owned(),
             source,
         })?;
@@ -214,6 +238,7 @@ impl Scenario {
     /// Checks a scenario, with the types of `pool` for the JSON mapping (for
     /// your own resource types: add them to [`envoy_pool`]).
     pub fn from_yaml_with_pool(text: &str, pool: DescriptorPool) -> Result<Self, ScenarioError> {
+        check_text(text)?;
         let file: model::File = serde_path_to_error::deserialize(
             serde_norway::Deserializer::from_str(text),
         )
@@ -234,6 +259,11 @@ impl Scenario {
         &self.backends
     }
 
+    /// How much each server's recording keeps.
+    pub fn recording_limits(&self) -> RecordingLimits {
+        self.recording
+    }
+
     /// How many scheduled steps it has.
     pub fn schedule_len(&self) -> usize {
         self.schedule.len()
@@ -245,6 +275,46 @@ impl Scenario {
     /// state before the `0s` steps.
     pub async fn start(&self) -> Result<RunningScenario, ScenarioError> {
         run::start(self).await
+    }
+}
+
+/// What must hold before the YAML parser sees the text: its size, and how
+/// deeply it nests flow collections (the parser is quadratic in that).
+fn check_text(text: &str) -> Result<(), ScenarioError> {
+    if text.len() > MAX_SCENARIO_BYTES {
+        return Err(invalid(
+            ".",
+            format!("the scenario is larger than {MAX_SCENARIO_BYTES} bytes (16 MiB)"),
+        ));
+    }
+    nesting::check(text).map_err(|at| ScenarioError::Syntax {
+        path: ".".to_owned(),
+        message: format!(
+            "flow collections ([…] or {{…}}) nested deeper than {} levels at line {} column {}",
+            nesting::MAX_DEPTH,
+            at.line,
+            at.column
+        ),
+    })
+}
+
+/// Checks that `authority` can be the authority of an `xdstp:` name as it
+/// is written, so that names of it find this server.
+fn check_authority(path: &str, authority: &str) -> Result<(), ScenarioError> {
+    let probe = format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/probe");
+    match XdstpName::parse(&probe) {
+        Ok(name) if name.authority() == authority => Ok(()),
+        Ok(name) => Err(invalid(
+            path,
+            format!(
+                "{authority:?} is not an authority as xdstp names write it (it reads as {:?})",
+                name.authority()
+            ),
+        )),
+        Err(e) => Err(invalid(
+            path,
+            format!("{authority:?} is not a URI authority: {e}"),
+        )),
     }
 }
 
@@ -270,6 +340,9 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
                 format!("{path}.authorities"),
                 "a server serves at least one authority",
             ));
+        }
+        for (j, authority) in entry.authorities.iter().enumerate() {
+            check_authority(&format!("{path}.authorities[{j}]"), authority)?;
         }
         servers.push(ServerSpec {
             name: entry.name,
@@ -302,11 +375,12 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         .enumerate()
         .map(|(i, entry)| cx.resource(format!("resources[{i}]"), entry))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut totals = generate::Totals::default();
     let generators = file
         .generators
         .into_iter()
         .enumerate()
-        .map(|(i, entry)| cx.generator(format!("generators[{i}]"), entry))
+        .map(|(i, entry)| cx.generator(format!("generators[{i}]"), entry, &mut totals))
         .collect::<Result<Vec<_>, _>>()?;
     let mut schedule = file
         .schedule
@@ -316,6 +390,7 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         .collect::<Result<Vec<_>, _>>()?;
     // Stable: steps at the same offset keep the file's order.
     schedule.sort_by_key(|s| s.at);
+    let recording = recording_limits(file.recording)?;
     Ok(Scenario {
         servers,
         backends,
@@ -323,7 +398,26 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         generators,
         schedule,
         schedule_clock: file.schedule_clock,
+        recording,
         pool,
+    })
+}
+
+/// The recording limits of every server: the defaults, with what the file sets.
+fn recording_limits(entry: model::RecordingEntry) -> Result<RecordingLimits, ScenarioError> {
+    let at_least_one = |field: &str, value: Option<usize>, default: usize| match value {
+        Some(0) => Err(invalid(format!("recording.{field}"), "must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let defaults = RecordingLimits::default();
+    Ok(RecordingLimits {
+        events_per_stream: at_least_one(
+            "events_per_stream",
+            entry.events_per_stream,
+            defaults.events_per_stream,
+        )?,
+        streams: at_least_one("streams", entry.streams, defaults.streams)?,
     })
 }
 
@@ -465,6 +559,7 @@ impl Context<'_> {
         &self,
         path: String,
         entry: model::GeneratorEntry,
+        totals: &mut generate::Totals,
     ) -> Result<Generator, ScenarioError> {
         let spec = self
             .servers
@@ -501,6 +596,22 @@ impl Context<'_> {
                 "must be a non-empty path segment",
             ));
         }
+        // Every generated name carries both, up to a million times over.
+        for (field, value) in [("prefix", &clusters.prefix), ("authority", &authority)] {
+            if value.len() > generate::MAX_NAME_PART {
+                return Err(invalid(
+                    format!("{path}.clusters.{field}"),
+                    format!(
+                        "{} bytes is longer than the {} a generator allows",
+                        value.len(),
+                        generate::MAX_NAME_PART
+                    ),
+                ));
+            }
+        }
+        totals
+            .add(clusters.count, clusters.endpoints_per_cluster)
+            .map_err(|(field, why)| invalid(format!("{path}.clusters.{field}"), why))?;
         Ok(Generator {
             path,
             server: spec.name.clone(),
@@ -563,6 +674,14 @@ impl Context<'_> {
                 duration::parse(&d).map_err(|why| invalid(format!("{path}.response_delay"), why))
             })
             .transpose()?;
+        for (name, target) in &entry.redirects {
+            XdstpName::parse(target).map_err(|e| {
+                invalid(
+                    format!("{path}.redirects[{name:?}]"),
+                    format!("the target {target:?} is not an xdstp name: {e}"),
+                )
+            })?;
+        }
         let mut inject = Vec::new();
         for (i, injected) in entry.inject.into_iter().enumerate() {
             self.dry_any(&format!("{path}.inject[{i}].resource"), &injected.resource)?;

@@ -19,6 +19,18 @@ pub(crate) struct File {
     pub(crate) schedule_clock: ScheduleClock,
     #[serde(default)]
     pub(crate) schedule: Vec<StepEntry>,
+    #[serde(default)]
+    pub(crate) recording: RecordingEntry,
+}
+
+/// How much each server's recording keeps; unset fields keep the defaults.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RecordingEntry {
+    #[serde(default)]
+    pub(crate) events_per_stream: Option<usize>,
+    #[serde(default)]
+    pub(crate) streams: Option<usize>,
 }
 
 /// When the schedule's offsets start counting.

@@ -123,6 +123,9 @@ impl Env {
 
 pub(super) async fn start(scenario: &Scenario) -> Result<RunningScenario, ScenarioError> {
     let mut testbed = Testbed::start(scenario.servers.iter().cloned()).await?;
+    for server in testbed.servers() {
+        server.recording().set_limits(scenario.recording);
+    }
     let mut ports = json::BackendPorts::new();
     for name in &scenario.backends {
         let backend = testbed.add_backend(name).await?;
