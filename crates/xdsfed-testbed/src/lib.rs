@@ -59,7 +59,7 @@ pub mod version;
 
 pub use ack::{AckReport, ClientInfo, Nack, Outcome};
 pub use backend::Backend;
-pub use faults::{Faults, Injected};
+pub use faults::{Faults, Injected, Tarpit};
 pub use recording::{Message, Recorder, StreamRecord, Variant};
 pub use server::{Server, ServerError, ServerSpec, ServerTls};
 pub use store::{Store, StoreError, StoredResource};
