@@ -6,9 +6,16 @@
 //!   WaitingForInterest ──subscribe──► Streaming ──────────┘
 //!          ▲                           │ stream ends
 //!          │                           ▼
-//!          └──────────────────── BackingOff (delay, or none after an OK end
-//!                                 that followed a response)
+//!          └──────────────────── BackingOff (after every end; the delay
+//!                                 counts from the attempt's start, and a
+//!                                 response resets it)
 //! ```
+//!
+//! Each attempt opens a fresh channel, so that a connection to a server
+//! that never answered is dropped, not reused. When the session asks for
+//! the stream to be closed ([`Session::poll_close`]: the handshake or
+//! first-response deadline passed), the driver ends it as the server's
+//! failure.
 //!
 //! In every state the driver keeps applying commands and firing the
 //! session's timers (TTLs run while disconnected). It never awaits anything
@@ -26,11 +33,11 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
-use super::backoff::Backoff;
+use super::backoff::ReconnectPolicy;
 use super::{Command, Shared, TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
@@ -121,7 +128,7 @@ pub(super) struct Driver {
     session: Session,
     sink: Arc<dyn super::EventSink>,
     opts: TransportOptions,
-    channel: Result<Channel, TransportError>,
+    endpoint: Result<Endpoint, TransportError>,
     commands: mpsc::UnboundedReceiver<Command>,
     shared: Arc<Shared>,
     fallback_logged: bool,
@@ -135,13 +142,15 @@ impl Driver {
         types: Arc<TypeRegistry>,
         sink: Arc<dyn super::EventSink>,
         opts: TransportOptions,
-        channel: Result<Channel, TransportError>,
+        endpoint: Result<Endpoint, TransportError>,
         commands: mpsc::UnboundedReceiver<Command>,
         shared: Arc<Shared>,
     ) -> Self {
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
             .with_does_not_exist_timeout(opts.does_not_exist_timeout)
+            .with_handshake_timeout(opts.connect_timeout)
+            .with_first_response_timeout(opts.first_response_timeout)
             .with_authorities(authorities);
         cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
         Driver {
@@ -149,7 +158,7 @@ impl Driver {
             server,
             sink,
             opts,
-            channel,
+            endpoint,
             commands,
             shared,
             fallback_logged: false,
@@ -157,7 +166,7 @@ impl Driver {
     }
 
     pub(super) async fn run(mut self) {
-        let mut backoff = Backoff::new(self.opts.backoff);
+        let mut policy = ReconnectPolicy::new(self.opts.backoff);
         let mut attempt: u64 = 0;
         loop {
             if !self.session.has_subscriptions() && !self.wait(None).await {
@@ -170,31 +179,30 @@ impl Driver {
                 variant = ?self.session.variant(),
                 attempt,
             );
+            policy.started(now());
             let outcome = self.run_stream().instrument(span).await;
-            let delay = match outcome {
+            let (code, after_response) = match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Idle => {
-                    backoff.reset();
+                    policy.closed_locally();
                     continue;
                 }
                 Outcome::Ended {
                     code,
                     after_response,
-                } => {
-                    if after_response {
-                        backoff.reset();
-                    }
-                    if self.falls_back(code, after_response) {
-                        continue;
-                    }
-                    if after_response && code == Code::Ok {
-                        continue;
-                    }
-                    backoff.next_delay()
-                }
+                } => (code, after_response),
             };
-            tracing::debug!(server = %self.server.server_uri, ?delay, "reconnecting after a delay");
-            if !self.wait(Some(now() + delay)).await {
+            if self.falls_back(code, after_response) {
+                continue;
+            }
+            let at = policy.ended(now(), after_response);
+            let delay = at.saturating_duration_since(now());
+            if after_response {
+                tracing::debug!(server = %self.server.server_uri, ?delay, "reopening the ADS stream");
+            } else {
+                tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
+            }
+            if !self.wait(Some(at)).await {
                 return;
             }
         }
@@ -254,8 +262,8 @@ impl Driver {
 
     /// Opens a stream and drives it until it ends.
     async fn run_stream(&mut self) -> Outcome {
-        let channel = match &self.channel {
-            Ok(channel) => channel.clone(),
+        let channel = match &self.endpoint {
+            Ok(endpoint) => endpoint.connect_lazy(),
             Err(e) => {
                 let message = e.to_string();
                 return self.end(Code::Unavailable, message, false);
@@ -268,6 +276,10 @@ impl Driver {
         let mut after_response = false;
         let mut idle_since: Option<Instant> = None;
         loop {
+            if let Some(end) = self.session.poll_close() {
+                // The session's deadline: the server's failure, not ours.
+                return self.end(Code::from_i32(end.code), end.message, after_response);
+            }
             self.flush(Some(&out));
             if self.session.has_subscriptions() {
                 idle_since = None;
