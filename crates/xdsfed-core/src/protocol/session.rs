@@ -88,7 +88,8 @@ impl StreamEnd {
 ///        (from AwaitingFirstResponse: StreamFailed, gRFC A57)
 /// ```
 ///
-/// Within `AwaitingFirstResponse` the stream is *established* once the
+/// Within `AwaitingFirstResponse` the stream is *established* once its
+/// connection proves ready ([`Session::handle_connection_ready`]), the
 /// server accepts it ([`Session::handle_stream_accepted`]) or answers it:
 /// the handshake deadline stops, and the does-not-exist timers of what was
 /// written start.
@@ -138,7 +139,9 @@ pub struct SessionStats {
 /// - inputs: `handle_*`, each taking the current `now`;
 /// - outputs: `poll_*`.
 ///
-/// After any command or input, the driver drains the outputs in this order:
+/// After any command or input, the driver first asks
+/// [`poll_close`](Self::poll_close) whether the stream must end (a deadline
+/// passed), then drains the outputs in this order:
 /// [`poll_transmit`](Self::poll_transmit) until `None` (it arms the
 /// does-not-exist timers of what it writes), then
 /// [`poll_event`](Self::poll_event) until `None`, then sleeps until
@@ -362,6 +365,18 @@ impl Session {
         }
     }
 
+    /// The server answered a request on the stream's connection: it speaks
+    /// HTTP/2, so the connection is ready (gRPC's READY), though the stream
+    /// itself may wait for its headers until the first response (grpc-go and
+    /// grpc-java servers send them together). The stream is established:
+    /// the handshake deadline stops and what was written starts its
+    /// does-not-exist timers. No event: the stream has not answered yet.
+    pub fn handle_connection_ready(&mut self, now: Instant) {
+        if self.phase == Phase::AwaitingFirstResponse {
+            self.establish(now);
+        }
+    }
+
     /// A `DeltaDiscoveryResponse` arrived.
     pub fn handle_delta_response(&mut self, now: Instant, response: DeltaDiscoveryResponse) {
         self.on_delta_response(now, response);
@@ -451,7 +466,8 @@ impl Session {
     /// The next request to write, if any: ACKs/NACKs first, in the order of
     /// the responses, then subscription changes. Arms the does-not-exist
     /// timer of every name it writes that is neither held nor known absent
-    /// (gRFC A57: the timer starts when the request is actually sent).
+    /// (gRFC A57: the timer starts when the request is actually sent on an
+    /// established stream; on a stream not yet established, when it is).
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Request> {
         if self.phase == Phase::Idle {

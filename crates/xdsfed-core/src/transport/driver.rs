@@ -33,6 +33,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::codegen::{Service as _, http};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
@@ -103,6 +104,38 @@ async fn recv(inbound: &mut Option<Inbound>) -> Result<Option<Response>, Status>
 
 type Call = Pin<Box<dyn Future<Output = Result<Inbound, Status>> + Send>>;
 
+type Probe = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// The path of the readiness probe: the standard health check, which any
+/// gRPC server answers at once (with its status, or UNIMPLEMENTED).
+const PROBE_PATH: &str = "/grpc.health.v1.Health/Check";
+
+/// Whether the server answers an HTTP/2 request on `channel`'s connection.
+/// Its answer shows the connection ready (gRPC's READY: the server speaks
+/// HTTP/2) even when the ADS stream's headers wait for its first response,
+/// which tonic alone would not tell apart from a server that never speaks.
+/// What the answer says does not matter; `false` is a local error.
+fn probe(mut channel: Channel) -> Probe {
+    Box::pin(async move {
+        let request = http::Request::builder()
+            .method(http::Method::POST)
+            .uri(PROBE_PATH)
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .header(http::header::TE, "trailers")
+            .body(tonic::body::Body::empty());
+        let Ok(request) = request else {
+            return false;
+        };
+        if std::future::poll_fn(|cx| channel.poll_ready(cx))
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        channel.call(request).await.is_ok()
+    })
+}
+
 /// How a stream ended.
 enum Outcome {
     /// The stream ended or failed.
@@ -117,6 +150,7 @@ enum Outcome {
 enum Wake {
     Command(Option<Command>),
     Connected(Result<Inbound, Status>),
+    Probed(bool),
     Message(Result<Option<Response>, Status>),
     Timer,
     Idle,
@@ -271,6 +305,8 @@ impl Driver {
         };
         self.shared.stats().streams_opened += 1;
         self.session.handle_connected(now());
+        let mut ready = probe(channel.clone());
+        let mut probed = false;
         let (out, mut call) = self.open(channel);
         let mut inbound: Option<Inbound> = None;
         let mut after_response = false;
@@ -291,6 +327,7 @@ impl Driver {
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 r = &mut call, if inbound.is_none() => Wake::Connected(r),
+                answered = &mut ready, if !probed => Wake::Probed(answered),
                 m = recv(&mut inbound) => Wake::Message(m),
                 () = sleep_until(timer) => Wake::Timer,
                 () = sleep_until(idle_at) => Wake::Idle,
@@ -302,6 +339,12 @@ impl Driver {
                             .handle_stream_end(now(), StreamEnd::local("shut down"));
                         self.flush(None);
                         return Outcome::Shutdown;
+                    }
+                }
+                Wake::Probed(answered) => {
+                    probed = true;
+                    if answered {
+                        self.session.handle_connection_ready(now());
                     }
                 }
                 Wake::Connected(Ok(stream)) => {

@@ -19,11 +19,13 @@
 //!   `DeltaAggregatedResources` is spoken to in SotW from then on (logged
 //!   once), unless the bootstrap pinned the variant;
 //! - each connection attempt is a fresh channel, and has `connect_timeout`
-//!   (20 s, gRPC's minimum connect timeout) for the server to answer the
-//!   new stream: TCP connect, TLS and HTTP/2 handshakes, and its response
-//!   headers or first response. A server that accepts TCP and never speaks
-//!   fails the attempt as UNAVAILABLE: a server failure (gRFC A57) and a
-//!   reason to fall back (gRFC A71). The session decides; the driver closes;
+//!   (20 s, gRPC's minimum connect timeout) to be established: TCP connect,
+//!   TLS and HTTP/2 handshakes, up to the server answering on the
+//!   connection (a readiness probe, `POST /grpc.health.v1.Health/Check`,
+//!   whose answer's status does not matter), accepting the stream or
+//!   answering it. A server that accepts TCP and never speaks fails the
+//!   attempt as UNAVAILABLE: a server failure (gRFC A57) and a reason to
+//!   fall back (gRFC A71). The session decides; the driver closes;
 //! - every stream end waits a jittered exponential backoff (1 s, ×1.6,
 //!   ±20 %, 120 s cap) counted from the start of the attempt; a response
 //!   resets it, so a stream that had one reconnects after at most the
@@ -79,13 +81,14 @@ pub struct TransportOptions {
     /// pushes reach 12 MB).
     pub max_message_size: usize,
     /// The handshake deadline: how long a connection attempt may take
-    /// until the server answers the new stream (default 20 s, gRPC's
+    /// until the server shows it speaks HTTP/2 (default 20 s, gRPC's
     /// minimum connect timeout). It covers the TCP connect, the TLS and
-    /// HTTP/2 handshakes and the stream's response headers, or its first
-    /// response for servers that send headers with it (tonic does not
-    /// report the server's HTTP/2 SETTINGS on their own). Past it the
-    /// attempt is a connection failure (gRFC A57 `server_failure`, gRFC A71
-    /// fallback), retried with backoff on a new connection.
+    /// HTTP/2 handshakes, up to the first answer from the server: to the
+    /// readiness probe sent on the new connection, or on the stream itself
+    /// (tonic does not report the server's HTTP/2 SETTINGS on their own).
+    /// Past it the attempt is a connection failure (gRFC A57
+    /// `server_failure`, gRFC A71 fallback), retried with backoff on a new
+    /// connection.
     pub connect_timeout: Duration,
     /// How long a stream the server accepted (response headers) may go
     /// without a response before it counts as a server failure (ended

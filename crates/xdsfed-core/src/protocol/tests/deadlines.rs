@@ -66,6 +66,25 @@ fn acceptance_or_a_response_stops_the_handshake_deadline() {
     assert_eq!(events(&mut answered), ["healthy", "upsert a 1"]);
 }
 
+/// A ready connection (the server answered a request on it) establishes the
+/// stream without an event: a server that sends headers only with its first
+/// response and has nothing to send is not taken for one that never speaks,
+/// and its names time out as not existing.
+#[test]
+fn ready_connection_establishes_a_silent_stream() {
+    let now = t0();
+    let mut s = session(ApiVariant::Delta);
+    s.subscribe(key(CDS, "a"));
+    s.handle_connected(now);
+    let _ = drain(&mut s, now);
+    s.handle_connection_ready(now + secs(1));
+    assert!(events(&mut s).is_empty());
+    s.handle_timeout(now + secs(60));
+    assert_eq!(s.poll_close(), None);
+    assert_eq!(events(&mut s), ["dne a"]);
+    assert_eq!(s.stats().server_failure, 0);
+}
+
 /// A stream that ends before its deadline takes the deadline with it; the
 /// next stream has its own.
 #[test]
