@@ -92,11 +92,11 @@ pub struct SessionConfig {
     /// it to the whole connection attempt: TCP connect, TLS and HTTP/2
     /// handshakes, and the server accepting the stream.
     pub handshake_timeout: Duration,
-    /// How long a stream the server accepted (response headers) may wait
-    /// for its first response before it is a server failure; `None`, the
-    /// default, waits for ever, as gRPC and Envoy do: a server has nothing
-    /// to send for names that do not exist, which the does-not-exist timer
-    /// answers.
+    /// How long an established stream (see
+    /// [`Phase`](super::Phase)) may wait for its first response before it
+    /// is a server failure; `None`, the default, waits for ever, as gRPC
+    /// and Envoy do: a server has nothing to send for names that do not
+    /// exist, which the does-not-exist timer answers.
     pub first_response_timeout: Option<Duration>,
     /// Which names this server may deliver.
     pub authorities: AuthorityFilter,

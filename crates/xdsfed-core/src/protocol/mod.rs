@@ -50,7 +50,7 @@
 //! (`handle_connection_ready`), the server accepted it
 //! (`handle_stream_accepted`) or answered it. Past that,
 //! [`Session::poll_close`] asks the driver to end it as UNAVAILABLE, a
-//! server failure. An accepted stream may also have a
+//! server failure. An established stream may also have a
 //! `first_response_timeout` (off by default). Tests:
 //! `tests/deadlines.rs`.
 //!

@@ -162,8 +162,11 @@ pub struct Session {
     pub(super) timers: Timers,
     pub(super) events: VecDeque<CoreEvent>,
     pub(super) stats: SessionStats,
-    /// Per stream: whether the server accepted or answered it.
+    /// Per stream: whether its connection proved ready, or the server
+    /// accepted or answered it.
     pub(super) established: bool,
+    /// Per stream: whether the server accepted it (response headers).
+    pub(super) accepted: bool,
     /// Names written before the stream was established, whose
     /// does-not-exist timers start when it is (gRFC A57).
     pub(super) written_early: Vec<(Arc<str>, Arc<str>)>,
@@ -188,6 +191,7 @@ impl Session {
             events: VecDeque::new(),
             stats: SessionStats::default(),
             established: false,
+            accepted: false,
             written_early: Vec::new(),
             close: None,
         }
@@ -333,6 +337,7 @@ impl Session {
         self.acks.clear();
         self.dirty.clear();
         self.established = false;
+        self.accepted = false;
         self.written_early.clear();
         self.close = None;
         self.timers.cancel(&Timer::FirstResponse);
@@ -352,17 +357,14 @@ impl Session {
     }
 
     /// The server accepted the stream (its response headers arrived): the
-    /// stream is established. The first-response deadline starts, if one is
-    /// configured.
+    /// stream is established.
     pub fn handle_stream_accepted(&mut self, now: Instant) {
-        if self.phase != Phase::AwaitingFirstResponse || self.established {
+        if self.phase != Phase::AwaitingFirstResponse || self.accepted {
             return;
         }
+        self.accepted = true;
         self.events.push_back(CoreEvent::StreamAccepted);
         self.establish(now);
-        if let Some(timeout) = self.cfg.first_response_timeout {
-            self.timers.set(Timer::FirstResponse, now + timeout);
-        }
     }
 
     /// The server answered a request on the stream's connection: it speaks
@@ -405,6 +407,7 @@ impl Session {
         self.acks.clear();
         self.dirty.clear();
         self.established = false;
+        self.accepted = false;
         self.written_early.clear();
         self.close = None;
         self.timers.cancel(&Timer::Handshake);
@@ -452,9 +455,7 @@ impl Session {
                     let timeout = self.cfg.first_response_timeout.unwrap_or_default();
                     self.close = Some(StreamEnd::new(
                         4,
-                        format!(
-                            "the server accepted the stream but did not answer within {timeout:?}"
-                        ),
+                        format!("the server is reachable but sent no response within {timeout:?}"),
                     ));
                 }
             }
@@ -574,16 +575,20 @@ impl Session {
         }
     }
 
-    /// The server accepted or answered the stream: the handshake deadline
-    /// stops, and what was written so far starts its does-not-exist timers
-    /// now (gRFC A57: from when the request was sent on an established
-    /// stream).
+    /// The connection proved ready, or the server accepted or answered the
+    /// stream: the handshake deadline stops, the first-response deadline
+    /// starts (if configured), and what was written so far starts its
+    /// does-not-exist timers now (gRFC A57: from when the request was sent
+    /// on an established stream).
     fn establish(&mut self, now: Instant) {
         if self.established {
             return;
         }
         self.established = true;
         self.timers.cancel(&Timer::Handshake);
+        if let Some(timeout) = self.cfg.first_response_timeout {
+            self.timers.set(Timer::FirstResponse, now + timeout);
+        }
         let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
         for (type_url, name) in std::mem::take(&mut self.written_early) {
             let wanted = self

@@ -90,7 +90,7 @@ pub struct TransportOptions {
     /// `server_failure`, gRFC A71 fallback), retried with backoff on a new
     /// connection.
     pub connect_timeout: Duration,
-    /// How long a stream the server accepted (response headers) may go
+    /// How long an established stream (the handshake deadline met) may go
     /// without a response before it counts as a server failure (ended
     /// `DEADLINE_EXCEEDED`). `None`, the default, waits for ever, as gRPC
     /// and Envoy do: a server has nothing to send for names that do not

@@ -1,6 +1,6 @@
 //! The stream's own deadlines (issue 19): a server that never answers a new
 //! stream is a connection failure once the handshake deadline passes, and,
-//! when configured, an accepted stream with no response fails at the
+//! when configured, an established stream with no response fails at the
 //! first-response deadline. Both are gRFC A57 server failures.
 
 use super::support::*;
@@ -83,6 +83,11 @@ fn ready_connection_establishes_a_silent_stream() {
     assert_eq!(s.poll_close(), None);
     assert_eq!(events(&mut s), ["dne a"]);
     assert_eq!(s.stats().server_failure, 0);
+    // Headers that come later still report the stream accepted (the
+    // cache's transient errors end), once.
+    s.handle_stream_accepted(now + secs(61));
+    s.handle_stream_accepted(now + secs(62));
+    assert_eq!(events(&mut s), ["accepted"]);
 }
 
 /// A stream that ends before its deadline takes the deadline with it; the
@@ -100,10 +105,10 @@ fn each_stream_has_its_own_handshake_deadline() {
     assert_eq!(s.poll_timeout(), Some(later + secs(20)));
 }
 
-/// When configured, an accepted stream with no response fails at the
+/// When configured, an established stream with no response fails at the
 /// first-response deadline, as DEADLINE_EXCEEDED.
 #[test]
-fn accepted_stream_without_a_response_fails_at_the_first_response_deadline() {
+fn established_stream_without_a_response_fails_at_the_first_response_deadline() {
     let now = t0();
     let cfg = config(ApiVariant::Sotw).with_first_response_timeout(Some(secs(30)));
     let mut s = Session::new(cfg, registry());
@@ -119,4 +124,31 @@ fn accepted_stream_without_a_response_fails_at_the_first_response_deadline() {
     s.handle_stream_end(now + secs(31), end);
     assert_eq!(events(&mut s), ["accepted", "dne a", "failed"]);
     assert_eq!(s.stats().server_failure, 1);
+}
+
+/// The first-response deadline runs from whatever established the stream,
+/// a ready connection included, and a response stops it.
+#[test]
+fn first_response_deadline_starts_at_establishment_and_stops_at_a_response() {
+    let now = t0();
+    let cfg = config(ApiVariant::Delta).with_first_response_timeout(Some(secs(30)));
+    let mut ready = Session::new(cfg.clone(), registry());
+    ready.subscribe(key(CDS, "a"));
+    ready.handle_connected(now);
+    let _ = drain(&mut ready, now);
+    ready.handle_connection_ready(now + secs(2));
+    ready.handle_timeout(now + secs(32));
+    assert_eq!(ready.poll_close().map(|e| e.code), Some(4));
+
+    let mut answered = Session::new(cfg, registry());
+    answered.subscribe(key(CDS, "a"));
+    answered.handle_connected(now);
+    let _ = drain(&mut answered, now);
+    answered.handle_stream_accepted(now);
+    answered.handle_delta_response(
+        now + secs(1),
+        dresp(CDS, "n1", vec![dres("a", "1", Some(cluster("a")))], &[]),
+    );
+    answered.handle_timeout(now + secs(120));
+    assert_eq!(answered.poll_close(), None);
 }
