@@ -31,6 +31,7 @@ use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
+use futures::FutureExt as _;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::{Service as _, http};
@@ -104,19 +105,20 @@ async fn recv(inbound: &mut Option<Inbound>) -> Result<Option<Response>, Status>
 
 type Call = Pin<Box<dyn Future<Output = Result<Inbound, Status>> + Send>>;
 
-type Probe = Pin<Box<dyn Future<Output = bool> + Send>>;
+type Probe = futures::future::Fuse<Pin<Box<dyn Future<Output = ()> + Send>>>;
 
 /// The path of the readiness probe: the standard health check, which any
 /// gRPC server answers at once (with its status, or UNIMPLEMENTED).
 const PROBE_PATH: &str = "/grpc.health.v1.Health/Check";
 
-/// Whether the server answers an HTTP/2 request on `channel`'s connection.
-/// Its answer shows the connection ready (gRPC's READY: the server speaks
-/// HTTP/2) even when the ADS stream's headers wait for its first response,
-/// which tonic alone would not tell apart from a server that never speaks.
-/// What the answer says does not matter; `false` is a local error.
+/// Resolves once the server answers an HTTP/2 request on `channel`'s
+/// connection, and never if it does not (a local error included; the stream
+/// reports those). The answer shows the connection ready (gRPC's READY: the
+/// server speaks HTTP/2) even when the ADS stream's headers wait for its
+/// first response, which tonic alone would not tell apart from a server
+/// that never speaks. What the answer says does not matter.
 fn probe(mut channel: Channel) -> Probe {
-    Box::pin(async move {
+    let answered = async move {
         let request = http::Request::builder()
             .method(http::Method::POST)
             .uri(PROBE_PATH)
@@ -124,16 +126,15 @@ fn probe(mut channel: Channel) -> Probe {
             .header(http::header::TE, "trailers")
             .body(tonic::body::Body::empty());
         let Ok(request) = request else {
-            return false;
+            return std::future::pending().await;
         };
-        if std::future::poll_fn(|cx| channel.poll_ready(cx))
-            .await
-            .is_err()
-        {
-            return false;
+        let ready = std::future::poll_fn(|cx| channel.poll_ready(cx)).await;
+        if ready.is_err() || channel.call(request).await.is_err() {
+            std::future::pending().await
         }
-        channel.call(request).await.is_ok()
-    })
+    };
+    let answered: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(answered);
+    answered.fuse()
 }
 
 /// How a stream ended.
@@ -150,7 +151,7 @@ enum Outcome {
 enum Wake {
     Command(Option<Command>),
     Connected(Result<Inbound, Status>),
-    Probed(bool),
+    Ready,
     Message(Result<Option<Response>, Status>),
     Timer,
     Idle,
@@ -306,7 +307,6 @@ impl Driver {
         self.shared.stats().streams_opened += 1;
         self.session.handle_connected(now());
         let mut ready = probe(channel.clone());
-        let mut probed = false;
         let (out, mut call) = self.open(channel);
         let mut inbound: Option<Inbound> = None;
         let mut after_response = false;
@@ -317,17 +317,12 @@ impl Driver {
                 return self.end(Code::from_i32(end.code), end.message, after_response);
             }
             self.flush(Some(&out));
-            if self.session.has_subscriptions() {
-                idle_since = None;
-            } else if idle_since.is_none() {
-                idle_since = Some(now());
-            }
-            let idle_at = idle_since.map(|t| t + self.opts.idle_grace);
+            let idle_at = self.idle_deadline(&mut idle_since);
             let timer = self.session.poll_timeout();
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 r = &mut call, if inbound.is_none() => Wake::Connected(r),
-                answered = &mut ready, if !probed => Wake::Probed(answered),
+                () = &mut ready => Wake::Ready,
                 m = recv(&mut inbound) => Wake::Message(m),
                 () = sleep_until(timer) => Wake::Timer,
                 () = sleep_until(idle_at) => Wake::Idle,
@@ -341,12 +336,7 @@ impl Driver {
                         return Outcome::Shutdown;
                     }
                 }
-                Wake::Probed(answered) => {
-                    probed = true;
-                    if answered {
-                        self.session.handle_connection_ready(now());
-                    }
-                }
+                Wake::Ready => self.session.handle_connection_ready(now()),
                 Wake::Connected(Ok(stream)) => {
                     inbound = Some(stream);
                     self.session.handle_stream_accepted(now());
@@ -376,6 +366,17 @@ impl Driver {
                 Wake::Deadline => {}
             }
         }
+    }
+
+    /// When the open stream closes for idleness: `idle_grace` after the
+    /// last subscription went (`idle_since` remembers when).
+    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
+        if self.session.has_subscriptions() {
+            *idle_since = None;
+        } else if idle_since.is_none() {
+            *idle_since = Some(now());
+        }
+        idle_since.map(|t| t + self.opts.idle_grace)
     }
 
     /// Starts the RPC of the session's variant. The call resolves when the
