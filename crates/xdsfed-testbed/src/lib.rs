@@ -12,6 +12,9 @@
 //!   [`Server::restart`] on the same port;
 //! - a [`Recorder`] of every request and response per stream.
 //!
+//! A [`Tarpit`] is the server that accepts TCP connections and never
+//! speaks, for testing a client's handshake deadline.
+//!
 //! ```text
 //!            ┌──────────── Testbed ─────────────┐
 //!  client ──►│ Server "cloud"  (cloud.example)  │◄── set_resource / set_faults / wait_acked
