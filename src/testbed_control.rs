@@ -138,6 +138,8 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
         close_immediately: faults.close_immediately,
         close_after_responses: (faults.close_after_responses > 0)
             .then_some(faults.close_after_responses),
+        // The control API has no field for it: UNAVAILABLE.
+        close_code: None,
         response_delay,
         silent_names: faults.silent_names.into_iter().collect::<BTreeSet<_>>(),
         silent_types: faults.silent_types.into_iter().collect(),

@@ -8,7 +8,8 @@
 //! | --- | --- |
 //! | `refuse_connections` | new TCP connections are closed at once; new streams on open connections end with `UNAVAILABLE` |
 //! | `close_immediately` | every new stream ends with `UNAVAILABLE` before any response |
-//! | `close_after_responses: K` | a stream ends with `UNAVAILABLE` right after its K-th response |
+//! | `close_after_responses: K` | a stream ends with `UNAVAILABLE` (or `close_code`) right after its K-th response |
+//! | `close_code` | the status `close_after_responses` ends a stream with, e.g. `OK` |
 //! | `response_delay` | every response leaves that much later |
 //! | `silent_names` / `silent_types` | those resources, or every response of those types, are never sent |
 //! | `malformed_names` | those resources are sent with bytes that do not decode |
@@ -18,10 +19,16 @@
 //! | `delta_unimplemented` | `DeltaAggregatedResources` answers `UNIMPLEMENTED` |
 //!
 //! Restarting on the same port, keeping or dropping state, is
-//! [`crate::Server::restart`].
+//! [`crate::Server::restart`]. A server that accepts TCP connections and
+//! never speaks is a [`Tarpit`], a listener of its own.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -31,6 +38,8 @@ use envoy_types::pb::xds::core::v3::{
     resource_locator::{ContextParamSpecifier, Scheme},
 };
 use prost::Message;
+use tokio::net::TcpListener;
+use tonic::Code;
 
 use crate::subscription::key_of;
 
@@ -57,8 +66,12 @@ pub struct Faults {
     pub refuse_connections: bool,
     /// End every new stream with `UNAVAILABLE` before any response.
     pub close_immediately: bool,
-    /// End a stream with `UNAVAILABLE` right after this many responses.
+    /// End a stream with `UNAVAILABLE` (or [`Faults::close_code`]) right
+    /// after this many responses.
     pub close_after_responses: Option<u32>,
+    /// The status `close_after_responses` ends a stream with (default
+    /// `UNAVAILABLE`); `OK` ends it as if the server were done.
+    pub close_code: Option<Code>,
     /// Hold every response back this long.
     pub response_delay: Option<Duration>,
     /// Never send these resources (names, compared canonically).
@@ -104,6 +117,96 @@ impl Faults {
             .iter()
             .find(|(name, _)| key_of(name) == key)
             .map(|(_, target)| target.as_str())
+    }
+}
+
+/// The gRPC status code named `name`: its name in any case (`OK`,
+/// `unavailable`) or its number (`0`–`16`).
+pub fn parse_code(name: &str) -> Option<Code> {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    let number = match name.parse::<i32>() {
+        Ok(n) => n,
+        Err(_) => NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .and_then(|i| i32::try_from(i).ok())?,
+    };
+    (0..=16).contains(&number).then(|| Code::from_i32(number))
+}
+
+/// A listener on `127.0.0.1` that accepts TCP connections and never speaks:
+/// no TLS, no HTTP/2 preface, nothing read or written. It holds every
+/// connection until it is dropped, as a management server that hangs after
+/// `accept` would.
+#[derive(Debug)]
+pub struct Tarpit {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Tarpit {
+    /// Binds `127.0.0.1:0` and starts accepting (on the current tokio
+    /// runtime).
+    pub async fn bind() -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            // Accept errors (out of descriptors) end the tarpit: its
+            // clients then see refused connections, still no answer.
+            while let Ok((socket, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
+                held.push(socket);
+            }
+        });
+        Ok(Tarpit {
+            addr,
+            accepted,
+            task,
+        })
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, for a bootstrap's `server_uri`.
+    pub fn uri(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many connections it has accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Tarpit {
+    fn drop(&mut self) {
+        // Dropping the task's state closes every held connection.
+        self.task.abort();
     }
 }
 
@@ -169,6 +272,16 @@ mod tests {
             panic!("context params missing");
         };
         assert_eq!(ctx.params.get("x").map(String::as_str), Some("1 2"));
+    }
+
+    #[test]
+    fn parse_code_takes_names_in_any_case_and_numbers() {
+        assert_eq!(parse_code("OK"), Some(Code::Ok));
+        assert_eq!(parse_code("unavailable"), Some(Code::Unavailable));
+        assert_eq!(parse_code("16"), Some(Code::Unauthenticated));
+        assert_eq!(parse_code("17"), None);
+        assert_eq!(parse_code("-1"), None);
+        assert_eq!(parse_code("NOPE"), None);
     }
 
     #[test]

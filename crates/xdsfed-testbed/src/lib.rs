@@ -13,6 +13,9 @@
 //! - a [`Recorder`] of every request and response per stream, bounded by
 //!   [`RecordingLimits`] and counting what it dropped.
 //!
+//! A [`Tarpit`] is the server that accepts TCP connections and never
+//! speaks, for testing a client's handshake deadline.
+//!
 //! ```text
 //!            ┌──────────── Testbed ─────────────┐
 //!  client ──►│ Server "cloud"  (cloud.example)  │◄── set_resource / set_faults / wait_acked
@@ -60,7 +63,7 @@ pub mod version;
 
 pub use ack::{AckReport, ClientInfo, Nack, Outcome};
 pub use backend::Backend;
-pub use faults::{Faults, Injected};
+pub use faults::{Faults, Injected, Tarpit};
 pub use recording::{Message, Recorder, RecordingLimits, StreamRecord, Variant};
 pub use server::{Server, ServerError, ServerSpec, ServerTls};
 pub use store::{Store, StoreError, StoredResource};

@@ -20,6 +20,11 @@ pub const FEATURE_RESOURCE_TTL: &str = "xds.config.supports-resource-ttl";
 /// for a new resource".
 pub const DEFAULT_DOES_NOT_EXIST_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How long a stream may go unanswered before it is a connection failure:
+/// gRPC's minimum connect timeout, which covers the TCP connect and the
+/// HTTP/2 handshake.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Which authorities' names a server may deliver on its stream.
 ///
 /// A server must not inject another authority's configuration: a name whose
@@ -81,6 +86,18 @@ pub struct SessionConfig {
     /// How long a requested resource may stay unanswered before it is
     /// reported as not existing (gRFC A57).
     pub does_not_exist_timeout: Duration,
+    /// How long a new stream may wait for the server's first answer (its
+    /// response headers or a response) before it is a connection failure
+    /// (gRFC A57: a server failure; gRFC A71: a reason to fall back). Set
+    /// it to the whole connection attempt: TCP connect, TLS and HTTP/2
+    /// handshakes, and the server accepting the stream.
+    pub handshake_timeout: Duration,
+    /// How long an established stream (see
+    /// [`Phase`](super::Phase)) may wait for its first response before it
+    /// is a server failure; `None`, the default, waits for ever, as gRPC
+    /// and Envoy do: a server has nothing to send for names that do not
+    /// exist, which the does-not-exist timer answers.
+    pub first_response_timeout: Option<Duration>,
     /// Which names this server may deliver.
     pub authorities: AuthorityFilter,
     /// The server has `ignore_resource_deletion` (gRFC A53): a deletion of
@@ -98,6 +115,8 @@ impl SessionConfig {
             variant: ApiVariant::Delta,
             node: with_client_features(node),
             does_not_exist_timeout: DEFAULT_DOES_NOT_EXIST_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            first_response_timeout: None,
             authorities: AuthorityFilter::any(),
             ignore_resource_deletion: false,
         }
@@ -112,6 +131,18 @@ impl SessionConfig {
     /// Sets the does-not-exist timeout.
     pub fn with_does_not_exist_timeout(mut self, timeout: Duration) -> Self {
         self.does_not_exist_timeout = timeout;
+        self
+    }
+
+    /// Sets the handshake deadline.
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Sets the first-response deadline of accepted streams.
+    pub fn with_first_response_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.first_response_timeout = timeout;
         self
     }
 

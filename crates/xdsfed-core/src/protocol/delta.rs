@@ -86,7 +86,7 @@ impl Session {
 
     /// Applies one delta response and queues its ACK or NACK.
     pub(super) fn on_delta_response(&mut self, now: Instant, r: DeltaDiscoveryResponse) {
-        self.note_response();
+        self.note_response(now);
         let Some(type_url) = self.requested_type(&r.type_url) else {
             return;
         };

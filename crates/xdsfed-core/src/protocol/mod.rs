@@ -9,8 +9,10 @@
 //! ```text
 //!  subscribe / unsubscribe ──►┐             ┌─► poll_transmit ─► (Delta)DiscoveryRequest
 //!  handle_connected         ──►│             │     (ACK / NACK / subscription changes)
-//!  handle_*_response        ──►│   Session   ├─► poll_event    ─► CoreEvent ─► cache
-//!  handle_stream_end        ──►│             │
+//!  handle_connection_ready  ──►│             │
+//!  handle_stream_accepted   ──►│   Session   ├─► poll_event    ─► CoreEvent ─► cache
+//!  handle_*_response        ──►│             │
+//!  handle_stream_end        ──►│             ├─► poll_close    ─► the driver ends the stream
 //!  handle_timeout           ──►┘             └─► poll_timeout  ─► the driver's sleep
 //! ```
 //!
@@ -30,12 +32,27 @@
 //! let now = Instant::now();
 //! assert!(session.poll_transmit(now).is_none()); // no stream yet
 //! session.handle_connected(now);
+//! // the handshake deadline runs until the server speaks
+//! assert_eq!(session.poll_timeout(), Some(now + session.config().handshake_timeout));
 //! let Some(Request::Delta(first)) = session.poll_transmit(now) else { unreachable!() };
 //! assert!(first.node.is_some()); // the first request of a stream carries the node
 //! assert_eq!(first.resource_names_subscribe.len(), 1);
-//! // the does-not-exist timer started when the request left (gRFC A57)
-//! assert!(session.poll_timeout().is_some());
+//! // the server accepts the stream: the does-not-exist timer of what was
+//! // sent starts now (gRFC A57: sent on an established stream)
+//! session.handle_stream_accepted(now);
+//! assert_eq!(session.poll_timeout(), Some(now + session.config().does_not_exist_timeout));
 //! ```
+//!
+//! # The stream's deadlines
+//!
+//! A new stream has `handshake_timeout` (20 s, gRPC's minimum connect
+//! timeout) to be established: its connection proved ready
+//! (`handle_connection_ready`), the server accepted it
+//! (`handle_stream_accepted`) or answered it. Past that,
+//! [`Session::poll_close`] asks the driver to end it as UNAVAILABLE, a
+//! server failure. An established stream may also have a
+//! `first_response_timeout` (off by default). Tests:
+//! `tests/deadlines.rs`.
 //!
 //! # Where each rule lives
 //!
@@ -46,7 +63,8 @@
 //!   authorities, duplicates, validation, TTL, heartbeats, deletions);
 //! - `delta`, `sotw`: building requests and reading responses per variant;
 //! - [`ack`]: NACK details;
-//! - `timers`: the one timer table.
+//! - `timers`: the one timer table (does-not-exist, TTL, the stream's
+//!   deadlines).
 //!
 //! `docs/rules.md` maps every rule of the spec to the test that checks it.
 
@@ -65,8 +83,8 @@ mod tests;
 
 pub use ack::Rejected;
 pub use config::{
-    AuthorityFilter, DEFAULT_DOES_NOT_EXIST_TIMEOUT, FEATURE_RESOURCE_IN_SOTW,
-    FEATURE_RESOURCE_TTL, SessionConfig, with_client_features,
+    AuthorityFilter, DEFAULT_DOES_NOT_EXIST_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    FEATURE_RESOURCE_IN_SOTW, FEATURE_RESOURCE_TTL, SessionConfig, with_client_features,
 };
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;

@@ -87,6 +87,12 @@ impl StreamEnd {
 ///   └──────────────────────────────┴───────────────────────────────┘
 ///        (from AwaitingFirstResponse: StreamFailed, gRFC A57)
 /// ```
+///
+/// Within `AwaitingFirstResponse` the stream is *established* once its
+/// connection proves ready ([`Session::handle_connection_ready`]), the
+/// server accepts it ([`Session::handle_stream_accepted`]) or answers it:
+/// the handshake deadline stops, and the does-not-exist timers of what was
+/// written start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// No stream: waiting for the driver to open one.
@@ -133,7 +139,9 @@ pub struct SessionStats {
 /// - inputs: `handle_*`, each taking the current `now`;
 /// - outputs: `poll_*`.
 ///
-/// After any command or input, the driver drains the outputs in this order:
+/// After any command or input, the driver first asks
+/// [`poll_close`](Self::poll_close) whether the stream must end (a deadline
+/// passed), then drains the outputs in this order:
 /// [`poll_transmit`](Self::poll_transmit) until `None` (it arms the
 /// does-not-exist timers of what it writes), then
 /// [`poll_event`](Self::poll_event) until `None`, then sleeps until
@@ -154,6 +162,16 @@ pub struct Session {
     pub(super) timers: Timers,
     pub(super) events: VecDeque<CoreEvent>,
     pub(super) stats: SessionStats,
+    /// Per stream: whether its connection proved ready, or the server
+    /// accepted or answered it.
+    pub(super) established: bool,
+    /// Per stream: whether the server accepted it (response headers).
+    pub(super) accepted: bool,
+    /// Names written before the stream was established, whose
+    /// does-not-exist timers start when it is (gRFC A57).
+    pub(super) written_early: Vec<(Arc<str>, Arc<str>)>,
+    /// Why the session wants the stream closed (a deadline passed).
+    pub(super) close: Option<StreamEnd>,
 }
 
 impl Session {
@@ -172,6 +190,10 @@ impl Session {
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: SessionStats::default(),
+            established: false,
+            accepted: false,
+            written_early: Vec::new(),
+            close: None,
         }
     }
 
@@ -304,13 +326,23 @@ impl Session {
 
     // ----- inputs -----
 
-    /// A new stream is open (its requests may be written now). Per-stream
-    /// state starts afresh; every subscription is written again.
-    pub fn handle_connected(&mut self, _now: Instant) {
+    /// A new stream is being opened: its requests may be written now, and
+    /// the server has [`SessionConfig::handshake_timeout`] to accept or
+    /// answer it (the driver calls this before connecting, so the deadline
+    /// covers the whole attempt). Per-stream state starts afresh; every
+    /// subscription is written again.
+    pub fn handle_connected(&mut self, now: Instant) {
         self.phase = Phase::AwaitingFirstResponse;
         self.node_sent = false;
         self.acks.clear();
         self.dirty.clear();
+        self.established = false;
+        self.accepted = false;
+        self.written_early.clear();
+        self.close = None;
+        self.timers.cancel(&Timer::FirstResponse);
+        self.timers
+            .set(Timer::Handshake, now + self.cfg.handshake_timeout);
         let mut types: Vec<&Arc<str>> = Vec::new();
         for (type_url, state) in &mut self.states {
             state.reset_stream();
@@ -324,10 +356,26 @@ impl Session {
         self.dirty.extend(types.into_iter().cloned());
     }
 
-    /// The server accepted the stream (its response headers arrived).
-    pub fn handle_stream_accepted(&mut self, _now: Instant) {
+    /// The server accepted the stream (its response headers arrived): the
+    /// stream is established.
+    pub fn handle_stream_accepted(&mut self, now: Instant) {
+        if self.phase != Phase::AwaitingFirstResponse || self.accepted {
+            return;
+        }
+        self.accepted = true;
+        self.events.push_back(CoreEvent::StreamAccepted);
+        self.establish(now);
+    }
+
+    /// The server answered a request on the stream's connection: it speaks
+    /// HTTP/2, so the connection is ready (gRPC's READY), though the stream
+    /// itself may wait for its headers until the first response (grpc-go and
+    /// grpc-java servers send them together). The stream is established:
+    /// the handshake deadline stops and what was written starts its
+    /// does-not-exist timers. No event: the stream has not answered yet.
+    pub fn handle_connection_ready(&mut self, now: Instant) {
         if self.phase == Phase::AwaitingFirstResponse {
-            self.events.push_back(CoreEvent::StreamAccepted);
+            self.establish(now);
         }
     }
 
@@ -358,6 +406,12 @@ impl Session {
         self.phase = Phase::Idle;
         self.acks.clear();
         self.dirty.clear();
+        self.established = false;
+        self.accepted = false;
+        self.written_early.clear();
+        self.close = None;
+        self.timers.cancel(&Timer::Handshake);
+        self.timers.cancel(&Timer::FirstResponse);
         // A57: "the timer is cancelled if the stream fails" — the server
         // never had a chance to answer.
         self.timers.cancel_does_not_exist();
@@ -386,6 +440,24 @@ impl Session {
                         });
                     }
                 }
+                Timer::Handshake => {
+                    // UNAVAILABLE, as gRPC reports a connection that never
+                    // became ready.
+                    self.close = Some(StreamEnd::new(
+                        14,
+                        format!(
+                            "the server did not answer within {:?} (TCP connect, TLS and HTTP/2 handshakes, response headers or a response)",
+                            self.cfg.handshake_timeout
+                        ),
+                    ));
+                }
+                Timer::FirstResponse => {
+                    let timeout = self.cfg.first_response_timeout.unwrap_or_default();
+                    self.close = Some(StreamEnd::new(
+                        4,
+                        format!("the server is reachable but sent no response within {timeout:?}"),
+                    ));
+                }
             }
         }
     }
@@ -395,7 +467,8 @@ impl Session {
     /// The next request to write, if any: ACKs/NACKs first, in the order of
     /// the responses, then subscription changes. Arms the does-not-exist
     /// timer of every name it writes that is neither held nor known absent
-    /// (gRFC A57: the timer starts when the request is actually sent).
+    /// (gRFC A57: the timer starts when the request is actually sent on an
+    /// established stream; on a stream not yet established, when it is).
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Request> {
         if self.phase == Phase::Idle {
@@ -420,6 +493,16 @@ impl Session {
                 return Some(request);
             }
         }
+    }
+
+    /// Whether the stream must be closed, and how to report it: a deadline
+    /// passed (the handshake, or the first response). The driver closes the
+    /// stream and passes the end to
+    /// [`handle_stream_end`](Self::handle_stream_end), which counts it as a
+    /// server failure.
+    #[must_use]
+    pub fn poll_close(&mut self) -> Option<StreamEnd> {
+        self.close.take()
     }
 
     /// The next event for the cache.
@@ -449,13 +532,22 @@ impl Session {
         }
     }
 
-    /// Arms the does-not-exist timers of names just written.
+    /// Arms the does-not-exist timers of names just written, or, on a
+    /// stream not yet established, keeps them for when it is.
     pub(super) fn arm_does_not_exist(
         &mut self,
         now: Instant,
         type_url: &Arc<str>,
         names: &[Arc<str>],
     ) {
+        if !self.established {
+            self.written_early.extend(
+                names
+                    .iter()
+                    .map(|name| (Arc::clone(type_url), Arc::clone(name))),
+            );
+            return;
+        }
         let Some(state) = self.states.get(type_url) else {
             return;
         };
@@ -471,12 +563,44 @@ impl Session {
         }
     }
 
-    /// Counts a response and moves to [`Phase::Streaming`] on the first.
-    pub(super) fn note_response(&mut self) {
+    /// Counts a response and moves to [`Phase::Streaming`] on the first,
+    /// which establishes the stream if its headers did not.
+    pub(super) fn note_response(&mut self, now: Instant) {
         self.stats.responses += 1;
         if self.phase == Phase::AwaitingFirstResponse {
+            self.establish(now);
+            self.timers.cancel(&Timer::FirstResponse);
             self.phase = Phase::Streaming;
             self.events.push_back(CoreEvent::StreamHealthy);
+        }
+    }
+
+    /// The connection proved ready, or the server accepted or answered the
+    /// stream: the handshake deadline stops, the first-response deadline
+    /// starts (if configured), and what was written so far starts its
+    /// does-not-exist timers now (gRFC A57: from when the request was sent
+    /// on an established stream).
+    fn establish(&mut self, now: Instant) {
+        if self.established {
+            return;
+        }
+        self.established = true;
+        self.timers.cancel(&Timer::Handshake);
+        if let Some(timeout) = self.cfg.first_response_timeout {
+            self.timers.set(Timer::FirstResponse, now + timeout);
+        }
+        let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
+        for (type_url, name) in std::mem::take(&mut self.written_early) {
+            let wanted = self
+                .states
+                .get(&type_url)
+                .is_some_and(|state| state.wants(&name));
+            if wanted {
+                written.entry(type_url).or_default().push(name);
+            }
+        }
+        for (type_url, names) in written {
+            self.arm_does_not_exist(now, &type_url, &names);
         }
     }
 }

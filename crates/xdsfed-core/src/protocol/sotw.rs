@@ -108,7 +108,7 @@ impl Session {
 
     /// Applies one SotW response and queues its ACK or NACK.
     pub(super) fn on_sotw_response(&mut self, now: Instant, r: DiscoveryResponse) {
-        self.note_response();
+        self.note_response(now);
         let Some(type_url) = self.requested_type(&r.type_url) else {
             return;
         };

@@ -1,8 +1,9 @@
 //! The core's one timer table.
 //!
 //! Every deadline the protocol core keeps lives here: a does-not-exist timer
-//! per requested-but-unseen resource (gRFC A57) and a TTL expiry per resource
-//! the server gave a TTL. There can be thousands of each, so the table is a
+//! per requested-but-unseen resource (gRFC A57), a TTL expiry per resource
+//! the server gave a TTL, and the stream's own deadlines (the handshake,
+//! the first response). There can be thousands of each, so the table is a
 //! sorted set (earliest first) plus an index from timer to deadline: setting,
 //! cancelling and popping are all `O(log n)`, and
 //! [`Session::poll_timeout`](super::Session::poll_timeout) is the minimum.
@@ -19,6 +20,10 @@ pub(crate) enum Timer {
     DoesNotExist(ResourceKey),
     /// The resource's TTL passes without a refresh.
     TtlExpiry(ResourceKey),
+    /// The new stream is still unanswered: no response headers, no response.
+    Handshake,
+    /// The accepted stream still has no response.
+    FirstResponse,
 }
 
 /// Deadlines, earliest first.

@@ -1,13 +1,21 @@
-//! Reconnect backoff: exponential (backon) with gRPC's symmetric jitter.
+//! Reconnect backoff: exponential (backon) with gRPC's symmetric jitter,
+//! and the rule for when the next stream may start.
 //!
 //! gRPC's connection backoff: the first delay is 1 s, each next one 1.6×
 //! the last, capped at 120 s, and every delay is spread by ±20 % so that a
 //! fleet that lost its server does not come back in lockstep. backon's own
 //! jitter only adds (0–100 %), so the spread is applied here.
+//!
+//! [`ReconnectPolicy`] applies it to every stream end, OK or not: a stream
+//! that had a response resets the backoff (the next attempt waits only the
+//! initial delay), yet streams never start more often than once per delay,
+//! counted from the start of the last one. A server that ends each stream
+//! with OK right after one response is thus reconnected to once per
+//! initial delay, not in a storm.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
@@ -72,6 +80,48 @@ impl Backoff {
     }
 }
 
+/// When the next stream to a server may start, after each end.
+#[derive(Debug)]
+pub(crate) struct ReconnectPolicy {
+    backoff: Backoff,
+    /// When the current (or last) attempt started.
+    started: Option<Instant>,
+}
+
+impl ReconnectPolicy {
+    pub(crate) fn new(cfg: BackoffConfig) -> Self {
+        ReconnectPolicy {
+            backoff: Backoff::new(cfg),
+            started: None,
+        }
+    }
+
+    /// An attempt starts at `now`.
+    pub(crate) fn started(&mut self, now: Instant) {
+        self.started = Some(now);
+    }
+
+    /// The stream ended at `now`, with or without a response on it: when
+    /// the next attempt may start. A response resets the backoff; either
+    /// way the next start is at least one delay after the last start (gRPC
+    /// connection backoff: the delay runs from the start of an attempt).
+    pub(crate) fn ended(&mut self, now: Instant, had_response: bool) -> Instant {
+        if had_response {
+            self.backoff.reset();
+        }
+        let delay = self.backoff.next_delay();
+        let from = self.started.take().unwrap_or(now);
+        from.checked_add(delay).unwrap_or(now).max(now)
+    }
+
+    /// The client closed the stream itself (nothing left to watch): the
+    /// next one, opened on new interest, starts at once and afresh.
+    pub(crate) fn closed_locally(&mut self) {
+        self.backoff.reset();
+        self.started = None;
+    }
+}
+
 /// `base` × (1 ± `jitter`), with `r` in [0, 1) choosing where.
 fn spread(base: Duration, jitter: f32, r: f64) -> Duration {
     let jitter = f64::from(jitter.clamp(0.0, 1.0));
@@ -114,6 +164,87 @@ mod tests {
         }
         b.reset();
         assert!(b.next_delay() <= Duration::from_millis(1200));
+    }
+
+    fn exact(initial_ms: u64) -> BackoffConfig {
+        BackoffConfig {
+            initial: Duration::from_millis(initial_ms),
+            multiplier: 2.0,
+            jitter: 0.0,
+            max: Duration::from_secs(10),
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// backon grows delays in `f32`: equal to within a microsecond.
+    #[track_caller]
+    fn assert_at(got: Instant, want: Instant) {
+        let off = got.max(want) - got.min(want);
+        assert!(off < Duration::from_micros(1), "{got:?} is not {want:?}");
+    }
+
+    /// Issue 19: a stream that ends OK right after a response is not
+    /// reopened at once; the next start is one (reset) delay after the
+    /// last start, so a server closing every stream after one response
+    /// sees one stream per initial delay.
+    #[test]
+    fn stream_ending_after_a_response_waits_out_the_rest_of_the_delay() {
+        let t0 = Instant::now();
+        let mut p = ReconnectPolicy::new(exact(100));
+        let mut start = t0;
+        for _ in 0..5 {
+            p.started(start);
+            let next = p.ended(start + ms(3), true);
+            assert_at(next, start + ms(100));
+            start = next;
+        }
+    }
+
+    /// A stream that lived longer than the delay reconnects at once after a
+    /// response (the reset delay has passed), not a full delay later.
+    #[test]
+    fn long_lived_stream_reconnects_at_once_after_a_response() {
+        let t0 = Instant::now();
+        let mut p = ReconnectPolicy::new(exact(100));
+        p.started(t0);
+        assert_at(p.ended(t0 + ms(50), false), t0 + ms(100));
+        p.started(t0 + ms(100));
+        let end = t0 + Duration::from_secs(60);
+        assert_at(p.ended(end, true), end);
+    }
+
+    /// Failures before any response grow the delay; each counts from the
+    /// attempt's start, and never lies in the past.
+    #[test]
+    fn failures_grow_the_delay_from_each_attempt_start() {
+        let t0 = Instant::now();
+        let mut p = ReconnectPolicy::new(exact(100));
+        p.started(t0);
+        assert_at(p.ended(t0 + ms(1), false), t0 + ms(100));
+        p.started(t0 + ms(100));
+        assert_at(p.ended(t0 + ms(101), false), t0 + ms(300));
+        // An attempt that took longer than its delay (a handshake deadline)
+        // retries at once.
+        p.started(t0 + ms(300));
+        assert_at(p.ended(t0 + ms(900), false), t0 + ms(900));
+        // A response starts over.
+        p.started(t0 + ms(900));
+        assert_at(p.ended(t0 + ms(901), true), t0 + ms(1000));
+    }
+
+    #[test]
+    fn local_close_starts_over_without_a_delay() {
+        let t0 = Instant::now();
+        let mut p = ReconnectPolicy::new(exact(100));
+        p.started(t0);
+        let _ = p.ended(t0, false);
+        let _ = p.ended(t0, false);
+        p.closed_locally();
+        p.started(t0 + ms(5));
+        assert_at(p.ended(t0 + ms(6), false), t0 + ms(105));
     }
 
     #[test]

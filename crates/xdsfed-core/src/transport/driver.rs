@@ -6,9 +6,16 @@
 //!   WaitingForInterest ──subscribe──► Streaming ──────────┘
 //!          ▲                           │ stream ends
 //!          │                           ▼
-//!          └──────────────────── BackingOff (delay, or none after an OK end
-//!                                 that followed a response)
+//!          └──────────────────── BackingOff (after every end; the delay
+//!                                 counts from the attempt's start, and a
+//!                                 response resets it)
 //! ```
+//!
+//! Each attempt opens a fresh channel, so that a connection to a server
+//! that never answered is dropped, not reused. When the session asks for
+//! the stream to be closed ([`Session::poll_close`]: the handshake or
+//! first-response deadline passed), the driver ends it as the server's
+//! failure.
 //!
 //! In every state the driver keeps applying commands and firing the
 //! session's timers (TTLs run while disconnected). It never awaits anything
@@ -24,13 +31,15 @@ use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
+use futures::FutureExt as _;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::transport::Channel;
+use tonic::codegen::{Service as _, http};
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
-use super::backoff::Backoff;
+use super::backoff::ReconnectPolicy;
 use super::{Command, Shared, TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
@@ -96,6 +105,38 @@ async fn recv(inbound: &mut Option<Inbound>) -> Result<Option<Response>, Status>
 
 type Call = Pin<Box<dyn Future<Output = Result<Inbound, Status>> + Send>>;
 
+type Probe = futures::future::Fuse<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+/// The path of the readiness probe: the standard health check, which any
+/// gRPC server answers at once (with its status, or UNIMPLEMENTED).
+const PROBE_PATH: &str = "/grpc.health.v1.Health/Check";
+
+/// Resolves once the server answers an HTTP/2 request on `channel`'s
+/// connection, and never if it does not (a local error included; the stream
+/// reports those). The answer shows the connection ready (gRPC's READY: the
+/// server speaks HTTP/2) even when the ADS stream's headers wait for its
+/// first response, which tonic alone would not tell apart from a server
+/// that never speaks. What the answer says does not matter.
+fn probe(mut channel: Channel) -> Probe {
+    let answered = async move {
+        let request = http::Request::builder()
+            .method(http::Method::POST)
+            .uri(PROBE_PATH)
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .header(http::header::TE, "trailers")
+            .body(tonic::body::Body::empty());
+        let Ok(request) = request else {
+            return std::future::pending().await;
+        };
+        let ready = std::future::poll_fn(|cx| channel.poll_ready(cx)).await;
+        if ready.is_err() || channel.call(request).await.is_err() {
+            std::future::pending().await
+        }
+    };
+    let answered: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(answered);
+    answered.fuse()
+}
+
 /// How a stream ended.
 enum Outcome {
     /// The stream ended or failed.
@@ -110,6 +151,7 @@ enum Outcome {
 enum Wake {
     Command(Option<Command>),
     Connected(Result<Inbound, Status>),
+    Ready,
     Message(Result<Option<Response>, Status>),
     Timer,
     Idle,
@@ -121,7 +163,7 @@ pub(super) struct Driver {
     session: Session,
     sink: Arc<dyn super::EventSink>,
     opts: TransportOptions,
-    channel: Result<Channel, TransportError>,
+    endpoint: Result<Endpoint, TransportError>,
     commands: mpsc::UnboundedReceiver<Command>,
     shared: Arc<Shared>,
     fallback_logged: bool,
@@ -135,13 +177,15 @@ impl Driver {
         types: Arc<TypeRegistry>,
         sink: Arc<dyn super::EventSink>,
         opts: TransportOptions,
-        channel: Result<Channel, TransportError>,
+        endpoint: Result<Endpoint, TransportError>,
         commands: mpsc::UnboundedReceiver<Command>,
         shared: Arc<Shared>,
     ) -> Self {
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
             .with_does_not_exist_timeout(opts.does_not_exist_timeout)
+            .with_handshake_timeout(opts.connect_timeout)
+            .with_first_response_timeout(opts.first_response_timeout)
             .with_authorities(authorities);
         cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
         Driver {
@@ -149,7 +193,7 @@ impl Driver {
             server,
             sink,
             opts,
-            channel,
+            endpoint,
             commands,
             shared,
             fallback_logged: false,
@@ -157,7 +201,7 @@ impl Driver {
     }
 
     pub(super) async fn run(mut self) {
-        let mut backoff = Backoff::new(self.opts.backoff);
+        let mut policy = ReconnectPolicy::new(self.opts.backoff);
         let mut attempt: u64 = 0;
         loop {
             if !self.session.has_subscriptions() && !self.wait(None).await {
@@ -170,31 +214,30 @@ impl Driver {
                 variant = ?self.session.variant(),
                 attempt,
             );
+            policy.started(now());
             let outcome = self.run_stream().instrument(span).await;
-            let delay = match outcome {
+            let (code, after_response) = match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Idle => {
-                    backoff.reset();
+                    policy.closed_locally();
                     continue;
                 }
                 Outcome::Ended {
                     code,
                     after_response,
-                } => {
-                    if after_response {
-                        backoff.reset();
-                    }
-                    if self.falls_back(code, after_response) {
-                        continue;
-                    }
-                    if after_response && code == Code::Ok {
-                        continue;
-                    }
-                    backoff.next_delay()
-                }
+                } => (code, after_response),
             };
-            tracing::debug!(server = %self.server.server_uri, ?delay, "reconnecting after a delay");
-            if !self.wait(Some(now() + delay)).await {
+            if self.falls_back(code, after_response) {
+                continue;
+            }
+            let at = policy.ended(now(), after_response);
+            let delay = at.saturating_duration_since(now());
+            if after_response {
+                tracing::debug!(server = %self.server.server_uri, ?delay, "reopening the ADS stream");
+            } else {
+                tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
+            }
+            if !self.wait(Some(at)).await {
                 return;
             }
         }
@@ -254,8 +297,8 @@ impl Driver {
 
     /// Opens a stream and drives it until it ends.
     async fn run_stream(&mut self) -> Outcome {
-        let channel = match &self.channel {
-            Ok(channel) => channel.clone(),
+        let channel = match &self.endpoint {
+            Ok(endpoint) => endpoint.connect_lazy(),
             Err(e) => {
                 let message = e.to_string();
                 return self.end(Code::Unavailable, message, false);
@@ -263,22 +306,23 @@ impl Driver {
         };
         self.shared.stats().streams_opened += 1;
         self.session.handle_connected(now());
+        let mut ready = probe(channel.clone());
         let (out, mut call) = self.open(channel);
         let mut inbound: Option<Inbound> = None;
         let mut after_response = false;
         let mut idle_since: Option<Instant> = None;
         loop {
-            self.flush(Some(&out));
-            if self.session.has_subscriptions() {
-                idle_since = None;
-            } else if idle_since.is_none() {
-                idle_since = Some(now());
+            if let Some(end) = self.session.poll_close() {
+                // The session's deadline: the server's failure, not ours.
+                return self.end(Code::from_i32(end.code), end.message, after_response);
             }
-            let idle_at = idle_since.map(|t| t + self.opts.idle_grace);
+            self.flush(Some(&out));
+            let idle_at = self.idle_deadline(&mut idle_since);
             let timer = self.session.poll_timeout();
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 r = &mut call, if inbound.is_none() => Wake::Connected(r),
+                () = &mut ready => Wake::Ready,
                 m = recv(&mut inbound) => Wake::Message(m),
                 () = sleep_until(timer) => Wake::Timer,
                 () = sleep_until(idle_at) => Wake::Idle,
@@ -292,6 +336,7 @@ impl Driver {
                         return Outcome::Shutdown;
                     }
                 }
+                Wake::Ready => self.session.handle_connection_ready(now()),
                 Wake::Connected(Ok(stream)) => {
                     inbound = Some(stream);
                     self.session.handle_stream_accepted(now());
@@ -321,6 +366,17 @@ impl Driver {
                 Wake::Deadline => {}
             }
         }
+    }
+
+    /// When the open stream closes for idleness: `idle_grace` after the
+    /// last subscription went (`idle_since` remembers when).
+    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
+        if self.session.has_subscriptions() {
+            *idle_since = None;
+        } else if idle_since.is_none() {
+            *idle_since = Some(now());
+        }
+        idle_since.map(|t| t + self.opts.idle_grace)
     }
 
     /// Starts the RPC of the session's variant. The call resolves when the

@@ -18,9 +18,18 @@
 //! - delta ADS by default; a server that answers `UNIMPLEMENTED` to
 //!   `DeltaAggregatedResources` is spoken to in SotW from then on (logged
 //!   once), unless the bootstrap pinned the variant;
-//! - reconnects wait a jittered exponential backoff (1 s, ×1.6, ±20 %,
-//!   120 s cap), reset after a response; a stream that ends OK after a
-//!   response reconnects at once.
+//! - each connection attempt is a fresh channel, and has `connect_timeout`
+//!   (20 s, gRPC's minimum connect timeout) to be established: TCP connect,
+//!   TLS and HTTP/2 handshakes, up to the server answering on the
+//!   connection (a readiness probe, `POST /grpc.health.v1.Health/Check`,
+//!   whose answer's status does not matter), accepting the stream or
+//!   answering it. A server that accepts TCP and never speaks fails the
+//!   attempt as UNAVAILABLE: a server failure (gRFC A57) and a reason to
+//!   fall back (gRFC A71). The session decides; the driver closes;
+//! - every stream end waits a jittered exponential backoff (1 s, ×1.6,
+//!   ±20 %, 120 s cap) counted from the start of the attempt; a response
+//!   resets it, so a stream that had one reconnects after at most the
+//!   initial delay, and never more often than once per delay.
 
 mod backoff;
 mod channel;
@@ -38,7 +47,10 @@ pub use backoff::BackoffConfig;
 pub use channel::{TransportError, endpoint};
 
 use crate::bootstrap::{ApiVariant, ServerConfig};
-use crate::protocol::{AuthorityFilter, CoreEvent, DEFAULT_DOES_NOT_EXIST_TIMEOUT, ResourceKey};
+use crate::protocol::{
+    AuthorityFilter, CoreEvent, DEFAULT_DOES_NOT_EXIST_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    ResourceKey,
+};
 use crate::types::TypeRegistry;
 
 /// Where a connection's events go. Called by the driver task after each
@@ -68,9 +80,22 @@ pub struct TransportOptions {
     /// The largest message encoded or decoded (default 16 MiB: real CDS
     /// pushes reach 12 MB).
     pub max_message_size: usize,
-    /// How long a connection attempt may take (default 20 s, as gRPC's
-    /// minimum connect timeout).
+    /// The handshake deadline: how long a connection attempt may take
+    /// until the server shows it speaks HTTP/2 (default 20 s, gRPC's
+    /// minimum connect timeout). It covers the TCP connect, the TLS and
+    /// HTTP/2 handshakes, up to the first answer from the server: to the
+    /// readiness probe sent on the new connection, or on the stream itself
+    /// (tonic does not report the server's HTTP/2 SETTINGS on their own).
+    /// Past it the attempt is a connection failure (gRFC A57
+    /// `server_failure`, gRFC A71 fallback), retried with backoff on a new
+    /// connection.
     pub connect_timeout: Duration,
+    /// How long an established stream (the handshake deadline met) may go
+    /// without a response before it counts as a server failure (ended
+    /// `DEADLINE_EXCEEDED`). `None`, the default, waits for ever, as gRPC
+    /// and Envoy do: a server has nothing to send for names that do not
+    /// exist, which the does-not-exist timer answers.
+    pub first_response_timeout: Option<Duration>,
 }
 
 impl Default for TransportOptions {
@@ -83,7 +108,8 @@ impl Default for TransportOptions {
             keepalive_interval: None,
             keepalive_timeout: None,
             max_message_size: 16 * 1024 * 1024,
-            connect_timeout: Duration::from_secs(20),
+            connect_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            first_response_timeout: None,
         }
     }
 }
@@ -152,8 +178,8 @@ impl AdsConnection {
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
     ) -> Self {
-        let channel = endpoint(&server, &opts).map(|ep| ep.connect_lazy());
-        Self::start(server, authorities, types, sink, opts, channel)
+        let endpoint = endpoint(&server, &opts);
+        Self::start(server, authorities, types, sink, opts, endpoint)
     }
 
     /// Like [`spawn`](Self::spawn), but a channel that cannot be set up is
@@ -165,14 +191,14 @@ impl AdsConnection {
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
     ) -> Result<Self, TransportError> {
-        let channel = endpoint(&server, &opts)?.connect_lazy();
+        let endpoint = endpoint(&server, &opts)?;
         Ok(Self::start(
             server,
             authorities,
             types,
             sink,
             opts,
-            Ok(channel),
+            Ok(endpoint),
         ))
     }
 
@@ -182,7 +208,7 @@ impl AdsConnection {
         types: Arc<TypeRegistry>,
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
-        channel: Result<tonic::transport::Channel, TransportError>,
+        endpoint: Result<tonic::transport::Endpoint, TransportError>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
@@ -202,7 +228,7 @@ impl AdsConnection {
             types,
             sink,
             opts,
-            channel,
+            endpoint,
             rx,
             Arc::clone(&shared),
         );

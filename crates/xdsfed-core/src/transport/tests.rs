@@ -352,3 +352,68 @@ async fn pinned_delta_does_not_fall_back() {
     assert_eq!(conn.stats().variant, ApiVariant::Delta);
     conn.shutdown();
 }
+
+/// An ADS server that speaks HTTP/2 but holds every stream's response
+/// headers back for ever, as grpc-go and grpc-java servers do until their
+/// first response when they have nothing to send.
+struct Silent;
+
+#[tonic::async_trait]
+impl AggregatedDiscoveryService for Silent {
+    type StreamAggregatedResourcesStream = Out<DiscoveryResponse>;
+    type DeltaAggregatedResourcesStream = Out<DeltaDiscoveryResponse>;
+
+    async fn stream_aggregated_resources(
+        &self,
+        _request: Request<Streaming<DiscoveryRequest>>,
+    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
+        std::future::pending().await
+    }
+
+    async fn delta_aggregated_resources(
+        &self,
+        _request: Request<Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
+        std::future::pending().await
+    }
+}
+
+/// Issue 19: a server that speaks HTTP/2 but never sends the stream's
+/// headers (it has nothing to send) is not a server that never answers:
+/// its connection answers the readiness probe, so the handshake deadline
+/// stops and the name is reported as not existing, without a failure.
+#[tokio::test]
+async fn silent_http2_server_is_ready_and_its_names_do_not_exist() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(AggregatedDiscoveryServiceServer::new(Silent))
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let conn = AdsConnection::spawn(
+        ServerConfig::insecure(addr.to_string()),
+        AuthorityFilter::any(),
+        types(),
+        Arc::new(Recorder(tx)),
+        TransportOptions {
+            connect_timeout: Duration::from_millis(300),
+            does_not_exist_timeout: Duration::from_millis(600),
+            ..fast_options()
+        },
+    );
+    conn.subscribe(ResourceKey::new(CDS, "c1"));
+    let e = wait_for(&mut events, |e| {
+        matches!(
+            e,
+            CoreEvent::DoesNotExist { .. } | CoreEvent::StreamFailed { .. }
+        )
+    })
+    .await;
+    assert!(matches!(e, CoreEvent::DoesNotExist { .. }), "{e:?}");
+    assert_eq!(conn.stats().server_failure, 0);
+    conn.shutdown();
+}

@@ -37,7 +37,7 @@ use envoy_types::pb::google::protobuf::Any;
 use futures::Stream;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::{
     faults::{Faults, MALFORMED_BYTES, redirect_any},
@@ -82,9 +82,15 @@ impl StreamCtx {
 
     /// The status that ends the stream after a response, if the faults say so.
     fn close_after_response(&self) -> Option<Status> {
-        let limit = self.shared.faults().close_after_responses?;
-        (self.responses >= limit)
-            .then(|| Status::unavailable(format!("fault: stream closed after {limit} responses")))
+        let faults = self.shared.faults();
+        let limit = faults.close_after_responses?;
+        let code = faults.close_code.unwrap_or(Code::Unavailable);
+        (self.responses >= limit).then(|| {
+            Status::new(
+                code,
+                format!("fault: stream closed after {limit} responses"),
+            )
+        })
     }
 }
 
@@ -412,8 +418,12 @@ pub(crate) async fn finish<T>(ctx: StreamCtx, tx: mpsc::Sender<Result<T, Status>
     let why = match end {
         End::Status(status) => {
             let why = status_text(&status);
-            // The client may be gone already; the status is best effort.
-            let _ = tx.try_send(Err(status));
+            // An OK end is the response stream ending (dropping `tx`);
+            // otherwise the status is sent. The client may be gone already:
+            // the status is best effort.
+            if status.code() != Code::Ok {
+                let _ = tx.try_send(Err(status));
+            }
             why
         }
         End::ClientClosed => "client closed".to_owned(),

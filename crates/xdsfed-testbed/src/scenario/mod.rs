@@ -682,6 +682,17 @@ impl Context<'_> {
                 )
             })?;
         }
+        let close_code = entry
+            .close_code
+            .map(|c| {
+                crate::faults::parse_code(&c).ok_or_else(|| {
+                    invalid(
+                        format!("{path}.close_code"),
+                        format!("{c:?} is not a gRPC status code (OK, UNAVAILABLE, … or 0–16)"),
+                    )
+                })
+            })
+            .transpose()?;
         let mut inject = Vec::new();
         for (i, injected) in entry.inject.into_iter().enumerate() {
             self.dry_any(&format!("{path}.inject[{i}].resource"), &injected.resource)?;
@@ -691,6 +702,7 @@ impl Context<'_> {
             refuse_connections: entry.refuse_connections,
             close_immediately: entry.close_immediately,
             close_after_responses: entry.close_after_responses,
+            close_code,
             response_delay,
             silent_names: entry.silent_names.into_iter().collect(),
             silent_types: entry.silent_types.into_iter().collect(),

@@ -138,6 +138,8 @@ pub(crate) struct FaultsEntry {
     #[serde(default)]
     pub(crate) close_after_responses: Option<u32>,
     #[serde(default)]
+    pub(crate) close_code: Option<String>,
+    #[serde(default)]
     pub(crate) response_delay: Option<String>,
     #[serde(default)]
     pub(crate) silent_names: Vec<String>,

@@ -20,7 +20,7 @@ fn does_not_exist_fires_after_the_timeout_from_sending() {
         let now = t0();
         let mut s = session(variant);
         s.subscribe(key(CDS, "a"));
-        s.handle_connected(now);
+        open(&mut s, now);
         let sent_at = now + secs(2);
         let _ = drain(&mut s, sent_at);
         assert_eq!(s.poll_timeout(), Some(sent_at + secs(15)), "{variant:?}");
@@ -42,8 +42,8 @@ fn does_not_exist_timeout_is_configurable() {
     assert_eq!(s.poll_timeout(), Some(now + secs(3)));
 }
 
-/// A57: the timer starts only once the request is written on a connected
-/// stream.
+/// A57: the timer starts only once the request is written on an
+/// established stream.
 #[test]
 fn does_not_exist_timer_is_not_armed_before_the_request_is_written() {
     let now = t0();
@@ -51,10 +51,38 @@ fn does_not_exist_timer_is_not_armed_before_the_request_is_written() {
     s.subscribe(key(CDS, "a"));
     assert_eq!(s.poll_transmit(now), None, "no stream, nothing to write");
     assert_eq!(s.poll_timeout(), None);
-    s.handle_connected(now);
-    assert_eq!(s.poll_timeout(), None, "connected, not yet written");
+    open(&mut s, now);
+    assert_eq!(s.poll_timeout(), None, "established, not yet written");
     let _ = drain(&mut s, now);
-    assert!(s.poll_timeout().is_some());
+    assert_eq!(s.poll_timeout(), Some(now + secs(15)));
+}
+
+/// gRFC A57 (issue 19): the timer starts once the request is on an
+/// *established* stream: the server accepted it (its response headers
+/// arrived) or answered it. A request written to a server that never
+/// speaks (a tarpit) arms nothing; acceptance arms what was written, from
+/// then on.
+#[test]
+fn does_not_exist_timer_waits_for_the_stream_to_be_established() {
+    for variant in [ApiVariant::Delta, ApiVariant::Sotw] {
+        let now = t0();
+        let mut s = session(variant);
+        s.subscribe(key(CDS, "a"));
+        s.handle_connected(now);
+        assert_eq!(drain(&mut s, now).len(), 1, "{variant:?}");
+        s.handle_timeout(now + secs(15));
+        assert!(
+            events(&mut s).is_empty(),
+            "{variant:?}: not before the server speaks"
+        );
+        let accepted = now + secs(16);
+        s.handle_stream_accepted(accepted);
+        assert_eq!(events(&mut s), ["accepted"], "{variant:?}");
+        s.handle_timeout(accepted + secs(14));
+        assert!(events(&mut s).is_empty(), "{variant:?}");
+        s.handle_timeout(accepted + secs(15));
+        assert_eq!(events(&mut s), ["dne a"], "{variant:?}");
+    }
 }
 
 /// Never for a resource already received (cached).
@@ -95,11 +123,11 @@ fn does_not_exist_timer_is_rearmed_on_the_next_stream() {
         let now = t0();
         let mut s = session(variant);
         s.subscribe(key(CDS, "a"));
-        s.handle_connected(now);
+        open(&mut s, now);
         let _ = drain(&mut s, now);
         s.handle_stream_end(now + secs(10), StreamEnd::new(14, "gone"));
         let later = now + secs(30);
-        s.handle_connected(later);
+        open(&mut s, later);
         let _ = drain(&mut s, later);
         assert_eq!(s.poll_timeout(), Some(later + secs(15)), "{variant:?}");
     }

@@ -129,7 +129,7 @@ fn glob_is_not_requested_over_a_stream_that_fell_back_to_sotw() {
     let mut s = session(ApiVariant::Delta);
     s.subscribe(key(CDS, GLOB));
     s.subscribe(key(CDS, "plain"));
-    s.handle_connected(now);
+    open(&mut s, now);
     let _ = drain(&mut s, now);
     s.handle_stream_end(now, StreamEnd::new(12, "unimplemented"));
     let _ = events(&mut s);

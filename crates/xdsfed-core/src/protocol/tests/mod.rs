@@ -3,6 +3,7 @@
 
 mod ack_nack;
 mod authority;
+mod deadlines;
 mod deletion;
 mod does_not_exist;
 mod federation;

@@ -157,7 +157,7 @@ fn set_variant_applies_to_the_next_stream_and_keeps_received_resources() {
     let now = t0();
     let mut s = session(ApiVariant::Delta);
     s.subscribe(key(CDS, "a"));
-    s.handle_connected(now);
+    open(&mut s, now);
     let _ = drain(&mut s, now);
     s.handle_stream_end(now, StreamEnd::new(12, "unimplemented"));
     s.set_variant(ApiVariant::Sotw);
@@ -178,7 +178,8 @@ fn accepted_stream_is_reported_before_any_response_and_only_once() {
     let _ = events(&mut s);
     s.handle_stream_end(now, StreamEnd::new(14, "gone"));
     let _ = events(&mut s);
-    let _ = connect_delta(&mut s, now);
+    s.handle_connected(now);
+    let _ = drain(&mut s, now);
     s.handle_stream_accepted(now);
     assert_eq!(events(&mut s), ["accepted"]);
     assert_eq!(s.phase(), Phase::AwaitingFirstResponse);

@@ -295,7 +295,7 @@ impl Sim {
     }
 
     pub(super) fn connect(&mut self) {
-        self.client.handle_connected(self.now);
+        super::support::open(&mut self.client, self.now);
         self.server.open(self.client.variant());
     }
 

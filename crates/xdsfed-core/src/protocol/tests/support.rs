@@ -251,15 +251,28 @@ pub(super) fn drain_sotw(s: &mut Session, now: Instant) -> Vec<DiscoveryRequest>
         .collect()
 }
 
-/// Connects and returns the first requests.
+/// Connects, has the server accept the stream (the `accepted` event is
+/// consumed), and returns the first requests.
 pub(super) fn connect_delta(s: &mut Session, now: Instant) -> Vec<DeltaDiscoveryRequest> {
-    s.handle_connected(now);
+    open(s, now);
     drain_delta(s, now)
 }
 
 pub(super) fn connect_sotw(s: &mut Session, now: Instant) -> Vec<DiscoveryRequest> {
-    s.handle_connected(now);
+    open(s, now);
     drain_sotw(s, now)
+}
+
+/// Opens a stream the server accepts at once, leaving the events as they
+/// were: the stream is established, so what is written arms its
+/// does-not-exist timers.
+pub(super) fn open(s: &mut Session, now: Instant) {
+    s.handle_connected(now);
+    s.handle_stream_accepted(now);
+    assert!(
+        matches!(s.events.pop_back(), Some(CoreEvent::StreamAccepted)),
+        "an accepted stream reports it"
+    );
 }
 
 /// Every event, summarised as short strings: `upsert NAME VERSION`,
