@@ -187,6 +187,23 @@ async fn redirect_loop_is_an_error_naming_the_chain() {
     assert!(error.contains(&onprem.uri()), "{error}");
 }
 
+/// A glob member redirected to a glob collection, its own glob above all,
+/// names no resource: an error for that member, naming the target.
+#[tokio::test]
+async fn glob_member_redirected_to_a_glob_is_an_error() {
+    let (testbed, bootstrap) = testbed().await;
+    let cloud = &testbed.servers()[0];
+    let member = name(CLOUD, "pool/one");
+    redirect(cloud, &member, &glob());
+    let client = client(&bootstrap);
+    let mut watch = client.watch_collection::<ClusterType>(&glob()).unwrap();
+    let mut seen = HashMap::new();
+
+    let error = error_of(&mut watch, &mut seen, &member).await;
+    assert!(error.contains("glob collection"), "{error}");
+    assert!(error.contains(&glob()), "{error}");
+}
+
 /// A chain of hops: `from` → `prefix/1` → … → `prefix/hops-1` → `prefix/end`
 /// (`hops` redirects), the end a real cluster, all on onprem but the first.
 fn chain(cloud: &Server, onprem: &Server, from: &str, prefix: &str, hops: usize) {

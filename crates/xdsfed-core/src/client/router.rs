@@ -71,7 +71,7 @@ use crate::cache::Source;
 use crate::cache::short_type;
 use crate::error::{ErrorKind, XdsError};
 use crate::name::{ResourceName, authority_of};
-use crate::protocol::{CoreEvent, ResourceKey, glob_of};
+use crate::protocol::{CoreEvent, ResourceKey, glob_of, is_glob};
 use crate::transport::AdsConnection;
 
 /// The client's routing state, under the client's one lock.
@@ -515,7 +515,13 @@ impl State {
             server_name,
             authority_of(&from.name).unwrap_or("none"),
         );
-        let refusal = if hop == *entry || redirect.hops.contains(&hop) {
+        let refusal = if is_glob(target) {
+            // A glob collection names no resource to stand in for the entry
+            // (and a member redirected to its own glob would wait forever).
+            Some(format!(
+                "{what}: the target {target} is a glob collection, not a resource: {chain}"
+            ))
+        } else if hop == *entry || redirect.hops.contains(&hop) {
             Some(format!("{what}: redirect loop {chain}"))
         } else if redirect.hops.len() >= max {
             Some(format!(
