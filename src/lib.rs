@@ -16,6 +16,9 @@
 
 pub mod policy;
 pub mod proto;
+#[doc(hidden)]
+#[path = "cli/terminal/mod.rs"]
+pub mod terminal;
 pub mod testbed_control;
 
 pub use xdsfed_core as core;

@@ -22,7 +22,9 @@
 //! `/metrics` for the running client (see the `admin` module) and prints
 //! the address it bound first.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
@@ -36,9 +38,10 @@ use xdsfed::policy::PolicyType;
 use super::progress::Progress;
 use super::render::Model;
 use super::table::origin;
+use super::text::{message, shown};
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
-    build_client, load_bootstrap, short_name, short_version, watch_error,
+    build_client, short_name, short_version, watch_error,
 };
 use super::{CliError, emit, runtime};
 
@@ -105,7 +108,7 @@ impl Watched {
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let target = Watched::of(&args)?;
-    let bootstrap = load_bootstrap(&args.bootstrap.bootstrap)?;
+    let bootstrap = args.bootstrap.load()?;
     let json = args.json;
     runtime()?.block_on(async move {
         let client = build_client(bootstrap)?;
@@ -312,13 +315,53 @@ async fn follow_all<T: Describe>(client: &XdsClient, json: bool) -> Result<(), C
         .watch_wildcard::<T>()
         .map_err(|e| watch_error(&format!("every {}", T::SHORT), &e))?;
     let mut progress = Some(Progress::start(client, "waiting for resources"));
-    while let Some((name, event)) = watch.next().await {
+    while let Some(batch) = next_batch(&mut watch).await {
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        emit(&line::<T>(&name, None, &event, None, json))?;
+        let entries = status_entries(client, T::TYPE_URL, &batch);
+        for (name, event) in &batch {
+            let entry = entries.get(name);
+            let version = entry.and_then(|e| e.version.as_deref());
+            let source = entry
+                .filter(|_| matches!(event, WatchEvent::Changed(_)))
+                .and_then(|e| e.source.as_ref());
+            emit(&line::<T>(name, version, event, source, json))?;
+        }
     }
     Err(CliError::runtime("the xDS client stopped"))
+}
+
+/// The next event and every event already queued behind it; `None` when
+/// the client stops. A response's resources arrive as one batch, so the
+/// status dump that names their versions is taken once per response, not
+/// once per resource.
+async fn next_batch<T: Describe>(
+    watch: &mut xdsfed::core::watch::WildcardWatch<T>,
+) -> Option<Vec<(Arc<str>, WatchEvent<T::Resource>)>> {
+    let mut batch = vec![watch.next().await?];
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::ZERO, watch.next()).await {
+        batch.push(event);
+    }
+    Some(batch)
+}
+
+/// The status entries of the batch's resources (version, source), from
+/// one status dump taken after the batch was popped: at least as new as
+/// each event.
+fn status_entries<R>(
+    client: &XdsClient,
+    type_url: &str,
+    batch: &[(Arc<str>, R)],
+) -> HashMap<Arc<str>, ResourceStatusEntry> {
+    let names: HashMap<&str, &Arc<str>> = batch.iter().map(|(n, _)| (&**n, n)).collect();
+    client
+        .status()
+        .resources
+        .into_iter()
+        .filter(|r| r.type_url == type_url)
+        .filter_map(|r| names.get(r.name.as_str()).map(|n| (Arc::clone(n), r)))
+        .collect()
 }
 
 /// One event as a line of text or JSON.
@@ -351,15 +394,18 @@ fn line<T: Describe>(
     }
     let version = version.filter(|_| matches!(event, WatchEvent::Changed(_)));
     let details = version
-        .map(|v| format!("v {}", short_version(v)))
+        .map(|v| format!("v {}", shown(short_version(v))))
         .into_iter()
-        .chain(summary)
-        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(summary.map(|s| message(&s)))
+        .chain(error.map(|e| message(&compact_names(&e, T::TYPE_URL))))
         .chain(source.and_then(origin));
     text_line(kind, T::SHORT, name, details)
 }
 
 /// `TIME EVENT TYPE NAME  DETAIL  DETAIL…`, the shape of every event line.
+/// The name is escaped here; the details come escaped (see [`super::text`]):
+/// a name holding a newline or an escape sequence stays on its line and
+/// shows as text.
 fn text_line(
     kind: &str,
     type_short: &str,
@@ -369,7 +415,7 @@ fn text_line(
     let mut text = format!(
         "{} {kind:<14} {type_short:<8} {}",
         clock(),
-        short_name(name)
+        shown(&short_name(name))
     );
     for detail in details {
         text.push_str("  ");
@@ -483,10 +529,10 @@ fn collection_line<T: Describe>(
     }
     let listed = members.map(|m| member_list(m));
     let details = version
-        .map(|v| format!("v {}", short_version(v)))
+        .map(|v| format!("v {}", shown(short_version(v))))
         .into_iter()
-        .chain(summary)
-        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(summary.map(|s| message(&s)))
+        .chain(error.map(|e| message(&compact_names(&e, T::TYPE_URL))))
         .chain(listed)
         .chain(source.and_then(origin));
     text_line(kind, T::SHORT, name, details)
@@ -501,7 +547,7 @@ fn member_list(members: &[std::sync::Arc<str>]) -> String {
     let shown: Vec<String> = members
         .iter()
         .take(LISTED_NAMES)
-        .map(|m| short_name(m))
+        .map(|m| shown(&short_name(m)))
         .collect();
     let more = members.len() - shown.len();
     let names = shown.join(", ")
