@@ -259,4 +259,93 @@ mod tests {
             "127.0.0.1:3 (redirected to onprem.example/payments)"
         );
     }
+
+    /// One resource whose every text field is `text`, and its server.
+    fn hostile(text: &str, error: bool) -> ClientStatus {
+        ClientStatus {
+            node_id: text.to_owned(),
+            resources: vec![ResourceStatusEntry {
+                type_url: text.to_owned(),
+                name: text.to_owned(),
+                authority: Some(text.to_owned()),
+                server: text.to_owned(),
+                version: Some(text.to_owned()),
+                status: ResourceStatus::Nacked,
+                last_updated_unix_ms: None,
+                error: error.then(|| text.to_owned()),
+                failed_version: Some(text.to_owned()),
+                cached: true,
+                source: Some(SourceStatus {
+                    server: text.to_owned(),
+                    authority: Some(text.to_owned()),
+                    fetched_as: Some(text.to_owned()),
+                    fallback: true,
+                    alt: true,
+                    redirected: true,
+                }),
+            }],
+            servers: vec![ServerStatus {
+                server: text.to_owned(),
+                connected: false,
+                server_failure: 0,
+                resource_updates_valid: 0,
+                resource_updates_invalid: 0,
+                foreign_resources_ignored: 0,
+                variant: text.to_owned(),
+            }],
+            authorities: Vec::new(),
+        }
+    }
+
+    /// The table's own lines: node, header, the row, its error, a blank
+    /// line, header, the server. A name cannot add one.
+    fn assert_safe(table: &str, error: bool) {
+        assert_eq!(table.lines().count(), 6 + usize::from(error), "{table}");
+        for line in table.lines() {
+            assert!(
+                !crate::terminal::text::has_terminal_controls(line),
+                "{line:?}"
+            );
+        }
+    }
+
+    /// Issue 19, defect 2: a 70 000-character name panicked the width.
+    #[test]
+    fn a_name_longer_than_any_width_is_cut_not_a_panic() {
+        let long = "x".repeat(70_000);
+        let table = status_table(&hostile(&long, true));
+        assert_safe(&table, true);
+        assert!(table.contains("…(69800 more bytes)"), "{table}");
+        assert!(table.len() < 5_000, "{} bytes", table.len());
+    }
+
+    #[test]
+    fn a_name_cannot_forge_a_row_or_an_escape() {
+        let forged = "evil\nACKED  Cluster  forged\x1b[31m\u{202e}";
+        let table = status_table(&hostile(forged, false));
+        assert_safe(&table, false);
+        assert!(table.contains("evil\\nACKED  Cluster  forged\\x1b[31m\\u{202e}"));
+    }
+
+    proptest::proptest! {
+        /// Whatever a server names things, the table keeps its shape and
+        /// shows nothing that acts on a terminal.
+        #[test]
+        fn any_text_renders_safely(text in proptest::prelude::any::<String>(), error: bool) {
+            assert_safe(&status_table(&hostile(&text, error)), error);
+            for problem in problems(&hostile(&text, error)) {
+                proptest::prop_assert!(!problem.contains('\n'));
+            }
+        }
+
+        /// Long runs of any one character, control or not.
+        #[test]
+        fn long_text_of_any_character_renders_safely(
+            c: char,
+            len in 0usize..100_000,
+        ) {
+            let text: String = std::iter::repeat_n(c, len).collect();
+            assert_safe(&status_table(&hostile(&text, true)), true);
+        }
+    }
 }
