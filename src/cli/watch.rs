@@ -491,15 +491,35 @@ async fn follow_collection<T: Describe>(
         open_collection::<T>(client, name, collection.shape).map_err(|e| watch_error(name, &e))?;
     let key = watch.key().name.clone();
     let mut progress = Some(Progress::start(client, "waiting for the collection"));
-    while let Some(event) = watch.next().await {
+    while let Some(first) = watch.next().await {
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        let entry = match &event {
-            CollectionEvent::Upsert { name, .. } => status_entry(client, T::TYPE_URL, name),
-            _ => None,
+        // Every event already queued joins the batch: one status dump for
+        // a response's members, not one per member.
+        let mut batch = vec![first];
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::ZERO, watch.next()).await {
+            batch.push(event);
+        }
+        let upserted: Vec<(Arc<str>, ())> = batch
+            .iter()
+            .filter_map(|event| match event {
+                CollectionEvent::Upsert { name, .. } => Some((Arc::clone(name), ())),
+                _ => None,
+            })
+            .collect();
+        let entries = if upserted.is_empty() {
+            HashMap::new()
+        } else {
+            status_entries(client, T::TYPE_URL, &upserted)
         };
-        emit(&collection_line::<T>(&key, &event, entry.as_ref(), json))?;
+        for event in &batch {
+            let entry = match event {
+                CollectionEvent::Upsert { name, .. } => entries.get(name),
+                _ => None,
+            };
+            emit(&collection_line::<T>(&key, event, entry, json))?;
+        }
     }
     Err(CliError::runtime("the xDS client stopped"))
 }
