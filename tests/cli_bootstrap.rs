@@ -229,6 +229,17 @@ fn bootstrap_config_from_the_environment_is_accepted_after_the_file() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("bad.json"));
 
+    // An empty GRPC_XDS_BOOTSTRAP counts as unset, as in gRPC.
+    let output = dump(&[
+        ("GRPC_XDS_BOOTSTRAP", ""),
+        ("GRPC_XDS_BOOTSTRAP_CONFIG", &json),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
     // Neither: bad input saying both ways.
     let stderr = refused(&["dump", "--wildcard", "cluster"]);
     assert!(stderr.contains("GRPC_XDS_BOOTSTRAP_CONFIG"), "{stderr}");

@@ -19,9 +19,7 @@ use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::RouteSpecifier;
 use prost::Message;
-use xdsfed::core::bootstrap::{
-    Bootstrap, BootstrapErrorKind, ENV_BOOTSTRAP_CONFIG, ENV_BOOTSTRAP_FILE,
-};
+use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::core::client::{WatchError, XdsClient};
 use xdsfed::core::types::{
     ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType,
@@ -42,7 +40,7 @@ pub(crate) struct BootstrapArg {
     /// Envoy-style `config_sources` (YAML when the name ends in .yaml/.yml).
     /// Without it, gRPC's environment: the file GRPC_XDS_BOOTSTRAP names,
     /// else the JSON in GRPC_XDS_BOOTSTRAP_CONFIG.
-    #[arg(long, value_name = "FILE", env = ENV_BOOTSTRAP_FILE)]
+    #[arg(long, value_name = "FILE")]
     pub(crate) bootstrap: Option<PathBuf>,
 }
 
@@ -53,17 +51,15 @@ impl BootstrapArg {
         if let Some(path) = &self.bootstrap {
             return load_bootstrap(path);
         }
-        // clap read GRPC_XDS_BOOTSTRAP into the flag already: only the
-        // inline JSON is left, which gRPC reads second.
-        let bootstrap = Bootstrap::from_env_with(|name| {
-            (name == ENV_BOOTSTRAP_CONFIG)
-                .then(|| std::env::var_os(name))
-                .flatten()
-        })
-        .map_err(|e| {
+        // gRPC's order: a non-empty GRPC_XDS_BOOTSTRAP, then a non-empty
+        // GRPC_XDS_BOOTSTRAP_CONFIG (an empty variable counts as unset).
+        let bootstrap = Bootstrap::from_env().map_err(|e| {
             let hint = match e.kind() {
                 BootstrapErrorKind::NotConfigured => {
                     "give --bootstrap FILE, or set GRPC_XDS_BOOTSTRAP (a file) or GRPC_XDS_BOOTSTRAP_CONFIG (its JSON)"
+                }
+                BootstrapErrorKind::Read { .. } => {
+                    "GRPC_XDS_BOOTSTRAP must name a regular file"
                 }
                 _ => BOOTSTRAP_HINT,
             };
