@@ -118,7 +118,11 @@ fn check_refuses_an_authority_name_too_long_to_be_one() {
     );
     let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
     assert!(stderr.contains("authorities.\"aaa"), "{stderr}");
-    assert!(stderr.contains("at most 1024"), "{}", &stderr[..500.min(stderr.len())]);
+    assert!(
+        stderr.contains("at most 1024"),
+        "{}",
+        &stderr[..500.min(stderr.len())]
+    );
     assert!(stderr.len() < 5_000, "{} bytes on stderr", stderr.len());
 }
 
@@ -135,7 +139,10 @@ fn check_refuses_server_uris_the_transport_cannot_dial() {
     ] {
         let file = one_server(&fx, "uri.json", uri, r#"{"type": "insecure"}"#);
         let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
-        assert!(stderr.contains("xds_servers[0].server_uri"), "{uri}: {stderr}");
+        assert!(
+            stderr.contains("xds_servers[0].server_uri"),
+            "{uri}: {stderr}"
+        );
         assert!(stderr.contains(says), "{uri}: {stderr}");
     }
 }

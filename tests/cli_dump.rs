@@ -237,9 +237,14 @@ fn dump_table_escapes_and_cuts_hostile_names_from_the_server() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(!stdout.contains('\x1b') && !stdout.contains('\u{202e}'), "{stdout}");
     assert!(
-        !stdout.lines().any(|l| l.starts_with("ACKED    Cluster  forged")),
+        !stdout.contains('\x1b') && !stdout.contains('\u{202e}'),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.starts_with("ACKED    Cluster  forged")),
         "a forged row:\n{stdout}"
     );
     let row = stdout

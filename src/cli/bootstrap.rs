@@ -149,7 +149,9 @@ impl Report {
             .map(|a| {
                 let shown_name = a.name.as_deref().map(|n| shown(&display_authority(n)));
                 (
-                    shown_name.clone().unwrap_or_else(|| "(old-style)".to_owned()),
+                    shown_name
+                        .clone()
+                        .unwrap_or_else(|| "(old-style)".to_owned()),
                     shown_name.unwrap_or_else(|| "(xds:/// default)".to_owned()),
                 )
             })

@@ -307,7 +307,10 @@ mod tests {
             .hint("x".repeat(10_000));
         let text = e.to_string();
         assert_eq!(text.lines().count(), 3, "{text}");
-        assert!(text.starts_with("cannot watch a\\nxdsfed: forged\n"), "{text}");
+        assert!(
+            text.starts_with("cannot watch a\\nxdsfed: forged\n"),
+            "{text}"
+        );
         assert!(text.contains("caused by: bad \\x1b[31mred"), "{text}");
         assert!(text.ends_with("…(8000 more bytes)"), "{text}");
     }

@@ -38,11 +38,11 @@ use xdsfed::policy::PolicyType;
 use super::progress::Progress;
 use super::render::Model;
 use super::table::origin;
-use super::text::{message, shown};
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
     build_client, short_name, short_version, watch_error,
 };
+use super::text::{message, shown};
 use super::{CliError, emit, runtime};
 
 /// Flags of `xdsfed watch`.

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 
 use super::AuthorityConfig;
 use super::grpc::{default_authority_template, insert_authority};
-use super::target::check_server_uri;
 use super::server::{ApiVariant, ChannelCreds, ServerConfig};
+use super::target::check_server_uri;
 use super::walk::{At, Result};
 
 /// Reads `default_config_source` (the top-level servers; may be absent) and

@@ -46,7 +46,11 @@ fn check_servers(at: &FieldPath, servers: &[ServerConfig]) -> Result<(), Bootstr
         };
         let config = at.index(i).key("channel_creds").key("config");
         let files = [
-            ("ca_certificate_file", ca_certificate_file, PemKind::Certificates),
+            (
+                "ca_certificate_file",
+                ca_certificate_file,
+                PemKind::Certificates,
+            ),
             ("certificate_file", certificate_file, PemKind::Certificates),
             ("private_key_file", private_key_file, PemKind::PrivateKey),
         ];

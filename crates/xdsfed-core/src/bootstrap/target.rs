@@ -128,10 +128,12 @@ fn check_port(port: &str) -> Result<(), String> {
     match port.parse::<u16>() {
         Ok(0) => Err("has port 0: expected a port from 1 to 65535".to_owned()),
         Ok(_) => Ok(()),
-        Err(_) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => Err(format!(
-            "has port {port}: expected a port from 1 to 65535"
+        Err(_) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("has port {port}: expected a port from 1 to 65535"))
+        }
+        Err(_) => Err(format!(
+            "has port {port:?}: expected a number from 1 to 65535"
         )),
-        Err(_) => Err(format!("has port {port:?}: expected a number from 1 to 65535")),
     }
 }
 
