@@ -97,7 +97,7 @@ fn kind_of(file_type: &std::fs::FileType) -> &'static str {
 /// `4 MiB`, `1 MiB`, or bytes for anything smaller.
 fn human_size(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")
