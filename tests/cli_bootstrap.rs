@@ -251,3 +251,34 @@ fn bootstrap_config_from_the_environment_is_accepted_after_the_file() {
     let stderr = refused(&["dump", "--wildcard", "cluster"]);
     assert!(stderr.contains("GRPC_XDS_BOOTSTRAP_CONFIG"), "{stderr}");
 }
+
+/// A library user who skips `check_credential_files` is safe too: the
+/// transport's own read refuses a FIFO CA at once instead of blocking the
+/// runtime's thread (issue 19, defect 6).
+#[test]
+fn the_transport_refuses_a_fifo_ca_without_blocking() {
+    use xdsfed::core::bootstrap::{ChannelCreds, ServerConfig};
+    use xdsfed::core::transport::{TransportError, TransportOptions, endpoint};
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let mut server = ServerConfig::insecure("127.0.0.1:1");
+    server.channel_creds = ChannelCreds::Tls {
+        ca_certificate_file: Some(fifo),
+        certificate_file: None,
+        private_key_file: None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(endpoint(&server, &TransportOptions::default()).map(drop));
+    });
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("reading the CA blocked");
+    match result {
+        Err(TransportError::ReadFile { why, .. }) => assert!(why.contains("FIFO"), "{why}"),
+        other => panic!("expected a read error, got {other:?}"),
+    }
+}
