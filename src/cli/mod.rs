@@ -221,6 +221,28 @@ pub(crate) fn init_logging(verbose: u8, quiet: &str) {
         .try_init();
 }
 
+/// Resolves on Ctrl-C (SIGINT). The handler is installed when this is
+/// called, not when the future is first polled: a command that prints
+/// `ready` and then awaits it does not die of a Ctrl-C that comes in
+/// between. Without a handler it never resolves: the command runs until
+/// killed. Must be called inside the tokio runtime.
+pub(crate) fn ctrl_c() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+    async move {
+        #[cfg(unix)]
+        if let Ok(mut interrupt) = interrupt {
+            interrupt.recv().await;
+            return;
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_ok() {
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
 /// A multi-threaded tokio runtime for a subcommand.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()

@@ -89,17 +89,15 @@ async fn serve(
     if let Some(file) = &bootstrap_out {
         write_bootstrap(file, testbed.servers())?;
     }
+    // Listening before `ready` is printed: a harness may send Ctrl-C as
+    // soon as it reads it.
+    let interrupted = super::ctrl_c();
     print_addresses(&testbed, control_addr)?;
 
     let service = ControlService::new(testbed.clone()).into_server();
     let serving = tonic::transport::Server::builder()
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
-            // If the signal handler cannot be installed, serve until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        });
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), interrupted);
     let result = serving
         .await
         .map_err(|e| CliError::runtime("control API failed").caused_by(&e));

@@ -111,6 +111,8 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let bootstrap = args.bootstrap.load()?;
     let json = args.json;
     runtime()?.block_on(async move {
+        // Before the first line is printed, so a Ctrl-C after it is heard.
+        let interrupted = super::ctrl_c();
         let client = build_client(bootstrap)?;
         let _admin = match args.admin {
             Some(addr) => Some(start_admin(&client, addr, &target, json).await?),
@@ -126,16 +128,9 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         };
         tokio::select! {
             result = watching => result,
-            // Without a signal handler, run until killed.
-            () = ctrl_c() => Ok(()),
+            () = interrupted => Ok(()),
         }
     })
-}
-
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Aborts the admin server when the command ends.
