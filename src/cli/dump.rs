@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use xdsfed::core::client::XdsClient;
+use xdsfed::core::status::ClientStatus;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 use xdsfed::graph::{ConfigGraph, Snapshot};
 use xdsfed::policy::PolicyType;
@@ -58,7 +59,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         } else {
             emit(&status_table(&status))?;
         }
-        verdict(&client, &waited, args.timeout)
+        verdict(&status, &waited, args.timeout)
     })
 }
 
@@ -221,14 +222,14 @@ fn answered(client: &XdsClient) -> bool {
 }
 
 /// Success, or why not: a timeout (naming the servers that are down),
-/// resources that are not ACKED, or graph errors.
+/// resources that are not ACKED, or graph errors. `status` is the one
+/// status dump taken once the wait is over.
 pub(crate) fn verdict(
-    client: &XdsClient,
+    status: &ClientStatus,
     waited: &Waited,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    let status = client.status();
-    let problems = problems(&status);
+    let problems = problems(status);
     if waited.timed_out {
         let mut error = CliError::runtime(if problems.is_empty() {
             format!("timed out after {timeout:?} before the server answered")

@@ -48,7 +48,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         progress.finish();
         let Some(snapshot) = &waited.snapshot else {
             // Nothing to draw: say why, as dump would.
-            verdict(&client, &waited, args.timeout)?;
+            verdict(&client.status(), &waited, args.timeout)?;
             return Err(CliError::runtime("no snapshot was published"));
         };
         let model = Model::of(snapshot);
@@ -59,6 +59,6 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         })?;
         // A drawn graph with failed parts still exits non-zero, so scripts
         // notice.
-        verdict(&client, &waited, args.timeout)
+        verdict(&client.status(), &waited, args.timeout)
     })
 }

@@ -29,6 +29,7 @@ use xdsfed::{
     testbed_control::ControlService,
 };
 
+use super::text::shown;
 use super::{CliError, runtime};
 
 const SCENARIO_HINT: &str =
@@ -117,16 +118,21 @@ fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliErro
             &mut out,
             format!(
                 "server {} {} authorities={}",
-                server.name(),
+                shown(server.name()),
                 server.addr(),
-                server.authorities().join(",")
+                server
+                    .authorities()
+                    .iter()
+                    .map(|a| shown(a))
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
         )?;
     }
     for backend in testbed.backends() {
         write(
             &mut out,
-            format!("backend {} {}", backend.name(), backend.addr()),
+            format!("backend {} {}", shown(backend.name()), backend.addr()),
         )?;
     }
     write(&mut out, format!("control {control}"))?;
