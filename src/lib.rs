@@ -31,6 +31,10 @@
 pub mod admin;
 pub mod policy;
 pub mod proto;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+#[path = "cli/terminal/mod.rs"]
+pub mod terminal;
 #[cfg(feature = "testbed")]
 pub mod testbed_control;
 

@@ -8,7 +8,9 @@
 mod cli_fixture;
 mod common;
 
-use cli_fixture::{CLOUD, Fixture, ONPREM, refused, xdsfed};
+use std::path::{Path, PathBuf};
+
+use cli_fixture::{CLOUD, Fixture, ONPREM, cluster_name, refused, xdsfed};
 
 #[test]
 fn check_prints_authorities_servers_and_shared_streams() {
@@ -85,5 +87,202 @@ fn every_example_bootstrap_checks() {
             "{name}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
+    }
+}
+
+/// A bootstrap with one server, `uri`, and `creds` as its channel_creds.
+fn one_server(fx: &Fixture, file: &str, uri: &str, creds: &str) -> PathBuf {
+    fx.write(
+        file,
+        &format!(
+            r#"{{"xds_servers": [{{"server_uri": {}, "channel_creds": [{creds}]}}], "node": {{"id": "n"}}}}"#,
+            serde_json::Value::from(uri)
+        ),
+    )
+}
+
+fn tls_with_ca(ca: &Path) -> String {
+    format!(
+        r#"{{"type": "tls", "config": {{"ca_certificate_file": {}}}}}"#,
+        serde_json::Value::from(ca.to_str().unwrap())
+    )
+}
+
+/// An authority name of 70 000 characters is bad input naming the field,
+/// not a panic of the table's width (issue 19, defect 5).
+#[test]
+fn check_refuses_an_authority_name_too_long_to_be_one() {
+    let fx = Fixture::start();
+    let long = "a".repeat(70_000);
+    let file = fx.write(
+        "long.json",
+        &format!(
+            r#"{{"xds_servers": [{{"server_uri": "127.0.0.1:1", "channel_creds": [{{"type": "insecure"}}]}}], "authorities": {{"{long}": {{}}}}}}"#
+        ),
+    );
+    let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
+    assert!(stderr.contains("authorities.\"aaa"), "{stderr}");
+    assert!(
+        stderr.contains("at most 1024"),
+        "{}",
+        &stderr[..500.min(stderr.len())]
+    );
+    assert!(stderr.len() < 5_000, "{} bytes on stderr", stderr.len());
+}
+
+/// Servers that can never work are bad input naming the field, not
+/// "valid" (issue 19, defect 8).
+#[test]
+fn check_refuses_server_uris_the_transport_cannot_dial() {
+    let fx = Fixture::start();
+    for (uri, says) in [
+        ("not a uri!!", "xds_servers[0].server_uri"),
+        ("127.0.0.1:99999", "port 99999"),
+        ("unix:///tmp/xds.sock", "Unix domain sockets"),
+        ("dns:///xds.example.com:443", "\"dns\" scheme"),
+    ] {
+        let file = one_server(&fx, "uri.json", uri, r#"{"type": "insecure"}"#);
+        let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
+        assert!(
+            stderr.contains("xds_servers[0].server_uri"),
+            "{uri}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{uri}: {stderr}");
+    }
+}
+
+/// A CA file that is missing, a directory, a FIFO (which would block the
+/// client, deaf to Ctrl-C) or /dev/zero (read until memory runs out) is bad
+/// input naming the field, for `bootstrap check` and for `watch`
+/// (issue 19, defects 6 and 8).
+#[test]
+fn check_and_watch_refuse_a_ca_file_that_is_not_a_regular_pem_file() {
+    let fx = Fixture::start();
+    let fifo = fx.dir.path().join("ca-fifo.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let cases: [(&Path, &str); 5] = [
+        (Path::new("/nonexistent/ca.pem"), "cannot be read"),
+        (fx.dir.path(), "a directory"),
+        (&fifo, "FIFO"),
+        (Path::new("/dev/zero"), "character device"),
+        (&fx.bootstrap, "holds no PEM certificate"),
+    ];
+    for (ca, says) in cases {
+        let file = one_server(&fx, "tls.json", "127.0.0.1:1", &tls_with_ca(ca));
+        let file = file.to_str().unwrap();
+        let field = "xds_servers[0].channel_creds.config.ca_certificate_file";
+        for args in [
+            &["bootstrap", "check", file][..],
+            &["watch", "--bootstrap", file, "--wildcard", "cluster"][..],
+        ] {
+            // xdsfed() bounds the run: a hang fails instead of blocking.
+            let stderr = refused(args);
+            assert!(stderr.contains(field), "{ca:?} {args:?}: {stderr}");
+            assert!(stderr.contains(says), "{ca:?} {args:?}: {stderr}");
+        }
+    }
+}
+
+/// A FIFO or /dev/zero as the bootstrap is refused at once
+/// (issue 19, defect 6).
+#[test]
+fn a_bootstrap_that_is_no_regular_file_is_refused_at_once() {
+    let fx = Fixture::start();
+    let fifo = fx.dir.path().join("bootstrap-fifo.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for (file, says) in [
+        (fifo.to_str().unwrap(), "FIFO"),
+        ("/dev/zero", "character device"),
+        (fx.dir.path().to_str().unwrap(), "a directory"),
+    ] {
+        let stderr = refused(&["bootstrap", "check", file]);
+        assert!(stderr.contains(says), "{file}: {stderr}");
+        let stderr = refused(&["dump", "--bootstrap", file, "--wildcard", "cluster"]);
+        assert!(stderr.contains(says), "{file}: {stderr}");
+    }
+}
+
+/// gRFC A27's GRPC_XDS_BOOTSTRAP_CONFIG (the bootstrap's JSON itself) works
+/// where GRPC_XDS_BOOTSTRAP does; the file comes first (issue 19, defect 8).
+#[test]
+fn bootstrap_config_from_the_environment_is_accepted_after_the_file() {
+    let fx = Fixture::start();
+    let json = std::fs::read_to_string(&fx.bootstrap).unwrap();
+    let dump = |env: &[(&str, &str)]| {
+        let mut cmd = xdsfed(&["dump", "--wildcard", "cluster", "--timeout", "10s"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let output = dump(&[("GRPC_XDS_BOOTSTRAP_CONFIG", &json)]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains(&cluster_name(CLOUD, "web")), "{stdout}");
+
+    // The file named by GRPC_XDS_BOOTSTRAP wins over the inline JSON.
+    let output = dump(&[
+        ("GRPC_XDS_BOOTSTRAP", fx.bootstrap()),
+        ("GRPC_XDS_BOOTSTRAP_CONFIG", "not json"),
+    ]);
+    assert!(output.status.success());
+    let bad = fx.write("bad.json", "not json");
+    let output = dump(&[
+        ("GRPC_XDS_BOOTSTRAP", bad.to_str().unwrap()),
+        ("GRPC_XDS_BOOTSTRAP_CONFIG", &json),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bad.json"));
+
+    // An empty GRPC_XDS_BOOTSTRAP counts as unset, as in gRPC.
+    let output = dump(&[
+        ("GRPC_XDS_BOOTSTRAP", ""),
+        ("GRPC_XDS_BOOTSTRAP_CONFIG", &json),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // Neither: bad input saying both ways.
+    let stderr = refused(&["dump", "--wildcard", "cluster"]);
+    assert!(stderr.contains("GRPC_XDS_BOOTSTRAP_CONFIG"), "{stderr}");
+}
+
+/// A library user who skips `check_credential_files` is safe too: the
+/// transport's own read refuses a FIFO CA at once instead of blocking the
+/// runtime's thread (issue 19, defect 6).
+#[test]
+fn the_transport_refuses_a_fifo_ca_without_blocking() {
+    use xdsfed::core::bootstrap::{ChannelCreds, ServerConfig};
+    use xdsfed::core::transport::{TransportError, TransportOptions, endpoint};
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let mut server = ServerConfig::insecure("127.0.0.1:1");
+    server.channel_creds = ChannelCreds::Tls {
+        ca_certificate_file: Some(fifo),
+        certificate_file: None,
+        private_key_file: None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(endpoint(&server, &TransportOptions::default()).map(drop));
+    });
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("reading the CA blocked");
+    match result {
+        Err(TransportError::ReadFile { why, .. }) => assert!(why.contains("FIFO"), "{why}"),
+        other => panic!("expected a read error, got {other:?}"),
     }
 }

@@ -12,7 +12,7 @@ use cli_fixture::{
     CLOUD, Fixture, ONPREM, closed_port, cluster_name, endpoints_name, listener_name, refused,
     write_bootstrap, xdsfed,
 };
-use common::resources::invalid_cluster;
+use common::resources::{cluster, invalid_cluster};
 
 #[test]
 fn dump_of_a_listener_lists_its_whole_graph_acked() {
@@ -212,4 +212,157 @@ fn dump_of_a_wildcard_lists_every_cluster_of_the_default_server() {
     assert!(output.status.success(), "{stdout}");
     // The default server is the cloud server.
     assert!(stdout.contains(&cluster_name(CLOUD, "web")), "{stdout}");
+}
+
+/// A server's 70 000-character cluster name and one with a newline and an
+/// ANSI escape: the table shows both on one row each, escaped and cut,
+/// and never panics on the width (issue 19, defect 2).
+#[test]
+fn dump_table_escapes_and_cuts_hostile_names_from_the_server() {
+    let fx = Fixture::start();
+    let cloud = fx.testbed.server("cloud").unwrap();
+    let long = format!("long-{}", "x".repeat(70_000));
+    let forged = "evil\nACKED    Cluster  forged\x1b[31m\u{202e}red";
+    for name in [long.as_str(), forged] {
+        cloud.set_message(name, &cluster(name, name)).unwrap();
+    }
+    let output = xdsfed(&[
+        "dump",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--timeout",
+        "10s",
+    ])
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !stdout.contains('\x1b') && !stdout.contains('\u{202e}'),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.starts_with("ACKED    Cluster  forged")),
+        "a forged row:\n{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("evil\\nACKED"))
+        .unwrap_or_else(|| panic!("no escaped row:\n{stdout}"));
+    assert!(row.contains("forged\\x1b[31m\\u{202e}red"), "{row}");
+    let long_row = stdout
+        .lines()
+        .find(|l| l.contains("long-xxx"))
+        .unwrap_or_else(|| panic!("no row for the long name:\n{stdout}"));
+    assert!(long_row.contains("more bytes)"), "{long_row}");
+    assert!(stdout.len() < 20_000, "{} bytes of output", stdout.len());
+}
+
+/// A 70 000-character name on the command line: printed cut, no panic.
+#[test]
+fn dump_of_a_long_name_from_the_command_line_does_not_panic() {
+    let fx = Fixture::start();
+    let name = "y".repeat(70_000);
+    let output = xdsfed(&[
+        "dump",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--resource",
+        "cluster",
+        &name,
+        "--timeout",
+        "1s",
+    ])
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stdout.contains("more bytes)"), "{stdout}");
+    assert!(stderr.len() < 10_000, "{} bytes on stderr", stderr.len());
+}
+
+/// A timeout past what the clock can count is bad input naming the flag,
+/// not "overflow when adding duration to instant" (issue 19, defect 5).
+#[test]
+fn dump_and_graph_refuse_a_timeout_the_clock_cannot_count() {
+    let fx = Fixture::start();
+    for command in ["dump", "graph"] {
+        let stderr = refused(&[
+            command,
+            "--bootstrap",
+            fx.bootstrap(),
+            "--listener",
+            &listener_name(),
+            "--timeout",
+            "10000000000000000000s",
+        ]);
+        assert!(stderr.contains("--timeout"), "{command}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{command}: {stderr}");
+    }
+}
+
+/// 40 000 clusters: every row ACKED and exit 0, without a walk over every
+/// resource per event (issue 19, defect 4: 30 s of CPU, then a false
+/// "1 of 40000 resources are incomplete").
+#[test]
+fn dump_of_a_wildcard_with_40000_clusters_is_complete_and_acked() {
+    let rows = dump_many(40_000);
+    assert_eq!(rows, 40_000);
+}
+
+/// 100 000 clusters in one response of about 10 MB: the dump waits for the
+/// response to be processed rather than a quiet window, so the table is
+/// full, not empty (issue 19, defect 4).
+#[test]
+fn dump_of_a_wildcard_with_100000_clusters_in_one_response_lists_them_all() {
+    let rows = dump_many(100_000);
+    assert_eq!(rows, 100_000);
+}
+
+/// Serves `count` clusters on the cloud server before the client starts
+/// (so the first response carries them all), dumps the wildcard, and
+/// returns the number of ACKED cluster rows.
+fn dump_many(count: usize) -> usize {
+    let fx = Fixture::start();
+    let cloud = fx.testbed.server("cloud").unwrap();
+    // Short names and no EDS service name: about 110 bytes a cluster on
+    // the wire, so 100 000 fit the client's 16 MiB message limit.
+    for i in 0..count {
+        let name = format!("b{i:06}");
+        cloud.set_message(&name, &cluster(&name, "")).unwrap();
+    }
+    let output = xdsfed(&[
+        "dump",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--timeout",
+        "60s",
+    ])
+    .timeout(std::time::Duration::from_secs(120))
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let acked = stdout
+        .lines()
+        .filter(|l| l.starts_with("ACKED") && l.contains("  b0"))
+        .count();
+    let other = stdout
+        .lines()
+        .filter(|l| l.contains("  b0") && !l.starts_with("ACKED"))
+        .take(3)
+        .collect::<Vec<_>>();
+    assert!(other.is_empty(), "rows not ACKED: {other:?}");
+    acked
 }

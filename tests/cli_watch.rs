@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use cli_fixture::{
     CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, refused,
 };
-use common::resources::{cluster_collection, endpoints, locator};
+use common::resources::{cluster, cluster_collection, endpoints, locator};
 use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
 
@@ -348,5 +348,67 @@ fn watch_graph_refuses_other_kinds_and_needs_a_collection() {
     assert!(
         stderr.contains("--graph goes with --collection"),
         "{stderr}"
+    );
+}
+
+/// A server's name with a newline, a forged event line and an ANSI escape
+/// stays on its own line, escaped (issue 19, defect 2).
+#[test]
+fn watch_text_escapes_names_that_would_forge_lines() {
+    let fx = Fixture::start();
+    let forged = "evil\n00:00:00.000 CHANGED         cluster  forged\x1b[31m";
+    fx.testbed
+        .server("cloud")
+        .unwrap()
+        .set_message(forged, &cluster(forged, "svc"))
+        .unwrap();
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+    ]);
+    let line = watch.line_where("the hostile name", |l| l.contains("evil"));
+    assert!(
+        line.contains("evil\\n00:00:00.000 CHANGED         cluster  forged\\x1b[31m"),
+        "{line}"
+    );
+    if !watch.seen.iter().any(|l| l.contains("/web")) {
+        watch.line_where("the web cluster", |l| l.contains("/web"));
+    }
+    for seen in &watch.seen {
+        assert!(!seen.contains('\x1b'), "an escape reached stdout: {seen:?}");
+        assert!(!seen.starts_with("00:00:00.000"), "a forged line: {seen}");
+    }
+}
+
+/// `watch --wildcard --json` events say the version and the server that
+/// sent each copy, as `--resource` events do (issue 19, defect 9).
+#[test]
+fn watch_wildcard_json_events_carry_version_and_source() {
+    let fx = Fixture::start();
+    let cloud = fx.testbed.server("cloud").unwrap().addr().to_string();
+    let mut watch = Running::spawn(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--json",
+    ]);
+    let web = cluster_name(CLOUD, "web");
+    let line = watch.line_where("web's event", |l| l.contains(&format!("\"{web}\"")));
+    let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(event["event"], "changed", "{line}");
+    assert!(
+        event["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{line}"
+    );
+    assert!(
+        event["source"]["server"]
+            .as_str()
+            .is_some_and(|s| s.contains(&cloud)),
+        "{line}"
     );
 }

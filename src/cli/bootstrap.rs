@@ -17,6 +17,7 @@ use xdsfed::core::authority::AuthorityRegistry;
 use xdsfed::core::bootstrap::{Bootstrap, ServerConfig};
 
 use super::target::load_bootstrap;
+use super::text::{pad, shown};
 use super::{CliError, emit};
 
 /// `xdsfed bootstrap …`.
@@ -67,7 +68,7 @@ fn check(args: CheckArgs) -> Result<(), CliError> {
     }
     emit(&format!(
         "{}: valid\n{}",
-        args.file.display(),
+        shown(&args.file.display().to_string()),
         report.text(&bootstrap)
     ))
 }
@@ -134,42 +135,50 @@ impl Report {
         }
     }
 
+    /// The report as text; every name, server and template escaped and
+    /// cut (see [`super::text`]), columns padded by hand so no width panics.
     fn text(&self, bootstrap: &Bootstrap) -> String {
-        let mut out = format!("node {:?}", bootstrap.node.id);
+        let mut out = format!("node {}", shown(&bootstrap.node.id));
         if !bootstrap.node.cluster.is_empty() {
-            out.push_str(&format!(" (cluster {:?})", bootstrap.node.cluster));
+            out.push_str(&format!(" (cluster {})", shown(&bootstrap.node.cluster)));
         }
         out.push_str("\n\n");
-        let width = self
+        let names: Vec<(String, String)> = self
             .authorities
             .iter()
-            .map(|a| a.name.as_deref().map_or(17, |n| display_authority(n).len()))
+            .map(|a| {
+                let shown_name = a.name.as_deref().map(|n| shown(&display_authority(n)));
+                (
+                    shown_name
+                        .clone()
+                        .unwrap_or_else(|| "(old-style)".to_owned()),
+                    shown_name.unwrap_or_else(|| "(xds:/// default)".to_owned()),
+                )
+            })
+            .collect();
+        let width = names
+            .iter()
+            .map(|(name, _)| name.chars().count())
             .max()
-            .unwrap_or(17)
+            .unwrap_or(0)
             .max(17);
-        out.push_str(&format!(
-            "{:<width$}  SERVERS, IN ORDER OF PREFERENCE\n",
-            "AUTHORITY"
-        ));
-        for a in &self.authorities {
-            let name = a
-                .name
-                .as_deref()
-                .map_or("(old-style)".to_owned(), display_authority);
+        out.push_str(&pad("AUTHORITY", width));
+        out.push_str("  SERVERS, IN ORDER OF PREFERENCE\n");
+        for (a, (name, _)) in self.authorities.iter().zip(&names) {
             let servers = if a.servers.is_empty() {
                 "(none: only servers named in ConfigSources)".to_owned()
             } else {
-                a.servers.join(", then ")
+                a.servers
+                    .iter()
+                    .map(|s| shown(s))
+                    .collect::<Vec<_>>()
+                    .join(", then ")
             };
-            out.push_str(&format!("{name:<width$}  {servers}\n"));
+            out.push_str(&format!("{}  {servers}\n", pad(name, width)));
         }
         out.push_str("\nLISTENER TEMPLATES\n");
-        for a in &self.authorities {
-            let name = a
-                .name
-                .as_deref()
-                .map_or("(xds:/// default)".to_owned(), display_authority);
-            out.push_str(&format!("{name:<width$}  {}\n", a.template));
+        for (a, (_, name)) in self.authorities.iter().zip(&names) {
+            out.push_str(&format!("{}  {}\n", pad(name, width), shown(&a.template)));
         }
         out.push_str(&format!(
             "\nADS STREAMS ({}, one per distinct server)\n",
@@ -177,10 +186,11 @@ impl Report {
         ));
         for s in &self.streams {
             let shared = if s.serves.len() > 1 { "  (shared)" } else { "" };
+            let serves: Vec<String> = s.serves.iter().map(|x| shown(x)).collect();
             out.push_str(&format!(
                 "{}\n  carries {}{shared}\n",
-                s.server,
-                s.serves.join(", ")
+                shown(&s.server),
+                serves.join(", ")
             ));
         }
         out

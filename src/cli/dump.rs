@@ -4,14 +4,17 @@
 //!
 //! "Everything has arrived" means, for `--listener`, the graph's first
 //! complete snapshot (gRPC A74's "ready"); for `--resource`, the resource
-//! is received, known not to exist, or failed; for `--wildcard`, the stream
-//! is up and no new resource has arrived for a moment.
+//! is received, known not to exist, or failed; for `--wildcard`, the
+//! server's first response is in the cache (see [`wait_wildcard`]). Each
+//! is read from the client's own state as its events arrive, so waiting
+//! costs O(changes), not a walk over every resource per event.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use xdsfed::core::client::XdsClient;
+use xdsfed::core::status::ClientStatus;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 use xdsfed::graph::{ConfigGraph, Snapshot};
 use xdsfed::policy::PolicyType;
@@ -19,12 +22,13 @@ use xdsfed::policy::PolicyType;
 use super::progress::Progress;
 use super::table::{problems, server_uri, status_table};
 use super::target::{
-    BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, load_bootstrap, watch_error,
+    BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, watch_error,
 };
 use super::{CliError, emit, parse_duration, runtime};
 
-/// How long a wildcard subscription must stay quiet to count as complete.
-const WILDCARD_QUIET: Duration = Duration::from_millis(300);
+/// How often a wildcard wait looks at whether the server has answered
+/// while no resource arrives.
+const WILDCARD_POLL: Duration = Duration::from_millis(50);
 
 /// Flags of `xdsfed dump`.
 #[derive(Debug, clap::Args)]
@@ -43,7 +47,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let target = args.target.target()?;
-    let bootstrap = load_bootstrap(&args.bootstrap.bootstrap)?;
+    let bootstrap = args.bootstrap.load()?;
     runtime()?.block_on(async move {
         let client = build_client(bootstrap)?;
         let mut progress = Progress::start(&client, "waiting for resources");
@@ -55,7 +59,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         } else {
             emit(&status_table(&status))?;
         }
-        verdict(&client, &waited, args.timeout)
+        verdict(&status, &waited, args.timeout)
     })
 }
 
@@ -76,7 +80,7 @@ pub(crate) async fn subscribe_and_wait(
     target: &Target,
     timeout: Duration,
 ) -> Result<Waited, CliError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout)?;
     match target {
         Target::Listener(name) => {
             // Checks the name and its authority up front, so a typo is bad
@@ -154,6 +158,25 @@ async fn wait_one<T: Describe>(
     })
 }
 
+/// `--timeout` from now; a timeout past what the clock can count is bad
+/// input, not a panic.
+pub(crate) fn deadline_after(timeout: Duration) -> Result<Instant, CliError> {
+    Instant::now().checked_add(timeout).ok_or_else(|| {
+        CliError::bad_input(format!("--timeout: {timeout:?} is too long"))
+            .hint("give a duration such as 500ms, 5s or 10m")
+    })
+}
+
+/// Waits for the server's first answer to the wildcard subscription.
+///
+/// The client applies one response in one step and the watch yields a
+/// name only once that step is done, so the first event means the whole
+/// first response is in the cache: the wait drains what is queued and is
+/// complete. Each event costs O(1); nothing walks the cache. A server that
+/// answered (the connection counts as up only once a response arrived)
+/// without sending anything yields no event at all; it cannot be told from
+/// one still decoding a large response, so it is reported empty only at
+/// the deadline.
 async fn wait_wildcard<T: Describe>(
     client: &XdsClient,
     deadline: Instant,
@@ -161,32 +184,29 @@ async fn wait_wildcard<T: Describe>(
     let mut watch = client
         .watch_wildcard::<T>()
         .map_err(|e| watch_error(&format!("every {}", T::SHORT), &e))?;
-    let mut last_arrival: Option<Instant> = None;
+    let mut arrived = 0usize;
     let timed_out = loop {
-        let now = Instant::now();
-        if now >= deadline {
-            break true;
+        let step = Instant::now()
+            .checked_add(WILDCARD_POLL)
+            .map_or(deadline, |s| s.min(deadline));
+        match tokio::time::timeout_at(step, watch.next()).await {
+            Ok(Some(_)) => arrived += 1,
+            Ok(None) => return Err(CliError::runtime("the xDS client stopped")),
+            Err(_) if Instant::now() >= deadline => break !answered(client),
+            Err(_) => continue,
         }
-        let connected = client.status().servers.iter().any(|s| s.connected);
-        let quiet_since = last_arrival
-            .filter(|_| connected)
-            .or(connected.then_some(now));
-        if let Some(since) = quiet_since
-            && now.duration_since(since) >= WILDCARD_QUIET
-        {
-            break false;
-        }
-        let step = (now + Duration::from_millis(50)).min(deadline);
-        if let Ok(event) = tokio::time::timeout_at(step, watch.next()).await {
-            if event.is_none() {
-                return Err(CliError::runtime("the xDS client stopped"));
+        // The rest of the response is queued already: drain it without
+        // waiting.
+        loop {
+            match tokio::time::timeout(Duration::ZERO, watch.next()).await {
+                Ok(Some(_)) => arrived += 1,
+                Ok(None) => return Err(CliError::runtime("the xDS client stopped")),
+                Err(_) => break,
             }
-            last_arrival = Some(Instant::now());
-        } else if last_arrival.is_none() && connected {
-            // Connected with nothing to send: an empty server is complete too.
-            last_arrival = Some(now);
         }
+        break false;
     };
+    tracing::debug!(arrived, timed_out, "wildcard wait over");
     Ok(Waited {
         timed_out,
         snapshot: None,
@@ -195,21 +215,31 @@ async fn wait_wildcard<T: Describe>(
     })
 }
 
+/// Whether some server has sent a response; called once, when nothing
+/// arrived, so the cache is empty and the walk is short.
+fn answered(client: &XdsClient) -> bool {
+    client.status().servers.iter().any(|s| s.connected)
+}
+
 /// Success, or why not: a timeout (naming the servers that are down),
-/// resources that are not ACKED, or graph errors.
+/// resources that are not ACKED, or graph errors. `status` is the one
+/// status dump taken once the wait is over.
 pub(crate) fn verdict(
-    client: &XdsClient,
+    status: &ClientStatus,
     waited: &Waited,
     timeout: Duration,
 ) -> Result<(), CliError> {
-    let status = client.status();
-    let problems = problems(&status);
+    let problems = problems(status);
     if waited.timed_out {
-        let mut error = CliError::runtime(format!(
-            "timed out after {timeout:?}: {} of {} resources are incomplete",
-            problems.len().max(1),
-            status.resources.len().max(1)
-        ));
+        let mut error = CliError::runtime(if problems.is_empty() {
+            format!("timed out after {timeout:?} before the server answered")
+        } else {
+            format!(
+                "timed out after {timeout:?}: {} of {} resources are incomplete",
+                problems.len(),
+                status.resources.len()
+            )
+        });
         let down: Vec<String> = status
             .servers
             .iter()

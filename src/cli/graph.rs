@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::dump::{subscribe_and_wait, verdict};
 use super::progress::Progress;
 use super::render::Model;
-use super::target::{BootstrapArg, Target, build_client, load_bootstrap};
+use super::target::{BootstrapArg, Target, build_client};
 use super::{CliError, emit, parse_duration, runtime};
 
 /// Flags of `xdsfed graph`.
@@ -39,7 +39,7 @@ pub(crate) enum Format {
 }
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
-    let bootstrap = load_bootstrap(&args.bootstrap.bootstrap)?;
+    let bootstrap = args.bootstrap.load()?;
     let target = Target::Listener(args.listener.clone());
     runtime()?.block_on(async move {
         let client = build_client(bootstrap)?;
@@ -48,7 +48,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         progress.finish();
         let Some(snapshot) = &waited.snapshot else {
             // Nothing to draw: say why, as dump would.
-            verdict(&client, &waited, args.timeout)?;
+            verdict(&client.status(), &waited, args.timeout)?;
             return Err(CliError::runtime("no snapshot was published"));
         };
         let model = Model::of(snapshot);
@@ -59,6 +59,6 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         })?;
         // A drawn graph with failed parts still exits non-zero, so scripts
         // notice.
-        verdict(&client, &waited, args.timeout)
+        verdict(&client.status(), &waited, args.timeout)
     })
 }

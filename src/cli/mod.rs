@@ -9,7 +9,9 @@
 //!
 //! Shared pieces: [`target`] (what to subscribe to, and the client),
 //! [`progress`] (the terminal progress line), [`render`] (snapshot trees,
-//! Graphviz and Mermaid), [`table`] (the CSDS-style status table).
+//! Graphviz and Mermaid), [`table`] (the CSDS-style status table) and
+//! [`text`] (escaping for the terminal), the last two from the library's
+//! hidden `terminal` module so the fuzz targets reach them.
 
 pub(crate) mod bootstrap;
 pub(crate) mod demo;
@@ -17,7 +19,6 @@ pub(crate) mod dump;
 pub(crate) mod graph;
 pub(crate) mod progress;
 pub(crate) mod render;
-pub(crate) mod table;
 pub(crate) mod target;
 pub(crate) mod testbed;
 pub(crate) mod watch;
@@ -26,6 +27,7 @@ use std::fmt;
 use std::process::ExitCode;
 
 use clap::Subcommand;
+pub(crate) use xdsfed::terminal::{table, text};
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -174,16 +176,23 @@ impl CliError {
     }
 }
 
-/// `message`, then `  caused by: …` lines, then `  hint: …`.
+/// How many characters of one message, cause or hint an error prints.
+/// Messages quote names and file paths from outside; a 70 000-character
+/// name must not bury the rest.
+const ERROR_LINE_CHARS: usize = 2_000;
+
+/// `message`, then `  caused by: …` lines, then `  hint: …`; each one line,
+/// escaped and cut (see [`text`]): causes quote servers and input files.
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let failure = self.failure();
-        f.write_str(&failure.message)?;
+        let line = |piece: &str| text::shown_within(piece, ERROR_LINE_CHARS);
+        f.write_str(&line(&failure.message))?;
         for cause in &failure.causes {
-            write!(f, "\n  caused by: {cause}")?;
+            write!(f, "\n  caused by: {}", line(cause))?;
         }
         if let Some(hint) = &failure.hint {
-            write!(f, "\n  hint: {hint}")?;
+            write!(f, "\n  hint: {}", line(hint))?;
         }
         Ok(())
     }
@@ -210,6 +219,28 @@ pub(crate) fn init_logging(verbose: u8, quiet: &str) {
         .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Resolves on Ctrl-C (SIGINT). The handler is installed when this is
+/// called, not when the future is first polled: a command that prints
+/// `ready` and then awaits it does not die of a Ctrl-C that comes in
+/// between. Without a handler it never resolves: the command runs until
+/// killed. Must be called inside the tokio runtime.
+pub(crate) fn ctrl_c() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+    async move {
+        #[cfg(unix)]
+        if let Ok(mut interrupt) = interrupt {
+            interrupt.recv().await;
+            return;
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_ok() {
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
 }
 
 /// A multi-threaded tokio runtime for a subcommand.
@@ -288,5 +319,21 @@ mod tests {
             "cannot read x\n  caused by: no such file\n  hint: check the path"
         );
         assert_eq!(e.exit_code(), ExitCode::from(2));
+    }
+
+    /// A server's error text cannot add lines or escapes to stderr.
+    #[test]
+    fn errors_escape_what_they_quote() {
+        let e = CliError::runtime("cannot watch a\nxdsfed: forged")
+            .with_cause("bad \x1b[31mred")
+            .hint("x".repeat(10_000));
+        let text = e.to_string();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.starts_with("cannot watch a\\nxdsfed: forged\n"),
+            "{text}"
+        );
+        assert!(text.contains("caused by: bad \\x1b[31mred"), "{text}");
+        assert!(text.ends_with("…(8000 more bytes)"), "{text}");
     }
 }

@@ -16,6 +16,7 @@ use xdsfed::graph::{
 };
 
 use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
+use super::text::{message, shown};
 
 /// One resource of the snapshot.
 #[derive(Debug, Clone)]
@@ -238,16 +239,16 @@ impl Model {
         path: &mut Vec<usize>,
     ) {
         let node = &self.nodes[id];
-        let mut line = format!("{first}{} {}", node.kind, id_of(&node.name));
+        let mut line = format!("{first}{} {}", node.kind, shown(id_of(&node.name)));
         if let Some(w) = weight {
             line.push_str(&format!(" ({w})"));
         }
         if let Some(a) = &node.authority {
-            line.push_str(&format!(" · {a}"));
+            line.push_str(&format!(" · {}", shown(a)));
         }
         let children: Vec<&Edge> = self.children(id).collect();
         match &node.version {
-            Some(v) => line.push_str(&format!(" · {}", short_version(v))),
+            Some(v) => line.push_str(&format!(" · {}", shown(short_version(v)))),
             None if node.kind == "Collection" => {
                 let n = children.len();
                 line.push_str(&format!(" · {n} member{}", if n == 1 { "" } else { "s" }));
@@ -259,12 +260,12 @@ impl Model {
         out.push('\n');
         let mut notes: Vec<String> = Vec::new();
         if let Some(e) = &node.error {
-            notes.push(format!("✗ {e}"));
+            notes.push(format!("✗ {}", message(e)));
         }
         if let Some(e) = &node.ambient_error {
-            notes.push(format!("⚠ still serving, but: {e}"));
+            notes.push(format!("⚠ still serving, but: {}", message(e)));
         }
-        notes.extend(node.endpoints.iter().cloned());
+        notes.extend(node.endpoints.iter().map(|e| shown(e)));
         if path.contains(&id) {
             return;
         }
@@ -310,9 +311,9 @@ impl Model {
 
     fn label(&self, id: usize, newline: &str) -> String {
         let node = &self.nodes[id];
-        let mut label = format!("{}{newline}{}", node.kind, id_of(&node.name));
+        let mut label = format!("{}{newline}{}", node.kind, shown(id_of(&node.name)));
         if let Some(v) = &node.version {
-            label.push_str(&format!("{newline}v {}", short_version(v)));
+            label.push_str(&format!("{newline}v {}", shown(short_version(v))));
         }
         if !node.endpoints.is_empty() {
             let n = node.endpoints.len();
@@ -333,10 +334,10 @@ impl Model {
             "digraph xdsfed {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
         );
         for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.unwrap_or("old-style names (default servers)");
+            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
             out.push_str(&format!(
                 "  subgraph cluster_{i} {{\n    label={};\n    style=dashed;\n",
-                dot_quote(title)
+                dot_quote(&title)
             ));
             for id in ids {
                 let colour = if self.nodes[id].error.is_some() {
@@ -367,8 +368,8 @@ impl Model {
     pub(crate) fn mermaid(&self) -> String {
         let mut out = String::from("flowchart LR\n");
         for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.unwrap_or("old-style names (default servers)");
-            out.push_str(&format!("  subgraph a{i}[\"{}\"]\n", mermaid_text(title)));
+            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
+            out.push_str(&format!("  subgraph a{i}[\"{}\"]\n", mermaid_text(&title)));
             for id in ids {
                 out.push_str(&format!(
                     "    n{id}[\"{}\"]\n",

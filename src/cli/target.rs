@@ -27,6 +27,7 @@ use xdsfed::core::types::{
 use xdsfed::policy::{Policy, PolicyType};
 
 use super::CliError;
+pub(crate) use xdsfed::terminal::names::{id_of, short_name, short_version};
 
 /// Where to look when a bootstrap is wrong.
 pub(crate) const BOOTSTRAP_HINT: &str =
@@ -37,8 +38,35 @@ pub(crate) const BOOTSTRAP_HINT: &str =
 pub(crate) struct BootstrapArg {
     /// The client's bootstrap: gRPC's JSON (gRFC A47), the same in YAML, or
     /// Envoy-style `config_sources` (YAML when the name ends in .yaml/.yml).
-    #[arg(long, value_name = "FILE", env = "GRPC_XDS_BOOTSTRAP")]
-    pub(crate) bootstrap: PathBuf,
+    /// Without it, gRPC's environment: the file GRPC_XDS_BOOTSTRAP names,
+    /// else the JSON in GRPC_XDS_BOOTSTRAP_CONFIG.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) bootstrap: Option<PathBuf>,
+}
+
+impl BootstrapArg {
+    /// The bootstrap the flag or gRPC's environment variables give, with
+    /// its credential files checked (see [`load_bootstrap`]).
+    pub(crate) fn load(&self) -> Result<Bootstrap, CliError> {
+        if let Some(path) = &self.bootstrap {
+            return load_bootstrap(path);
+        }
+        // gRPC's order: a non-empty GRPC_XDS_BOOTSTRAP, then a non-empty
+        // GRPC_XDS_BOOTSTRAP_CONFIG (an empty variable counts as unset).
+        let bootstrap = Bootstrap::from_env().map_err(|e| {
+            let hint = match e.kind() {
+                BootstrapErrorKind::NotConfigured => {
+                    "give --bootstrap FILE, or set GRPC_XDS_BOOTSTRAP (a file) or GRPC_XDS_BOOTSTRAP_CONFIG (its JSON)"
+                }
+                BootstrapErrorKind::Read { .. } => {
+                    "GRPC_XDS_BOOTSTRAP must name a regular file"
+                }
+                _ => BOOTSTRAP_HINT,
+            };
+            CliError::bad_input(format!("invalid bootstrap: {e}")).hint(hint)
+        })?;
+        check_files(bootstrap)
+    }
 }
 
 /// What to subscribe to: exactly one of these (`watch` adds its
@@ -284,16 +312,30 @@ fn collection_forms(kind: TypeArg) -> String {
     }
 }
 
-/// Reads and validates a bootstrap; every problem is bad input (exit 2)
-/// naming the file and, for a wrong field, its path.
+/// Reads and validates a bootstrap, and reads the TLS files its servers
+/// name; every problem is bad input (exit 2) naming the file and, for a
+/// wrong field, its path. A server whose CA is missing would otherwise be
+/// retried forever.
 pub(crate) fn load_bootstrap(path: &Path) -> Result<Bootstrap, CliError> {
-    Bootstrap::from_file(path).map_err(|e| {
+    let bootstrap = Bootstrap::from_file(path).map_err(|e| {
         let hint = match e.kind() {
-            BootstrapErrorKind::Read { .. } => "check the path given to --bootstrap",
+            BootstrapErrorKind::Read { .. } => {
+                "give the path of a regular file to --bootstrap (or GRPC_XDS_BOOTSTRAP)"
+            }
             _ => BOOTSTRAP_HINT,
         };
         CliError::bad_input(format!("invalid bootstrap: {e}")).hint(hint)
-    })
+    })?;
+    check_files(bootstrap).map_err(|e| e.with_cause(format!("in {}", path.display())))
+}
+
+/// `bootstrap` once its credential files are known to be readable PEM.
+fn check_files(bootstrap: Bootstrap) -> Result<Bootstrap, CliError> {
+    bootstrap.check_credential_files().map_err(|e| {
+        CliError::bad_input(format!("invalid bootstrap: {e}"))
+            .hint("the TLS files of channel_creds must be regular PEM files of at most 1 MiB")
+    })?;
+    Ok(bootstrap)
 }
 
 /// A client for `bootstrap` with every type the command line can name
@@ -485,42 +527,6 @@ pub(crate) fn endpoint_addresses(cla: &ClusterLoadAssignment) -> Vec<(String, St
     out
 }
 
-/// `authority/id` for an `xdstp://` name (the type is said elsewhere),
-/// the name itself otherwise.
-pub(crate) fn short_name(name: &str) -> String {
-    match name
-        .strip_prefix("xdstp://")
-        .and_then(|rest| rest.split_once('/'))
-    {
-        Some((authority, rest)) => {
-            let id = rest.split_once('/').map_or(rest, |(_, id)| id);
-            format!("{authority}/{id}")
-        }
-        None => name.to_owned(),
-    }
-}
-
-/// The `id` of an `xdstp://` name, the name itself otherwise.
-pub(crate) fn id_of(name: &str) -> &str {
-    match name
-        .strip_prefix("xdstp://")
-        .and_then(|rest| rest.split_once('/'))
-    {
-        Some((_, rest)) => rest.split_once('/').map_or(rest, |(_, id)| id),
-        None => name,
-    }
-}
-
-/// The short name of a type URL: `Cluster`, `RouteConfiguration`, ….
-pub(crate) fn type_short(type_url: &str) -> &str {
-    type_url.rsplit(['/', '.']).next().unwrap_or(type_url)
-}
-
-/// The first 8 characters of a version: enough to tell versions apart.
-pub(crate) fn short_version(version: &str) -> &str {
-    version.get(..8).unwrap_or(version)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -640,23 +646,6 @@ mod tests {
         assert!(
             error.to_string().contains("unknown resource type"),
             "{error}"
-        );
-    }
-
-    #[test]
-    fn short_names_drop_the_type_of_xdstp_names() {
-        assert_eq!(
-            short_name("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/a/b"),
-            "cloud.example/a/b"
-        );
-        assert_eq!(short_name("plain"), "plain");
-        assert_eq!(
-            id_of("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/a"),
-            "a"
-        );
-        assert_eq!(
-            type_short("type.googleapis.com/envoy.config.cluster.v3.Cluster"),
-            "Cluster"
         );
     }
 }

@@ -30,6 +30,7 @@ use xdsfed::{
     testbed_control::ControlService,
 };
 
+use super::text::shown;
 use super::{CliError, runtime};
 
 const SCENARIO_HINT: &str =
@@ -90,18 +91,9 @@ async fn serve(
     if let Some(file) = &bootstrap_out {
         write_bootstrap(file, testbed.servers())?;
     }
-    // Until the handler is installed, Ctrl-C kills the process with the
-    // signal; from `ready` on, it is a clean stop with exit code 0.
-    let mut signal = std::pin::pin!(ctrl_c());
-    let early =
-        std::future::poll_fn(|cx| std::task::Poll::Ready(signal.as_mut().poll(cx).is_ready()))
-            .await;
-    // A completed future must not be polled again.
-    let interrupted = async move {
-        if !early {
-            signal.await;
-        }
-    };
+    // Listening before `ready` is printed: a harness may send Ctrl-C as
+    // soon as it reads it.
+    let interrupted = super::ctrl_c();
     print_addresses(&testbed, control_addr)?;
 
     let service = ControlService::new(testbed.clone()).into_server();
@@ -134,15 +126,6 @@ async fn serve(
 /// How long the control API may finish its calls after Ctrl-C.
 const CONTROL_DRAIN: Duration = Duration::from_secs(1);
 
-/// Resolves on Ctrl-C (SIGINT); never, if the handler cannot be installed,
-/// so that the testbed then serves until killed. The handler is installed
-/// when the future is first polled.
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
 fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: String| {
@@ -154,16 +137,21 @@ fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliErro
             &mut out,
             format!(
                 "server {} {} authorities={}",
-                server.name(),
+                shown(server.name()),
                 server.addr(),
-                server.authorities().join(",")
+                server
+                    .authorities()
+                    .iter()
+                    .map(|a| shown(a))
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
         )?;
     }
     for backend in testbed.backends() {
         write(
             &mut out,
-            format!("backend {} {}", backend.name(), backend.addr()),
+            format!("backend {} {}", shown(backend.name()), backend.addr()),
         )?;
     }
     write(&mut out, format!("control {control}"))?;

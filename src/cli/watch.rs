@@ -22,7 +22,9 @@
 //! `/metrics` for the running client (see the `admin` module) and prints
 //! the address it bound first.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
@@ -38,8 +40,9 @@ use super::render::Model;
 use super::table::origin;
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
-    build_client, load_bootstrap, short_name, short_version, watch_error,
+    build_client, short_name, short_version, watch_error,
 };
+use super::text::{message, shown};
 use super::{CliError, emit, runtime};
 
 /// Flags of `xdsfed watch`.
@@ -105,9 +108,11 @@ impl Watched {
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let target = Watched::of(&args)?;
-    let bootstrap = load_bootstrap(&args.bootstrap.bootstrap)?;
+    let bootstrap = args.bootstrap.load()?;
     let json = args.json;
     runtime()?.block_on(async move {
+        // Before the first line is printed, so a Ctrl-C after it is heard.
+        let interrupted = super::ctrl_c();
         let client = build_client(bootstrap)?;
         let _admin = match args.admin {
             Some(addr) => Some(start_admin(&client, addr, &target, json).await?),
@@ -123,16 +128,9 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
         };
         tokio::select! {
             result = watching => result,
-            // Without a signal handler, run until killed.
-            () = ctrl_c() => Ok(()),
+            () = interrupted => Ok(()),
         }
     })
-}
-
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Aborts the admin server when the command ends.
@@ -312,13 +310,67 @@ async fn follow_all<T: Describe>(client: &XdsClient, json: bool) -> Result<(), C
         .watch_wildcard::<T>()
         .map_err(|e| watch_error(&format!("every {}", T::SHORT), &e))?;
     let mut progress = Some(Progress::start(client, "waiting for resources"));
-    while let Some((name, event)) = watch.next().await {
+    while let Some(batch) = next_batch(&mut watch).await {
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        emit(&line::<T>(&name, None, &event, None, json))?;
+        let entries = status_entries(client, T::TYPE_URL, &batch);
+        for (name, event) in &batch {
+            let entry = entries.get(name);
+            let version = entry.and_then(|e| e.version.as_deref());
+            let source = entry
+                .filter(|_| matches!(event, WatchEvent::Changed(_)))
+                .map(wildcard_source);
+            emit(&line::<T>(name, version, event, source.as_ref(), json))?;
+        }
     }
     Err(CliError::runtime("the xDS client stopped"))
+}
+
+/// The next event and every event already queued behind it; `None` when
+/// the client stops. A response's resources arrive as one batch, so the
+/// status dump that names their versions is taken once per response, not
+/// once per resource.
+async fn next_batch<T: Describe>(
+    watch: &mut xdsfed::core::watch::WildcardWatch<T>,
+) -> Option<Vec<(Arc<str>, WatchEvent<T::Resource>)>> {
+    let mut batch = vec![watch.next().await?];
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::ZERO, watch.next()).await {
+        batch.push(event);
+    }
+    Some(batch)
+}
+
+/// Where a wildcard copy came from. The client records no route for
+/// copies of a wildcard subscription, which is made on the default server
+/// itself: the subscription's server sent it, directly.
+fn wildcard_source(entry: &ResourceStatusEntry) -> SourceStatus {
+    entry.source.clone().unwrap_or_else(|| SourceStatus {
+        server: entry.server.clone(),
+        authority: entry.authority.clone(),
+        fetched_as: None,
+        fallback: false,
+        alt: false,
+        redirected: false,
+    })
+}
+
+/// The status entries of the batch's resources (version, source), from
+/// one status dump taken after the batch was popped: at least as new as
+/// each event.
+fn status_entries<R>(
+    client: &XdsClient,
+    type_url: &str,
+    batch: &[(Arc<str>, R)],
+) -> HashMap<Arc<str>, ResourceStatusEntry> {
+    let names: HashMap<&str, &Arc<str>> = batch.iter().map(|(n, _)| (&**n, n)).collect();
+    client
+        .status()
+        .resources
+        .into_iter()
+        .filter(|r| r.type_url == type_url)
+        .filter_map(|r| names.get(r.name.as_str()).map(|n| (Arc::clone(n), r)))
+        .collect()
 }
 
 /// One event as a line of text or JSON.
@@ -351,15 +403,18 @@ fn line<T: Describe>(
     }
     let version = version.filter(|_| matches!(event, WatchEvent::Changed(_)));
     let details = version
-        .map(|v| format!("v {}", short_version(v)))
+        .map(|v| format!("v {}", shown(short_version(v))))
         .into_iter()
-        .chain(summary)
-        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(summary.map(|s| message(&s)))
+        .chain(error.map(|e| message(&compact_names(&e, T::TYPE_URL))))
         .chain(source.and_then(origin));
     text_line(kind, T::SHORT, name, details)
 }
 
 /// `TIME EVENT TYPE NAME  DETAIL  DETAIL…`, the shape of every event line.
+/// The name is escaped here; the details come escaped (see [`super::text`]):
+/// a name holding a newline or an escape sequence stays on its line and
+/// shows as text.
 fn text_line(
     kind: &str,
     type_short: &str,
@@ -369,7 +424,7 @@ fn text_line(
     let mut text = format!(
         "{} {kind:<14} {type_short:<8} {}",
         clock(),
-        short_name(name)
+        shown(&short_name(name))
     );
     for detail in details {
         text.push_str("  ");
@@ -431,15 +486,35 @@ async fn follow_collection<T: Describe>(
         open_collection::<T>(client, name, collection.shape).map_err(|e| watch_error(name, &e))?;
     let key = watch.key().name.clone();
     let mut progress = Some(Progress::start(client, "waiting for the collection"));
-    while let Some(event) = watch.next().await {
+    while let Some(first) = watch.next().await {
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        let entry = match &event {
-            CollectionEvent::Upsert { name, .. } => status_entry(client, T::TYPE_URL, name),
-            _ => None,
+        // Every event already queued joins the batch: one status dump for
+        // a response's members, not one per member.
+        let mut batch = vec![first];
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::ZERO, watch.next()).await {
+            batch.push(event);
+        }
+        let upserted: Vec<(Arc<str>, ())> = batch
+            .iter()
+            .filter_map(|event| match event {
+                CollectionEvent::Upsert { name, .. } => Some((Arc::clone(name), ())),
+                _ => None,
+            })
+            .collect();
+        let entries = if upserted.is_empty() {
+            HashMap::new()
+        } else {
+            status_entries(client, T::TYPE_URL, &upserted)
         };
-        emit(&collection_line::<T>(&key, &event, entry.as_ref(), json))?;
+        for event in &batch {
+            let entry = match event {
+                CollectionEvent::Upsert { name, .. } => entries.get(name),
+                _ => None,
+            };
+            emit(&collection_line::<T>(&key, event, entry, json))?;
+        }
     }
     Err(CliError::runtime("the xDS client stopped"))
 }
@@ -483,10 +558,10 @@ fn collection_line<T: Describe>(
     }
     let listed = members.map(|m| member_list(m));
     let details = version
-        .map(|v| format!("v {}", short_version(v)))
+        .map(|v| format!("v {}", shown(short_version(v))))
         .into_iter()
-        .chain(summary)
-        .chain(error.map(|e| compact_names(&e, T::TYPE_URL)))
+        .chain(summary.map(|s| message(&s)))
+        .chain(error.map(|e| message(&compact_names(&e, T::TYPE_URL))))
         .chain(listed)
         .chain(source.and_then(origin));
     text_line(kind, T::SHORT, name, details)
@@ -501,7 +576,7 @@ fn member_list(members: &[std::sync::Arc<str>]) -> String {
     let shown: Vec<String> = members
         .iter()
         .take(LISTED_NAMES)
-        .map(|m| short_name(m))
+        .map(|m| shown(&short_name(m)))
         .collect();
     let more = members.len() - shown.len();
     let names = shown.join(", ")

@@ -175,6 +175,7 @@ pub fn xdsfed(args: &[&str]) -> assert_cmd::Command {
     cmd.args(args)
         .env_remove("RUST_LOG")
         .env_remove("GRPC_XDS_BOOTSTRAP")
+        .env_remove("GRPC_XDS_BOOTSTRAP_CONFIG")
         .timeout(PATIENCE);
     cmd
 }
@@ -193,6 +194,7 @@ impl Running {
             .args(args)
             .env_remove("RUST_LOG")
             .env_remove("GRPC_XDS_BOOTSTRAP")
+            .env_remove("GRPC_XDS_BOOTSTRAP_CONFIG")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

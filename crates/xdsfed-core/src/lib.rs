@@ -22,6 +22,7 @@ pub mod bootstrap;
 pub mod cache;
 pub mod client;
 pub mod error;
+mod file;
 pub mod name;
 pub mod protocol;
 pub mod status;

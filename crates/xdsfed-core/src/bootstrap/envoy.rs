@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use super::AuthorityConfig;
 use super::grpc::{default_authority_template, insert_authority};
 use super::server::{ApiVariant, ChannelCreds, ServerConfig};
+use super::target::check_server_uri;
 use super::walk::{At, Result};
 
 /// Reads `default_config_source` (the top-level servers; may be absent) and
@@ -99,9 +100,9 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
 fn parse_grpc_service(service: &At<'_>, root: &At<'_>) -> Result<(String, ChannelCreds)> {
     service.object()?;
     if let Some(google) = service.get("google_grpc")? {
-        let uri = google
-            .require("target_uri", "a non-empty string")?
-            .non_empty_str()?;
+        let uri_at = google.require("target_uri", "a non-empty string")?;
+        let uri = uri_at.non_empty_str()?;
+        check_server_uri(uri).map_err(|problem| uri_at.error(problem))?;
         let creds = match google.get("channel_credentials")? {
             Some(c) => parse_google_creds(&c)?,
             None => ChannelCreds::Insecure,

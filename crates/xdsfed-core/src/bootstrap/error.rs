@@ -175,6 +175,9 @@ impl FieldPath {
     }
 }
 
+/// How much of a key a path shows.
+const PATH_KEY_BYTES: usize = 100;
+
 fn is_identifier(key: &str) -> bool {
     !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
@@ -191,7 +194,14 @@ impl fmt::Display for FieldPath {
                     if i > 0 {
                         f.write_str(".")?;
                     }
-                    if is_identifier(key) {
+                    if key.len() > PATH_KEY_BYTES {
+                        // A key can be as long as the file: show its start.
+                        let end = (0..=PATH_KEY_BYTES)
+                            .rev()
+                            .find(|&i| key.is_char_boundary(i))
+                            .unwrap_or(0);
+                        write!(f, "{:?}…({} more bytes)", &key[..end], key.len() - end)?;
+                    } else if is_identifier(key) {
                         f.write_str(key)?;
                     } else {
                         // Debug-quoting a str escapes quotes and controls.
@@ -222,6 +232,13 @@ mod tests {
         );
         assert_eq!(FieldPath::default().to_string(), "(top level)");
         assert_eq!(FieldPath::default().key("").to_string(), "\"\"");
+        let long = FieldPath::default()
+            .key("authorities")
+            .key(&"a".repeat(70_000));
+        assert_eq!(
+            long.to_string(),
+            format!("authorities.{:?}…(69900 more bytes)", "a".repeat(100))
+        );
     }
 
     #[test]

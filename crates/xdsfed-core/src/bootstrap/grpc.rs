@@ -58,13 +58,24 @@ pub(crate) fn parse_authorities(root: &At<'_>) -> Result<BTreeMap<String, Author
     Ok(out)
 }
 
-/// Inserts an authority under its normalised name, refusing a duplicate.
+/// The longest authority name accepted: an authority is a host-like
+/// name, and every resource name of it repeats it.
+pub(crate) const MAX_AUTHORITY_BYTES: usize = 1024;
+
+/// Inserts an authority under its normalised name, refusing a duplicate
+/// and a name over [`MAX_AUTHORITY_BYTES`].
 pub(crate) fn insert_authority(
     map: &mut BTreeMap<String, AuthorityConfig>,
     raw: &str,
     at: &At<'_>,
     config: AuthorityConfig,
 ) -> Result<()> {
+    if raw.len() > MAX_AUTHORITY_BYTES {
+        return Err(at.error(format!(
+            "an authority name of {} bytes: at most {MAX_AUTHORITY_BYTES} are accepted",
+            raw.len()
+        )));
+    }
     let key = name::normalise_authority(raw).map_err(|problem| at.error(problem))?;
     if map.contains_key(&key) {
         return Err(at.error(format!(

@@ -43,9 +43,11 @@ mod certs;
 mod document;
 mod envoy;
 mod error;
+mod files;
 mod grpc;
 mod node;
 mod server;
+mod target;
 mod walk;
 
 use std::collections::BTreeMap;
@@ -57,6 +59,7 @@ pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
 pub use node::{Locality, Node, USER_AGENT_NAME};
 pub use server::{ApiVariant, ChannelCreds, ServerConfig, features};
 
+use crate::file::{BOOTSTRAP_LIMIT, read_bounded};
 use walk::At;
 
 /// The environment variable holding a bootstrap file's path.
@@ -119,16 +122,18 @@ impl Bootstrap {
     }
 
     /// Reads a bootstrap file: YAML when its name ends in `.yaml` or `.yml`,
-    /// JSON otherwise. Errors name the file.
+    /// JSON otherwise. Errors name the file. Only a regular file of at most
+    /// 4 MiB is read: a FIFO, a device or a directory is refused unopened.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, BootstrapError> {
         let path = path.as_ref();
         let origin = Origin::File(path.to_path_buf());
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            BootstrapError::new(BootstrapErrorKind::Read {
-                message: e.to_string(),
-            })
-            .with_origin(origin.clone())
-        })?;
+        let unreadable = |message: String| {
+            BootstrapError::new(BootstrapErrorKind::Read { message }).with_origin(origin.clone())
+        };
+        // Bounded: a FIFO would block forever, /dev/zero fill the memory.
+        let bytes = read_bounded(path, BOOTSTRAP_LIMIT).map_err(|e| unreadable(e.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| unreadable(format!("not UTF-8 text: {}", e.utf8_error())))?;
         // Editors on some platforms start UTF-8 files with a byte order mark,
         // which neither JSON nor YAML parsers expect.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

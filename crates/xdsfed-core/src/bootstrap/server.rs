@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::target::check_server_uri;
 use super::walk::{At, Result};
 
 /// How the client speaks ADS with a server.
@@ -131,10 +132,9 @@ const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 /// `api_type` is an xdsfed extension (gRPC ignores it as an unknown field).
 pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     at.object()?;
-    let server_uri = at
-        .require("server_uri", "a non-empty string")?
-        .non_empty_str()?
-        .to_owned();
+    let uri_at = at.require("server_uri", "a non-empty string")?;
+    let server_uri = uri_at.non_empty_str()?.to_owned();
+    check_server_uri(&server_uri).map_err(|problem| uri_at.error(problem))?;
     let creds = at.require("channel_creds", "an array of {\"type\": ...} objects")?;
     let channel_creds = parse_channel_creds(&creds)?;
     let server_features = match at.get("server_features")? {

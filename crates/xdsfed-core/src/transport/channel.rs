@@ -6,14 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use rustls::pki_types::{
-    CertificateDer, PrivateKeyDer,
-    pem::{self, PemObject},
-};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::TransportOptions;
 use crate::bootstrap::{ChannelCreds, ServerConfig};
+use crate::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
 
 /// Why the channel to a server cannot be set up.
 #[non_exhaustive]
@@ -141,8 +138,10 @@ fn tls_config(
     Ok(config)
 }
 
+/// Reads a credentials file through the bounded reader: a regular file of
+/// at most [`PEM_LIMIT`] bytes; a FIFO or a device is refused, not read.
 fn read(uri: &str, role: &'static str, path: &Path) -> Result<Vec<u8>, TransportError> {
-    std::fs::read(path).map_err(|e| TransportError::ReadFile {
+    read_bounded(path, PEM_LIMIT).map_err(|e| TransportError::ReadFile {
         uri: uri.to_owned(),
         role,
         path: path.to_owned(),
@@ -165,23 +164,9 @@ fn check_certs(
     path: &Path,
     pem: &[u8],
 ) -> Result<(), TransportError> {
-    let mut count = 0usize;
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        cert.map_err(|e| bad_pem(uri, role, path, format!("is not valid PEM: {e}")))?;
-        count += 1;
-    }
-    if count == 0 {
-        return Err(bad_pem(uri, role, path, "holds no PEM certificate"));
-    }
-    Ok(())
+    check_pem(pem, PemKind::Certificates).map_err(|why| bad_pem(uri, role, path, why))
 }
 
 fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
-    PrivateKeyDer::from_pem_slice(pem).map(drop).map_err(|e| {
-        let why = match e {
-            pem::Error::NoItemsFound => "holds no PEM private key".to_owned(),
-            e => format!("is not valid PEM: {e}"),
-        };
-        bad_pem(uri, "private key", path, why)
-    })
+    check_pem(pem, PemKind::PrivateKey).map_err(|why| bad_pem(uri, "private key", path, why))
 }

@@ -1,14 +1,20 @@
 //! The CSDS-style status of a client as a text table: one row per
 //! resource (status, type, name, version, server), its error under it, then
 //! one row per server connection with gRFC A78's counters.
+//!
+//! Every cell and note that holds a server's or a user's text goes through
+//! [`shown`]: escaped, and cut when long, so a hostile name can neither
+//! forge a row nor make the table unreadable; columns are padded by hand,
+//! so no width can panic a formatter.
 
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::status::{ClientStatus, ResourceStatusEntry, SourceStatus};
+use crate::core::cache::ResourceStatus;
+use crate::core::status::{ClientStatus, ResourceStatusEntry, SourceStatus};
 
-use super::target::{short_name, short_version, type_short};
+use super::names::{short_name, short_version, type_short};
+use super::text::{pad, shown};
 
 /// The status table, ending with a newline.
-pub(crate) fn status_table(status: &ClientStatus) -> String {
+pub fn status_table(status: &ClientStatus) -> String {
     let mut rows: Vec<[String; 5]> = vec![[
         "STATUS".into(),
         "TYPE".into(),
@@ -20,17 +26,17 @@ pub(crate) fn status_table(status: &ClientStatus) -> String {
     for r in &status.resources {
         rows.push([
             status_name(r.status).to_owned(),
-            type_short(&r.type_url).to_owned(),
-            r.name.clone(),
-            r.version.as_deref().map_or("-", short_version).to_owned(),
+            shown(type_short(&r.type_url)),
+            shown(&r.name),
+            shown(r.version.as_deref().map_or("-", short_version)),
             server_cell(r),
         ]);
         errors.push(r.error.as_ref().map(|e| match &r.failed_version {
-            Some(v) => format!("rejected version {}: {e}", short_version(v)),
-            None => e.clone(),
+            Some(v) => format!("rejected version {}: {}", shown(short_version(v)), shown(e)),
+            None => shown(e),
         }));
     }
-    let mut out = format!("node {}\n", status.node_id);
+    let mut out = format!("node {}\n", shown(&status.node_id));
     out.push_str(&columns(&rows, &errors));
     let mut servers: Vec<[String; 6]> = vec![[
         "SERVER".into(),
@@ -42,9 +48,9 @@ pub(crate) fn status_table(status: &ClientStatus) -> String {
     ]];
     for s in &status.servers {
         servers.push([
-            s.server.clone(),
+            shown(&s.server),
             if s.connected { "yes" } else { "no" }.into(),
-            s.variant.clone(),
+            shown(&s.variant),
             s.resource_updates_valid.to_string(),
             s.resource_updates_invalid.to_string(),
             s.server_failure.to_string(),
@@ -61,10 +67,10 @@ pub(crate) fn status_table(status: &ClientStatus) -> String {
 fn server_cell(r: &ResourceStatusEntry) -> String {
     match &r.source {
         Some(source) => match arrival(source) {
-            Some(why) => format!("{} ({why})", server_uri(&source.server)),
-            None => server_uri(&source.server).to_owned(),
+            Some(why) => format!("{} ({why})", shown(server_uri(&source.server))),
+            None => shown(server_uri(&source.server)),
         },
-        None => server_uri(&r.server).to_owned(),
+        None => shown(server_uri(&r.server)),
     }
 }
 
@@ -84,7 +90,8 @@ fn columns<const N: usize>(rows: &[[String; N]], notes: &[Option<String>]) -> St
             if i + 1 == N {
                 line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<w$}  "));
+                line.push_str(&pad(cell, w));
+                line.push_str("  ");
             }
         }
         out.push_str(line.trim_end());
@@ -97,7 +104,7 @@ fn columns<const N: usize>(rows: &[[String; N]], notes: &[Option<String>]) -> St
 }
 
 /// The CSDS name of a status.
-pub(crate) fn status_name(status: ResourceStatus) -> &'static str {
+pub fn status_name(status: ResourceStatus) -> &'static str {
     match status {
         ResourceStatus::Requested => "REQUESTED",
         ResourceStatus::DoesNotExist => "DOES_NOT_EXIST",
@@ -109,15 +116,18 @@ pub(crate) fn status_name(status: ResourceStatus) -> &'static str {
 }
 
 /// `127.0.0.1:18000` out of `127.0.0.1:18000 (insecure)`.
-pub(crate) fn server_uri(server: &str) -> &str {
+pub fn server_uri(server: &str) -> &str {
     server.split(" (").next().unwrap_or(server)
 }
 
 /// How a copy arrived when not straight from its own authority's first
 /// server (`fallback server`, `#alt NAME`, `redirected to NAME`); `None`
-/// for one that did.
-pub(crate) fn arrival(source: &SourceStatus) -> Option<String> {
-    let fetched_as = source.fetched_as.as_deref().map(short_name);
+/// for one that did. Escaped, like every cell.
+pub fn arrival(source: &SourceStatus) -> Option<String> {
+    let fetched_as = source
+        .fetched_as
+        .as_deref()
+        .map(|name| shown(&short_name(name)));
     let mut why = Vec::new();
     if source.redirected {
         why.push(format!(
@@ -135,13 +145,14 @@ pub(crate) fn arrival(source: &SourceStatus) -> Option<String> {
 }
 
 /// `via SERVER (why)` for a copy that did not come straight from its own
-/// authority's first server; `None` for one that did.
-pub(crate) fn origin(source: &SourceStatus) -> Option<String> {
-    arrival(source).map(|why| format!("via {} ({why})", server_uri(&source.server)))
+/// authority's first server; `None` for one that did. Escaped.
+pub fn origin(source: &SourceStatus) -> Option<String> {
+    arrival(source).map(|why| format!("via {} ({why})", shown(server_uri(&source.server))))
 }
 
 /// What is wrong in a dump, one line per problem: anything not ACKED.
-pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
+/// Escaped, like every cell.
+pub fn problems(status: &ClientStatus) -> Vec<String> {
     status
         .resources
         .iter()
@@ -152,9 +163,10 @@ pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
                 ResourceStatus::DoesNotExist => "does not exist".to_owned(),
                 other => status_name(other).to_owned(),
             };
+            let (kind, name) = (shown(type_short(&r.type_url)), shown(&r.name));
             match &r.error {
-                Some(e) => format!("{} {}: {what}: {e}", type_short(&r.type_url), r.name),
-                None => format!("{} {}: {what}", type_short(&r.type_url), r.name),
+                Some(e) => format!("{kind} {name}: {what}: {}", shown(e)),
+                None => format!("{kind} {name}: {what}"),
             }
         })
         .collect()
@@ -163,7 +175,7 @@ pub(crate) fn problems(status: &ClientStatus) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xdsfed::core::status::ServerStatus;
+    use crate::core::status::ServerStatus;
 
     #[test]
     fn table_lists_resources_with_errors_under_them_and_servers() {
@@ -246,5 +258,94 @@ mod tests {
             server_cell(&entry(Some(source("127.0.0.1:3", false, true)))),
             "127.0.0.1:3 (redirected to onprem.example/payments)"
         );
+    }
+
+    /// One resource whose every text field is `text`, and its server.
+    fn hostile(text: &str, error: bool) -> ClientStatus {
+        ClientStatus {
+            node_id: text.to_owned(),
+            resources: vec![ResourceStatusEntry {
+                type_url: text.to_owned(),
+                name: text.to_owned(),
+                authority: Some(text.to_owned()),
+                server: text.to_owned(),
+                version: Some(text.to_owned()),
+                status: ResourceStatus::Nacked,
+                last_updated_unix_ms: None,
+                error: error.then(|| text.to_owned()),
+                failed_version: Some(text.to_owned()),
+                cached: true,
+                source: Some(SourceStatus {
+                    server: text.to_owned(),
+                    authority: Some(text.to_owned()),
+                    fetched_as: Some(text.to_owned()),
+                    fallback: true,
+                    alt: true,
+                    redirected: true,
+                }),
+            }],
+            servers: vec![ServerStatus {
+                server: text.to_owned(),
+                connected: false,
+                server_failure: 0,
+                resource_updates_valid: 0,
+                resource_updates_invalid: 0,
+                foreign_resources_ignored: 0,
+                variant: text.to_owned(),
+            }],
+            authorities: Vec::new(),
+        }
+    }
+
+    /// The table's own lines: node, header, the row, its error, a blank
+    /// line, header, the server. A name cannot add one.
+    fn assert_safe(table: &str, error: bool) {
+        assert_eq!(table.lines().count(), 6 + usize::from(error), "{table}");
+        for line in table.lines() {
+            assert!(
+                !crate::terminal::text::has_terminal_controls(line),
+                "{line:?}"
+            );
+        }
+    }
+
+    /// Issue 19, defect 2: a 70 000-character name panicked the width.
+    #[test]
+    fn a_name_longer_than_any_width_is_cut_not_a_panic() {
+        let long = "x".repeat(70_000);
+        let table = status_table(&hostile(&long, true));
+        assert_safe(&table, true);
+        assert!(table.contains("…(69800 more bytes)"), "{table}");
+        assert!(table.len() < 5_000, "{} bytes", table.len());
+    }
+
+    #[test]
+    fn a_name_cannot_forge_a_row_or_an_escape() {
+        let forged = "evil\nACKED  Cluster  forged\x1b[31m\u{202e}";
+        let table = status_table(&hostile(forged, false));
+        assert_safe(&table, false);
+        assert!(table.contains("evil\\nACKED  Cluster  forged\\x1b[31m\\u{202e}"));
+    }
+
+    proptest::proptest! {
+        /// Whatever a server names things, the table keeps its shape and
+        /// shows nothing that acts on a terminal.
+        #[test]
+        fn any_text_renders_safely(text in proptest::prelude::any::<String>(), error: bool) {
+            assert_safe(&status_table(&hostile(&text, error)), error);
+            for problem in problems(&hostile(&text, error)) {
+                proptest::prop_assert!(!problem.contains('\n'));
+            }
+        }
+
+        /// Long runs of any one character, control or not.
+        #[test]
+        fn long_text_of_any_character_renders_safely(
+            c: char,
+            len in 0usize..100_000,
+        ) {
+            let text: String = std::iter::repeat_n(c, len).collect();
+            assert_safe(&status_table(&hostile(&text, true)), true);
+        }
     }
 }
