@@ -153,6 +153,45 @@ fn dump_of_an_unreachable_server_times_out_naming_it() {
     drop(fx);
 }
 
+/// A server that accepts connections and never speaks HTTP/2: within the
+/// command's timeout the handshake deadline passes, so the dump reports a
+/// connection failure, not a resource the server lacks.
+#[test]
+fn dump_of_a_tarpit_reports_a_connection_failure_not_a_missing_resource() {
+    let fx = Fixture::start();
+    let tarpit = fx
+        .runtime
+        .block_on(xdsfed::testbed::Tarpit::bind())
+        .unwrap();
+    let address = tarpit.addr().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let bootstrap = write_bootstrap(dir.path(), &address, &[(CLOUD, &address)]);
+    let output = xdsfed(&[
+        "dump",
+        "--bootstrap",
+        bootstrap.to_str().unwrap(),
+        "--resource",
+        "cluster",
+        &cluster_name(CLOUD, "c1"),
+        "--timeout",
+        "3s",
+    ])
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("DOES_NOT_EXIST"), "{stdout}");
+    assert!(!stderr.contains("no such resource"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("server {address} is not connected")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("(0 failed attempts)"), "{stderr}");
+    assert!(tarpit.accepted() >= 1);
+    drop(fx);
+}
+
 #[test]
 fn dump_with_a_bad_bootstrap_names_the_field_and_exits_2() {
     let fx = Fixture::start();

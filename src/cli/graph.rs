@@ -42,7 +42,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let bootstrap = args.bootstrap.load()?;
     let target = Target::Listener(args.listener.clone());
     runtime()?.block_on(async move {
-        let client = build_client(bootstrap)?;
+        let client = build_client(bootstrap, Some(args.timeout))?;
         let mut progress = Progress::start(&client, "following the graph");
         let waited = subscribe_and_wait(&client, &target, args.timeout).await?;
         progress.finish();

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::time::Duration;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
@@ -21,6 +22,7 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use prost::Message;
 use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::core::client::{WatchError, XdsClient};
+use xdsfed::core::transport::TransportOptions;
 use xdsfed::core::types::{
     ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType,
 };
@@ -340,9 +342,23 @@ fn check_files(bootstrap: Bootstrap) -> Result<Bootstrap, CliError> {
 
 /// A client for `bootstrap` with every type the command line can name
 /// registered. Must run inside the tokio runtime.
-pub(crate) fn build_client(bootstrap: Bootstrap) -> Result<XdsClient, CliError> {
+///
+/// `gives_up_after` is the time a one-shot command (`dump`, `graph`) waits
+/// in all. The handshake deadline is then at most half of it, so that a
+/// server that accepts connections and never answers is found out, counted
+/// as a failure and fallen back from before the command ends, rather than
+/// reported as a server without the resource.
+pub(crate) fn build_client(
+    bootstrap: Bootstrap,
+    gives_up_after: Option<Duration>,
+) -> Result<XdsClient, CliError> {
+    let mut options = TransportOptions::default();
+    if let Some(total) = gives_up_after {
+        options.connect_timeout = options.connect_timeout.min(total / 2);
+    }
     XdsClient::builder(bootstrap)
         .register::<PolicyType>()
+        .transport_options(options)
         .build()
         .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
 }

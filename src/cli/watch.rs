@@ -113,7 +113,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     runtime()?.block_on(async move {
         // Before the first line is printed, so a Ctrl-C after it is heard.
         let interrupted = super::ctrl_c();
-        let client = build_client(bootstrap)?;
+        let client = build_client(bootstrap, None)?;
         let _admin = match args.admin {
             Some(addr) => Some(start_admin(&client, addr, &target, json).await?),
             None => None,
