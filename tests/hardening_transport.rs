@@ -124,6 +124,41 @@ async fn tarpit_is_a_connection_failure_and_is_retried() {
         status.server_failure >= 2,
         "every attempt counts: {status:?}"
     );
+
+    // The admin endpoint's gRFC A78 metrics say the same.
+    let metrics = metrics_of(&client).await;
+    let labels = format!("{{grpc_target=\"t\",grpc_xds_server=\"{}\"}}", tarpit.uri());
+    assert!(
+        metrics.contains(&format!("grpc_xds_client_connected{labels} 0")),
+        "{metrics}"
+    );
+    let failures = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("grpc_xds_client_server_failure{labels} ")))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(failures.is_some_and(|n| n >= 2), "{metrics}");
+}
+
+/// `GET /metrics` from an admin endpoint serving `client`.
+async fn metrics_of(client: &XdsClient) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = "127.0.0.1:0".parse().unwrap();
+    let (admin, task) = xdsfed::admin::serve(client.clone(), addr, "t".into())
+        .await
+        .unwrap();
+    let mut http = tokio::net::TcpStream::connect(admin).await.unwrap();
+    http.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(PATIENCE, http.read_to_string(&mut text))
+        .await
+        .expect("the admin endpoint answers")
+        .unwrap();
+    task.abort();
+    text
 }
 
 /// Issue 19, Done-when: with `[tarpit, healthy]` as an authority's servers,
