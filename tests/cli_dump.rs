@@ -153,6 +153,39 @@ fn dump_of_an_unreachable_server_times_out_naming_it() {
     drop(fx);
 }
 
+/// A server that answers a wildcard with an empty response (state of the
+/// world does, for a type it has none of): the dump is complete at once,
+/// an empty table and exit 0, long before `--timeout`.
+#[test]
+fn dump_of_a_wildcard_answered_empty_ends_at_once_with_an_empty_table() {
+    let fx = Fixture::start();
+    let uri = fx.testbed.server("cloud").unwrap().uri();
+    let bootstrap = fx.write(
+        "sotw.json",
+        &format!(
+            r#"{{"xds_servers": [{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}],
+                "api_type": "AGGREGATED_GRPC"}}], "node": {{"id": "cli-test"}}}}"#
+        ),
+    );
+    // Killed at 30 s, half the --timeout: only the empty answer can end it.
+    let output = xdsfed(&[
+        "dump",
+        "--bootstrap",
+        bootstrap.to_str().unwrap(),
+        "--wildcard",
+        "policy",
+        "--timeout",
+        "60s",
+    ])
+    .timeout(std::time::Duration::from_secs(30))
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stdout.contains("ACKED"), "no resource rows: {stdout}");
+}
+
 /// A server that accepts connections and never speaks HTTP/2: within the
 /// command's timeout the handshake deadline passes, so the dump reports a
 /// connection failure, not a resource the server lacks.

@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
             resource_updates_invalid: 1,
             foreign_resources_ignored: 0,
             variant: "delta".into(),
+            answered_types: Vec::new(),
         }],
         authorities: Vec::new(),
     };

@@ -154,6 +154,7 @@ mod tests {
                 resource_updates_invalid: 1,
                 foreign_resources_ignored: 0,
                 variant: "delta".into(),
+                answered_types: Vec::new(),
             }],
             authorities: Vec::new(),
         };

@@ -173,10 +173,10 @@ pub(crate) fn deadline_after(timeout: Duration) -> Result<Instant, CliError> {
 /// name only once that step is done, so the first event means the whole
 /// first response is in the cache: the wait drains what is queued and is
 /// complete. Each event costs O(1); nothing walks the cache. A server that
-/// answered (the connection counts as up only once a response arrived)
-/// without sending anything yields no event at all; it cannot be told from
-/// one still decoding a large response, so it is reported empty only at
-/// the deadline.
+/// answered without sending anything yields no event at all: the client
+/// counts the type as answered once a response's events are in the cache,
+/// so while nothing has arrived the wait asks the client's status each poll
+/// (an empty cache, a short walk) and ends with the empty answer at once.
 async fn wait_wildcard<T: Describe>(
     client: &XdsClient,
     deadline: Instant,
@@ -192,7 +192,8 @@ async fn wait_wildcard<T: Describe>(
         match tokio::time::timeout_at(step, watch.next()).await {
             Ok(Some(_)) => arrived += 1,
             Ok(None) => return Err(CliError::runtime("the xDS client stopped")),
-            Err(_) if Instant::now() >= deadline => break !answered(client),
+            Err(_) if answered(client, T::TYPE_URL) => break false,
+            Err(_) if Instant::now() >= deadline => break true,
             Err(_) => continue,
         }
         // The rest of the response is queued already: drain it without
@@ -215,10 +216,15 @@ async fn wait_wildcard<T: Describe>(
     })
 }
 
-/// Whether some server has sent a response; called once, when nothing
-/// arrived, so the cache is empty and the walk is short.
-fn answered(client: &XdsClient) -> bool {
-    client.status().servers.iter().any(|s| s.connected)
+/// Whether some server has answered `type_url` and the answer is in the
+/// cache; asked only while nothing has arrived, so the cache is empty and
+/// the walk is short.
+fn answered(client: &XdsClient, type_url: &str) -> bool {
+    client
+        .status()
+        .servers
+        .iter()
+        .any(|s| s.answered_types.iter().any(|t| t == type_url))
 }
 
 /// Success, or why not: a timeout (naming the servers that are down),

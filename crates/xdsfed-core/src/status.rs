@@ -83,6 +83,11 @@ pub struct ServerStatus {
     pub foreign_resources_ignored: u64,
     /// `delta` or `sotw`.
     pub variant: String,
+    /// Type URLs the server has answered at least once (an empty answer
+    /// counts), once that answer reached the cache. Not in the JSON form,
+    /// which follows the metrics.
+    #[serde(skip)]
+    pub answered_types: Vec<String>,
 }
 
 /// The whole dump. `serde_json::to_string_pretty(&status)` gives the JSON form.

@@ -202,6 +202,7 @@ mod tests {
                 resource_updates_invalid: 1,
                 foreign_resources_ignored: 0,
                 variant: "delta".into(),
+                answered_types: Vec::new(),
             }],
             authorities: Vec::new(),
         };
@@ -292,6 +293,7 @@ mod tests {
                 resource_updates_invalid: 0,
                 foreign_resources_ignored: 0,
                 variant: text.to_owned(),
+                answered_types: Vec::new(),
             }],
             authorities: Vec::new(),
         }

@@ -389,6 +389,7 @@ impl XdsClient {
                     resource_updates_invalid: stats.resource_updates_invalid,
                     foreign_resources_ignored: stats.foreign_names_ignored,
                     variant: format!("{:?}", stats.variant).to_lowercase(),
+                    answered_types: stats.answered_types.into_iter().collect(),
                 }
             })
             .collect();

@@ -167,6 +167,9 @@ pub(super) struct Driver {
     commands: mpsc::UnboundedReceiver<Command>,
     shared: Arc<Shared>,
     fallback_logged: bool,
+    /// The type of the response handled last, until its events are
+    /// delivered and the type is counted as answered.
+    answered: Option<String>,
 }
 
 impl Driver {
@@ -197,6 +200,7 @@ impl Driver {
             commands,
             shared,
             fallback_logged: false,
+            answered: None,
         }
     }
 
@@ -426,6 +430,7 @@ impl Driver {
                     removed = r.removed_resources.len(),
                 )
                 .entered();
+                self.answered = Some(r.type_url.clone());
                 self.session.handle_delta_response(now, r);
             }
             Response::Sotw(r) => {
@@ -435,6 +440,7 @@ impl Driver {
                     resources = r.resources.len(),
                 )
                 .entered();
+                self.answered = Some(r.type_url.clone());
                 self.session.handle_sotw_response(now, r);
             }
         }
@@ -512,5 +518,10 @@ impl Driver {
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;
         stats.foreign_names_ignored = s.foreign_names_ignored;
+        if let Some(type_url) = self.answered.take()
+            && !stats.answered_types.contains(&type_url)
+        {
+            stats.answered_types.insert(type_url);
+        }
     }
 }

@@ -37,6 +37,7 @@ mod driver;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -115,7 +116,7 @@ impl Default for TransportOptions {
 }
 
 /// A connection's counters, named after gRFC A78.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionStats {
     /// Whether a stream is up and has received a response (`connected`).
     pub connected: bool,
@@ -131,6 +132,10 @@ pub struct ConnectionStats {
     pub streams_opened: u64,
     /// The variant spoken (SotW after a fallback).
     pub variant: ApiVariant,
+    /// Type URLs the server has answered at least once, recorded only after
+    /// that response's events reached the cache: a wildcard subscription
+    /// whose type is here has had its answer, even an empty one.
+    pub answered_types: BTreeSet<String>,
 }
 
 /// What the handle asks of the driver.
@@ -220,6 +225,7 @@ impl AdsConnection {
                 foreign_names_ignored: 0,
                 streams_opened: 0,
                 variant: server.api,
+                answered_types: BTreeSet::new(),
             }),
         });
         let driver = driver::Driver::new(
@@ -261,7 +267,7 @@ impl AdsConnection {
 
     /// The connection's counters.
     pub fn stats(&self) -> ConnectionStats {
-        *self.shared.stats()
+        self.shared.stats().clone()
     }
 
     /// Closes the stream and ends the driver task.
