@@ -382,7 +382,10 @@ fn encoded_and_unnamed_resources_are_checked() {
 "
     ));
     assert_eq!(invalid_path(&err), "resources[0].name", "{err}");
-    assert!(err.to_string().contains("encoded.name is \"other\""), "{err}");
+    assert!(
+        err.to_string().contains("encoded.name is \"other\""),
+        "{err}"
+    );
     let err = refused(&format!(
         "{ONE_SERVER}resources:
   - name: svc

@@ -524,7 +524,8 @@ impl Context<'_> {
                 ));
             }
         };
-        own_name::check(&entry.name, body, &any).map_err(|why| invalid(format!("{path}.name"), why))?;
+        own_name::check(&entry.name, body, &any)
+            .map_err(|why| invalid(format!("{path}.name"), why))?;
         self.check_store(&path, &server, &entry.name, any)?;
         Ok(Planned {
             path,

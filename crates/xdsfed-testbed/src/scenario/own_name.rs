@@ -40,8 +40,7 @@ fn inner_name(any: &Any) -> Option<(&'static str, String)> {
 /// Whether `a` and `b` name the same resource: xdstp names by canonical key
 /// (context-parameter order, percent-escapes), old-style names exactly.
 fn same_name(a: &str, b: &str) -> bool {
-    a == b
-        || matches!((canonical_key(a), canonical_key(b)), (Ok(a), Ok(b)) if a == b)
+    a == b || matches!((canonical_key(a), canonical_key(b)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// Checks that the resource `any`, named `name` in the scenario, carries the
@@ -76,7 +75,9 @@ mod tests {
         for (any, field) in cases {
             let why = check("svc", "resource", &any).unwrap_err();
             assert!(
-                why.starts_with(&format!("\"svc\" is not the name inside the resource: {field} is \"other\"")),
+                why.starts_with(&format!(
+                    "\"svc\" is not the name inside the resource: {field} is \"other\""
+                )),
                 "{why}"
             );
             check("other", "resource", &any).unwrap();
@@ -87,7 +88,12 @@ mod tests {
     fn xdstp_names_compare_canonically_and_old_style_names_exactly() {
         let inner = "xdstp://a/envoy.config.cluster.v3.Cluster/c%7e?b=2&a=1";
         let any = pack(&cluster(inner, "svc"));
-        check("xdstp://a/envoy.config.cluster.v3.Cluster/c~?a=1&b=2", "resource", &any).unwrap();
+        check(
+            "xdstp://a/envoy.config.cluster.v3.Cluster/c~?a=1&b=2",
+            "resource",
+            &any,
+        )
+        .unwrap();
         assert!(check("SVC", "resource", &pack(&cluster("svc", "svc"))).is_err());
     }
 

@@ -98,7 +98,9 @@ fn sotw_wrapped_resource_whose_inner_name_differs_is_nacked_naming_both() {
     assert_eq!(nack[0].version_info, "v1");
     let message = &nack[0].error_detail.as_ref().expect("a NACK").message;
     assert!(
-        message.contains("a: resource name mismatch: sent as \"a\", but the resource names itself \"other\""),
+        message.contains(
+            "a: resource name mismatch: sent as \"a\", but the resource names itself \"other\""
+        ),
         "{message}"
     );
 }
@@ -126,7 +128,10 @@ fn xdstp_names_that_differ_only_in_spelling_are_the_same_name() {
         now,
         dresp(CDS, "n1", vec![dres(wire, "1", Some(cluster(inner)))], &[]),
     );
-    assert_eq!(events(&mut s), ["healthy".to_owned(), format!("upsert {wire} 1")]);
+    assert_eq!(
+        events(&mut s),
+        ["healthy".to_owned(), format!("upsert {wire} 1")]
+    );
     assert!(drain_delta(&mut s, now)[0].error_detail.is_none());
 }
 
@@ -143,7 +148,10 @@ fn xdstp_names_of_different_resources_mismatch() {
     );
     assert_eq!(events(&mut s).len(), 2);
     let message = delta_nack(&mut s, now);
-    assert!(message.contains(&format!("names itself {inner:?}")), "{message}");
+    assert!(
+        message.contains(&format!("names itself {inner:?}")),
+        "{message}"
+    );
 }
 
 /// Old-style names are opaque: compared byte for byte.
@@ -153,12 +161,7 @@ fn old_style_names_compare_exactly() {
     let mut s = delta_subscribed(now, CDS, &["svc"]);
     s.handle_delta_response(
         now,
-        dresp(
-            CDS,
-            "n1",
-            vec![dres("svc", "1", Some(cluster("SVC")))],
-            &[],
-        ),
+        dresp(CDS, "n1", vec![dres("svc", "1", Some(cluster("SVC")))], &[]),
     );
     assert_eq!(events(&mut s), ["healthy", "invalid svc"]);
     assert!(delta_nack(&mut s, now).contains("names itself \"SVC\""));
