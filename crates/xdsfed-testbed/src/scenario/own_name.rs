@@ -45,7 +45,7 @@ fn same_name(a: &str, b: &str) -> bool {
 
 /// Checks that the resource `any`, named `name` in the scenario, carries the
 /// same name inside. `body` is the scenario field that holds the resource
-/// (`resource` or `encoded`). The error is `(why)`, for the `name` field.
+/// (`resource` or `encoded`). The error says why, for the `name` field.
 pub(super) fn check(name: &str, body: &str, any: &Any) -> Result<(), String> {
     let Some((field, inner)) = inner_name(any) else {
         return Ok(());
