@@ -290,6 +290,27 @@ fn testbed_refuses_hostile_scenarios_with_exit_2_naming_the_field() {
     }
 }
 
+/// A resource whose own name differs from its scenario name: exit 2,
+/// naming the field and both names.
+#[test]
+fn testbed_refuses_a_resource_named_differently_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(
+        dir.path(),
+        "mismatch.yaml",
+        "servers: [{name: a, authorities: [a.example]}]\n\
+         resources:\n  - name: svc\n    server: a\n    resource:\n      \
+         \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener\n      name: other\n",
+    );
+    let stderr = refused(&["testbed", "--config", &file.display().to_string()]);
+    assert!(
+        stderr.contains(
+            "resources[0].name: \"svc\" is not the name inside the resource: resource.name is \"other\""
+        ),
+        "{stderr}"
+    );
+}
+
 /// A FIFO would block the read forever: it is refused, naming the file.
 #[test]
 fn testbed_refuses_a_fifo_as_scenario_naming_it() {

@@ -331,3 +331,81 @@ fn exponentially_expanding_aliases_are_refused() {
     let message = refused(&yaml).to_string();
     assert!(message.contains("repetition limit"), "{message}");
 }
+
+/// A resource whose own name differs from its scenario name would be one
+/// resource to one client and another to the next: refused, naming the
+/// field and both names.
+#[test]
+fn resource_named_differently_inside_is_refused_naming_both() {
+    let err = refused(&format!(
+        "{ONE_SERVER}resources:
+  - name: svc
+    server: a
+    resource:
+      \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener
+      name: other
+"
+    ));
+    assert_eq!(invalid_path(&err), "resources[0].name", "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("\"svc\" is not the name inside the resource: resource.name is \"other\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn scheduled_set_and_endpoints_are_checked_by_their_own_name_field() {
+    let err = refused(&format!(
+        "{ONE_SERVER}schedule:
+  - at: 1s
+    set:
+      name: xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/e1
+      resource:
+        \"@type\": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
+        cluster_name: xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/e2
+"
+    ));
+    assert_eq!(invalid_path(&err), "schedule[0].set.name", "{err}");
+    assert!(err.to_string().contains("resource.cluster_name is \"xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/e2\""), "{err}");
+}
+
+/// `encoded` bytes are checked too (`0a05` then "other" is a Cluster named
+/// "other"), and a resource without a name inside is refused as well.
+#[test]
+fn encoded_and_unnamed_resources_are_checked() {
+    let err = refused(&format!(
+        "{ONE_SERVER}resources:
+  - name: svc
+    server: a
+    encoded: {{type_url: type.googleapis.com/envoy.config.cluster.v3.Cluster, hex: \"0a056f74686572\"}}
+"
+    ));
+    assert_eq!(invalid_path(&err), "resources[0].name", "{err}");
+    assert!(
+        err.to_string().contains("encoded.name is \"other\""),
+        "{err}"
+    );
+    let err = refused(&format!(
+        "{ONE_SERVER}resources:
+  - name: svc
+    server: a
+    resource: {{\"@type\": type.googleapis.com/envoy.config.route.v3.RouteConfiguration}}
+"
+    ));
+    assert!(err.to_string().contains("resource.name is \"\""), "{err}");
+}
+
+/// xdstp names compare by canonical key, as the client compares them.
+#[test]
+fn xdstp_names_spelled_differently_are_the_same_name() {
+    Scenario::from_yaml(&format!(
+        "{ONE_SERVER}resources:
+  - name: xdstp://a.example/envoy.config.listener.v3.Listener/l?b=2&a=1
+    resource:
+      \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener
+      name: xdstp://a.example/envoy.config.listener.v3.Listener/l?a=1&b=%32
+"
+    ))
+    .expect("the same name in another spelling");
+}

@@ -16,7 +16,23 @@
 //!    requested");
 //! 5. the resource decodes and validates — else NACK it, and report it
 //!    [`CoreEvent::Invalid`] while the last good copy keeps serving (gRFC
-//!    A46); the valid resources of the same response are applied.
+//!    A46); the valid resources of the same response are applied;
+//! 6. the name inside the resource (`Listener.name`,
+//!    `RouteConfiguration.name`, `Cluster.name`,
+//!    `ClusterLoadAssignment.cluster_name`) names the same resource as the
+//!    name it was sent under (the delta `Resource.name`, a SotW `Resource`
+//!    wrapper's name) — else NACK it as in 5, naming both. gRPC clients key a
+//!    resource by its inner name (grpc-go unwraps the `Resource` wrapper and
+//!    reads the name from the resource), so a resource accepted under a
+//!    wrapper name that disagrees would be one resource to xdsfed and another
+//!    to a gRPC client of the same server. The wire name keys the rejection:
+//!    it is the subscription the server claims to answer. xdstp names compare
+//!    by canonical key, old-style names exactly. A SotW resource without a
+//!    wrapper has only its inner name. Not compared: a redirect (a
+//!    `ResourceLocator` has no inner name; its target is checked when it
+//!    arrives under its own name), a list collection (no inner name), and an
+//!    inline collection entry (its entry name is a key local to the
+//!    collection, TP1, not a resource name).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -85,6 +101,24 @@ pub(crate) fn locator_key(
     canonical_key(&name)
         .map(Arc::from)
         .map_err(|e| ValidationError(format!("ResourceLocator names an invalid resource: {e}")))
+}
+
+/// `resource` if the name it carries inside itself names the same resource
+/// as the name it was sent under (`wire`, canonical key `key`); else the
+/// mismatch, naming both. xdstp names compare by canonical key (context
+/// parameter order and percent-encoding do not matter), old-style names
+/// exactly. A resource that carries no name inside (an empty name, a list
+/// collection) has only the wire name, and nothing to disagree with.
+fn same_name(key: &str, wire: &str, resource: Decoded) -> Result<Decoded, ValidationError> {
+    let Some(inner) = resource.name() else {
+        return Ok(resource);
+    };
+    if inner == wire || canonical_key(inner).is_ok_and(|inner| inner == key) {
+        return Ok(resource);
+    }
+    Err(ValidationError(format!(
+        "resource name mismatch: sent as {wire:?}, but the resource names itself {inner:?}"
+    )))
 }
 
 /// One resource of a response, before the rules are applied.
@@ -269,7 +303,7 @@ impl Session {
                 Body::Failed(error) => Err(error),
                 Body::Raw(any) => self.decode(type_url, any),
             };
-            match decoded {
+            match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
                 Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
                 Err(error) => {
                     let r = Rejected::Invalid {

@@ -139,6 +139,22 @@ mod tests {
         assert_eq!(cla.endpoints[0].lb_endpoints.len(), 2);
     }
 
+    /// Clients know a resource by the name inside it: every generated
+    /// resource carries the name it is stored under.
+    #[test]
+    fn generated_resources_carry_their_own_names() {
+        let made = clusters(&Clusters {
+            count: 2,
+            endpoints_per_cluster: 1,
+            authority: "cloud.example".into(),
+            prefix: "bulk".into(),
+            backend_port: Some(8080),
+        });
+        for (name, any) in &made {
+            super::super::own_name::check(name, "resource", any).unwrap();
+        }
+    }
+
     #[test]
     fn loopback_ports_wrap_without_overflow() {
         assert_eq!(loopback_port(0, 10, 3), FIRST_PORT + 3);

@@ -42,13 +42,17 @@
 //!
 //! [`Scenario::from_yaml`] checks everything it can before anything starts,
 //! including the JSON mapping of every resource, and names the offending
-//! field by its path (`resources[2].resource: unknown field "nmae"`).
+//! field by its path (`resources[2].resource: unknown field "nmae"`). A
+//! resource must carry its scenario name inside (`Listener.name`,
+//! `RouteConfiguration.name`, `Cluster.name`,
+//! `ClusterLoadAssignment.cluster_name`): clients know it by that name.
 
 mod duration;
 mod generate;
 mod json;
 mod model;
 mod nesting;
+mod own_name;
 mod read;
 mod run;
 
@@ -499,10 +503,10 @@ impl Context<'_> {
         entry: model::ResourceEntry,
     ) -> Result<Planned, ScenarioError> {
         let server = self.server(&path, entry.server, &entry.name)?;
-        let (source, any) = match (entry.resource, entry.encoded) {
+        let (source, any, body) = match (entry.resource, entry.encoded) {
             (Some(value), None) => {
                 let any = self.dry_any(&format!("{path}.resource"), &value)?;
-                (Source::Yaml(value), any)
+                (Source::Yaml(value), any, "resource")
             }
             (None, Some(encoded)) => {
                 let value = hex::decode(&encoded.hex)
@@ -511,7 +515,7 @@ impl Context<'_> {
                     type_url: encoded.type_url,
                     value,
                 };
-                (Source::Encoded(any.clone()), any)
+                (Source::Encoded(any.clone()), any, "encoded")
             }
             _ => {
                 return Err(invalid(
@@ -520,6 +524,8 @@ impl Context<'_> {
                 ));
             }
         };
+        own_name::check(&entry.name, body, &any)
+            .map_err(|why| invalid(format!("{path}.name"), why))?;
         self.check_store(&path, &server, &entry.name, any)?;
         Ok(Planned {
             path,

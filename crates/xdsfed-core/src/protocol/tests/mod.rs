@@ -7,6 +7,7 @@ mod deadlines;
 mod deletion;
 mod does_not_exist;
 mod federation;
+mod names;
 mod reconnect;
 mod sim;
 mod support;
