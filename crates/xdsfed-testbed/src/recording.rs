@@ -79,7 +79,11 @@ pub struct StreamRecord {
     pub node_id: Option<String>,
     /// When the stream opened.
     pub opened_at: SystemTime,
-    /// When it ended, and why (the status sent, or "client closed").
+    /// When it ended, and why: the status sent (`"Unavailable: server is
+    /// stopping"`), or a normal end by the client (`"client closed"`: it
+    /// half-closed; `"client cancelled"`: it reset the stream;
+    /// `"client disconnected"`: its connection ended under the stream), or
+    /// `"client failed: STATUS"` for a protocol error on its side.
     pub closed: Option<(SystemTime, String)>,
     /// The newest messages, in order; at most
     /// [`RecordingLimits::events_per_stream`].

@@ -178,3 +178,103 @@ async fn scenario_sets_the_recording_limits_of_every_server() {
         );
     }
 }
+
+/// A client that goes away on its own (an `XdsClient` dropped after it got
+/// its resource) ends its stream normally: the recording says so and does
+/// not call it a failure, for delta and SotW alike.
+#[tokio::test]
+async fn dropped_client_is_recorded_as_a_normal_end() {
+    use xdsfed_core::{bootstrap::ApiVariant, client::XdsClient, types::ClusterType};
+    for variant in [ApiVariant::Delta, ApiVariant::Sotw] {
+        let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+            .await
+            .unwrap();
+        let server = &tb.servers()[0];
+        let name = "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/c1";
+        server.set_resource(name, cluster(name, 1)).unwrap();
+        let uri = server.uri();
+        let mut bootstrap = xdsfed_core::bootstrap::Bootstrap::from_json_str(&format!(
+            r#"{{"xds_servers": [{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}],
+                "node": {{"id": "leaving"}},
+                "authorities": {{"cloud.example": {{}}}}}}"#
+        ))
+        .unwrap();
+        for s in &mut bootstrap.xds_servers {
+            s.api = variant;
+            s.api_pinned = true;
+        }
+        let client = XdsClient::builder(bootstrap).build().unwrap();
+        let mut watch = client.watch::<ClusterType>(name).unwrap();
+        tokio::time::timeout(WAIT, watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        drop(watch);
+        drop(client);
+        server
+            .recording()
+            .wait_until(WAIT, |s| s.first().is_some_and(|s| s.closed.is_some()))
+            .await
+            .unwrap();
+        let (_, why) = server.recording().streams()[0].closed.clone().unwrap();
+        assert!(
+            ["client closed", "client cancelled", "client disconnected"].contains(&why.as_str()),
+            "{variant:?}: a client leaving is a normal end, not {why:?}"
+        );
+    }
+}
+
+/// A client process that exits closes its connection without ending its
+/// streams, and a client that cancels its call resets the stream: both are
+/// normal ends, recorded as such rather than as failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exiting_or_cancelling_client_is_recorded_as_a_normal_end() {
+    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+        .await
+        .unwrap();
+    let server = tb.servers()[0].clone();
+    server.set_resource("c1", cluster("c1", 1)).unwrap();
+
+    // The process exit: the client's runtime, and with it its connection,
+    // goes away while the stream is open.
+    let exiting = server.clone();
+    // A blocking task: the test's own runtime must keep serving meanwhile.
+    tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let mut client = Delta::open(&exiting, "exiting").await;
+            client.subscribe(CDS, &["c1"]).await;
+            client.recv().await;
+            client
+        });
+        drop(runtime);
+        drop(client);
+    })
+    .await
+    .unwrap();
+
+    // The cancel: the call is dropped while the connection stays.
+    let mut cancelling = Delta::open(&server, "cancelling").await;
+    cancelling.subscribe(CDS, &["c1"]).await;
+    cancelling.recv().await;
+    drop(cancelling);
+
+    server
+        .recording()
+        .wait_until(WAIT, |s| {
+            s.len() == 2 && s.iter().all(|s| s.closed.is_some())
+        })
+        .await
+        .unwrap();
+    for stream in server.recording().streams() {
+        let (_, why) = stream.closed.clone().unwrap();
+        assert!(
+            ["client closed", "client cancelled", "client disconnected"].contains(&why.as_str()),
+            "{:?}: a client leaving is a normal end, not {why:?}",
+            stream.node_id
+        );
+    }
+}

@@ -314,7 +314,9 @@ pub(crate) enum End {
     Status(Status),
     /// The client half-closed its side.
     ClientClosed,
-    /// The client's side failed (reset, transport error).
+    /// The client left without ending the stream: see [`End::from_read_error`].
+    ClientLeft(&'static str),
+    /// The client's side failed (a protocol error, a message that does not decode).
     ClientFailed(Status),
     /// The response stream was dropped: the client is gone.
     ClientGone,
@@ -323,6 +325,29 @@ pub(crate) enum End {
 impl End {
     pub(crate) fn stopping() -> Self {
         Self::Status(Status::unavailable("server is stopping"))
+    }
+
+    /// Why a stream ends when reading the client's next request fails.
+    ///
+    /// Two failures are a client leaving, not a fault, and are recorded as
+    /// normal ends:
+    /// - `CANCELLED`: the client reset the stream with `RST_STREAM CANCEL`,
+    ///   which is how gRPC cancels a call (gRPC's PROTOCOL-HTTP2.md,
+    ///   "Errors"): a channel shut down, a watch dropped.
+    /// - `UNKNOWN`: an HTTP/2 error without an HTTP/2 error code, that is the
+    ///   connection's I/O ended under the stream (end of file, reset): the
+    ///   client process exited or closed its connection. Reading a request
+    ///   fails with `UNKNOWN` for nothing else: a message that does not
+    ///   decode is `INTERNAL`, one too large `OUT_OF_RANGE`.
+    ///
+    /// Everything else (an HTTP/2 protocol error, a bad message) stays a
+    /// client failure with its status.
+    pub(crate) fn from_read_error(status: Status) -> Self {
+        match status.code() {
+            Code::Cancelled => Self::ClientLeft("client cancelled"),
+            Code::Unknown => Self::ClientLeft("client disconnected"),
+            _ => Self::ClientFailed(status),
+        }
     }
 }
 
@@ -404,7 +429,7 @@ pub(crate) async fn serve<P: Protocol>(
             message = inbound.message() => match message {
                 Ok(Some(request)) => P::on_request(&mut ctx, &mut types, request, &tx).await,
                 Ok(None) => Err(End::ClientClosed),
-                Err(status) => Err(End::ClientFailed(status)),
+                Err(status) => Err(End::from_read_error(status)),
             },
         };
         if let Err(end) = step {
@@ -427,6 +452,7 @@ pub(crate) async fn finish<T>(ctx: StreamCtx, tx: mpsc::Sender<Result<T, Status>
             why
         }
         End::ClientClosed => "client closed".to_owned(),
+        End::ClientLeft(why) => why.to_owned(),
         End::ClientFailed(status) => format!("client failed: {}", status_text(&status)),
         End::ClientGone => "client gone".to_owned(),
     };
