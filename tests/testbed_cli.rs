@@ -469,3 +469,119 @@ fn testbed_stops_on_ctrl_c_during_a_control_api_restart() {
         .unwrap();
     assert!(answer.is_err(), "the restart did not complete: {answer:?}");
 }
+
+/// Runs `xdsfed testbed --bootstrap-out` on `scenario` until `ready` and
+/// returns the written bootstrap as JSON.
+fn written_bootstrap(scenario: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bootstrap.json");
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args(["testbed", "--config", scenario, "--bootstrap-out"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    for line in BufReader::new(stdout).lines() {
+        if line.unwrap() == "ready" {
+            break;
+        }
+    }
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
+/// The names of every Listener `scenario` serves, on any server.
+fn scenario_listeners(scenario: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let scenario = xdsfed::testbed::scenario::Scenario::from_file(Path::new(scenario)).unwrap();
+        let running = scenario.start().await.unwrap();
+        let mut names = Vec::new();
+        for server in running.testbed().servers() {
+            let (_, table) = server
+                .store()
+                .table("type.googleapis.com/envoy.config.listener.v3.Listener");
+            names.extend(table.values().map(|r| r.name.clone()));
+        }
+        names
+    })
+}
+
+/// gRFC A47 "Bootstrap Changes" and A27 "Bootstrap File", read the way
+/// gRPC's clients read them: `xds_servers` entries with a string
+/// `server_uri`, a `channel_creds` list of objects with a string `type`, and
+/// string `server_features`; `node` with string `id` and `cluster` and an
+/// object `locality` (grpc-js refuses a node without one); string listener
+/// templates, each authority's starting with `xdstp://AUTHORITY/`.
+fn assert_grpc_shape(bootstrap: &serde_json::Value) {
+    let servers = |list: &serde_json::Value| {
+        let list = list.as_array().expect("xds_servers is a list");
+        assert!(!list.is_empty());
+        for server in list {
+            assert!(server["server_uri"].is_string(), "{server}");
+            let creds = server["channel_creds"].as_array().expect("channel_creds");
+            assert!(creds.iter().all(|c| c["type"].is_string()), "{server}");
+            let features = server["server_features"].as_array().expect("features");
+            assert!(
+                features.iter().all(serde_json::Value::is_string),
+                "{server}"
+            );
+        }
+    };
+    servers(&bootstrap["xds_servers"]);
+    let node = &bootstrap["node"];
+    assert!(
+        node["id"].is_string() && node["cluster"].is_string(),
+        "{node}"
+    );
+    assert!(node["locality"].is_object(), "node.locality: {node}");
+    assert!(bootstrap["client_default_listener_resource_name_template"].is_string());
+    let authorities = bootstrap["authorities"].as_object().expect("authorities");
+    for (name, authority) in authorities {
+        let template = authority["client_listener_resource_name_template"]
+            .as_str()
+            .expect("a per-authority template");
+        assert!(
+            template.starts_with(&format!("xdstp://{name}/")),
+            "gRFC A47: {template}"
+        );
+        servers(&authority["xds_servers"]);
+    }
+}
+
+/// The bootstrap `--bootstrap-out` writes for the federated example is one
+/// gRPC's clients accept (see [`assert_grpc_shape`]), and its gRFC A47
+/// templates turn `xds://AUTHORITY/ID` into every scenario listener
+/// `xdstp://AUTHORITY/envoy.config.listener.v3.Listener/ID`, and
+/// `xds:///greeter` into the example's listener, as gRPC's resolver does.
+#[test]
+fn written_bootstrap_is_one_grpc_reads_and_resolves_every_listener() {
+    let scenario = example("testbed-federated.yaml");
+    let bootstrap = written_bootstrap(&scenario);
+    assert_grpc_shape(&bootstrap);
+
+    let loaded = xdsfed::core::bootstrap::Bootstrap::from_json_str(&bootstrap.to_string()).unwrap();
+    let registry = xdsfed::core::authority::AuthorityRegistry::new(&loaded);
+    let resolve = |target: &str| {
+        registry
+            .listener_resource_name(target)
+            .unwrap_or_else(|e| panic!("{target}: {e}"))
+            .to_string()
+    };
+    let listeners = scenario_listeners(&scenario);
+    assert!(!listeners.is_empty());
+    for listener in &listeners {
+        let (authority, id) = listener
+            .strip_prefix("xdstp://")
+            .and_then(|rest| rest.split_once("/envoy.config.listener.v3.Listener/"))
+            .expect("the example's listeners are xdstp names");
+        assert_eq!(&resolve(&format!("xds://{authority}/{id}")), listener);
+    }
+    assert_eq!(
+        resolve("xds:///greeter"),
+        "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter"
+    );
+}

@@ -54,6 +54,8 @@ pub(crate) struct Args {
 
 /// The node id of the bootstrap `--bootstrap-out` writes.
 const BOOTSTRAP_NODE_ID: &str = "xdsfed-testbed-client";
+/// The node cluster of the bootstrap `--bootstrap-out` writes.
+const BOOTSTRAP_NODE_CLUSTER: &str = "xdsfed-testbed";
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let scenario = Scenario::from_file(&args.config).map_err(|e| {
@@ -160,11 +162,22 @@ fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliErro
         .map_err(|e| CliError::runtime("cannot write to stdout").caused_by(&e))
 }
 
-/// Writes [`client_bootstrap`] for `servers` to `file`.
+/// Writes [`client_bootstrap`] for `servers` and the listeners they hold
+/// now to `file`.
 fn write_bootstrap(file: &Path, servers: &[Arc<Server>]) -> Result<(), CliError> {
-    let servers: Vec<(String, Vec<String>)> = servers
+    let servers: Vec<BootstrapServer> = servers
         .iter()
-        .map(|s| (s.addr().to_string(), s.authorities().to_vec()))
+        .map(|s| BootstrapServer {
+            address: s.addr().to_string(),
+            authorities: s.authorities().to_vec(),
+            listeners: s
+                .store()
+                .table(LISTENER_TYPE_URL)
+                .1
+                .values()
+                .map(|r| r.name.clone())
+                .collect(),
+        })
         .collect();
     let mut text = serde_json::to_string_pretty(&client_bootstrap(&servers))
         .map_err(|e| CliError::runtime("cannot encode the bootstrap").caused_by(&e))?;
@@ -179,37 +192,107 @@ fn write_bootstrap(file: &Path, servers: &[Arc<Server>]) -> Result<(), CliError>
     })
 }
 
-/// A gRFC A47 bootstrap for servers given as `(address, authorities)` in
-/// scenario order: the first server is the default for old-style names, and
-/// each authority lists the servers that serve it in that order, so two
-/// servers of one authority are its primary and its fallback (gRFC A71).
+const LISTENER_TYPE_URL: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+
+/// One server as the written bootstrap sees it.
+#[derive(Debug)]
+struct BootstrapServer {
+    /// `host:port`.
+    address: String,
+    /// The authorities it serves, in scenario order.
+    authorities: Vec<String>,
+    /// The names of the Listeners it holds, sorted.
+    listeners: Vec<String>,
+}
+
+/// The per-authority listener template: gRFC A47's default, written out so
+/// that every client reads the same one.
+fn authority_listener_template(authority: &str) -> String {
+    format!("xdstp://{authority}/envoy.config.listener.v3.Listener/%s")
+}
+
+/// The authority of an `xdstp:` Listener name, if it is one.
+fn listener_authority(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("xdstp://")?;
+    let (authority, path) = rest.split_once('/')?;
+    path.starts_with("envoy.config.listener.v3.Listener/")
+        .then_some(authority)
+}
+
+/// `client_default_listener_resource_name_template`, chosen so that
+/// `xds:///NAME` reaches a scenario listener: `%s` when the default server
+/// (the first) holds an old-style listener, else the per-authority template
+/// of the first `xdstp:` listener's authority (servers in scenario order,
+/// listeners sorted), else `%s`.
+fn default_listener_template(servers: &[BootstrapServer]) -> String {
+    let old_style_on_default = servers
+        .first()
+        .is_some_and(|s| s.listeners.iter().any(|l| listener_authority(l).is_none()));
+    if old_style_on_default {
+        return "%s".to_owned();
+    }
+    servers
+        .iter()
+        .flat_map(|s| &s.listeners)
+        .find_map(|l| listener_authority(l))
+        .map_or_else(|| "%s".to_owned(), authority_listener_template)
+}
+
+/// A bootstrap that gRPC's xDS clients (grpc-go, C-core, Java, grpc-js) and
+/// xdsfed read unchanged, for servers in scenario order:
+/// - `node` has `id`, `cluster` and an empty `locality` (grpc-js refuses a
+///   node without one). Every client of the file sends the same node id; the
+///   testbed tells them apart by their connection (docs/testbed.md).
+/// - each server has `server_uri`, insecure `channel_creds` (gRFC A27: a
+///   client uses the first type it supports) and `server_features:
+///   ["xds_v3"]`, which older gRPC releases need to speak xDS v3 (gRFC A27
+///   "server_features") and newer ones ignore.
+/// - the first server is the default for old-style names, and each
+///   authority lists the servers that serve it in scenario order, so two
+///   servers of one authority are its primary and its fallback (gRFC A71).
+/// - gRFC A47 listener templates: each authority's
+///   `client_listener_resource_name_template` makes `xds://AUTHORITY/ID`
+///   reach `xdstp://AUTHORITY/envoy.config.listener.v3.Listener/ID`, and
+///   [`default_listener_template`] makes `xds:///ID` reach one authority's
+///   listeners (or old-style names on the default server).
+///
 /// No `api_type`: the client speaks delta ADS and may fall back to SotW.
-fn client_bootstrap(servers: &[(String, Vec<String>)]) -> Value {
+fn client_bootstrap(servers: &[BootstrapServer]) -> Value {
     let server = |address: &str| {
         json!({
             "server_uri": address,
             "channel_creds": [{"type": "insecure"}],
+            "server_features": ["xds_v3"],
         })
     };
     let mut authorities = serde_json::Map::new();
-    for (address, served) in servers {
-        for authority in served {
-            let entry = authorities
-                .entry(authority.clone())
-                .or_insert_with(|| json!({"xds_servers": []}));
-            if let Some(list) = entry["xds_servers"].as_array_mut() {
-                list.push(server(address));
+    for entry in servers {
+        for authority in &entry.authorities {
+            let item = authorities.entry(authority.clone()).or_insert_with(|| {
+                json!({
+                    "client_listener_resource_name_template":
+                        authority_listener_template(authority),
+                    "xds_servers": [],
+                })
+            });
+            if let Some(list) = item["xds_servers"].as_array_mut() {
+                list.push(server(&entry.address));
             }
         }
     }
     let default: Vec<Value> = servers
         .first()
-        .map(|(address, _)| server(address))
+        .map(|s| server(&s.address))
         .into_iter()
         .collect();
     json!({
         "xds_servers": default,
-        "node": {"id": BOOTSTRAP_NODE_ID},
+        "node": {
+            "id": BOOTSTRAP_NODE_ID,
+            "cluster": BOOTSTRAP_NODE_CLUSTER,
+            "locality": {},
+        },
+        "client_default_listener_resource_name_template": default_listener_template(servers),
         "authorities": authorities,
     })
 }
@@ -218,13 +301,12 @@ fn client_bootstrap(servers: &[(String, Vec<String>)]) -> Value {
 mod tests {
     use super::*;
 
-    fn servers(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    fn servers(list: &[(&str, &[&str])]) -> Vec<BootstrapServer> {
         list.iter()
-            .map(|(address, authorities)| {
-                (
-                    (*address).to_owned(),
-                    authorities.iter().map(|a| (*a).to_owned()).collect(),
-                )
+            .map(|(address, authorities)| BootstrapServer {
+                address: (*address).to_owned(),
+                authorities: authorities.iter().map(|a| (*a).to_owned()).collect(),
+                listeners: Vec::new(),
             })
             .collect()
     }
@@ -266,5 +348,51 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(loaded.authorities["cloud.example"].xds_servers.len(), 2);
         assert_eq!(loaded.node.id, BOOTSTRAP_NODE_ID);
+    }
+
+    fn with_listeners(address: &str, authority: &str, listeners: &[&str]) -> BootstrapServer {
+        BootstrapServer {
+            address: address.to_owned(),
+            authorities: vec![authority.to_owned()],
+            listeners: listeners.iter().map(|l| (*l).to_owned()).collect(),
+        }
+    }
+
+    /// `xds:///NAME` goes where a listener is: old-style names on the
+    /// default server win, else the first `xdstp:` listener's authority.
+    #[test]
+    fn default_template_follows_the_scenario_listeners() {
+        let xdstp = "xdstp://onprem.example/envoy.config.listener.v3.Listener/svc";
+        let cases: [(Vec<BootstrapServer>, &str); 4] = [
+            (vec![with_listeners("a:1", "cloud.example", &[])], "%s"),
+            (
+                vec![
+                    with_listeners("a:1", "cloud.example", &["svc"]),
+                    with_listeners("a:2", "onprem.example", &[xdstp]),
+                ],
+                "%s",
+            ),
+            (
+                vec![
+                    with_listeners("a:1", "cloud.example", &[]),
+                    with_listeners("a:2", "onprem.example", &[xdstp]),
+                ],
+                "xdstp://onprem.example/envoy.config.listener.v3.Listener/%s",
+            ),
+            (
+                vec![
+                    with_listeners("a:1", "cloud.example", &[]),
+                    with_listeners("a:2", "onprem.example", &["old", xdstp]),
+                ],
+                "xdstp://onprem.example/envoy.config.listener.v3.Listener/%s",
+            ),
+        ];
+        for (servers, expected) in cases {
+            let bootstrap = client_bootstrap(&servers);
+            assert_eq!(
+                bootstrap["client_default_listener_resource_name_template"], expected,
+                "{servers:?}"
+            );
+        }
     }
 }
