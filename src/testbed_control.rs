@@ -306,6 +306,7 @@ impl TestbedControl for ControlService {
                 .map(|n| pb::ClientNack {
                     node_id: n.node_id,
                     error: n.error,
+                    peer: n.peer.map(|p| p.to_string()).unwrap_or_default(),
                 })
                 .collect(),
             timed_out: report.timed_out,
@@ -329,6 +330,7 @@ impl TestbedControl for ControlService {
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
                 streams: u32::try_from(c.streams).unwrap_or(u32::MAX),
+                peer: c.peer.map(|p| p.to_string()).unwrap_or_default(),
             })
             .collect();
         Ok(Response::new(pb::ListClientsResponse { clients }))

@@ -429,3 +429,75 @@ async fn extreme_durations_are_invalid_arguments_naming_the_field() {
         assert!(status.message().contains("response_delay"), "{status:?}");
     }
 }
+
+/// Two clients that read one bootstrap send the same node id; the testbed
+/// tells them apart by their connections: `ListClients` lists each with its
+/// own `peer` and one stream, and `WaitAcked` counts each one's ACK.
+#[tokio::test]
+async fn clients_sharing_one_bootstrap_are_listed_apart() {
+    use xdsfed::core::{bootstrap::Bootstrap, client::XdsClient, types::ClusterType};
+    let (testbed, mut control) = start().await;
+    let cloud = &testbed.servers()[0];
+    let eds = "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/c1";
+    cloud
+        .set_message(C1, &xdsfed::testbed::resources::cluster(C1, eds))
+        .unwrap();
+    let uri = cloud.uri();
+    let bootstrap = format!(
+        r#"{{"xds_servers": [{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}],
+            "node": {{"id": "shared-node", "locality": {{}}}},
+            "authorities": {{"cloud.example": {{}}}}}}"#
+    );
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let client = XdsClient::builder(Bootstrap::from_json_str(&bootstrap).unwrap())
+            .build()
+            .unwrap();
+        let mut watch = client.watch::<ClusterType>(C1).unwrap();
+        tokio::time::timeout(WAIT, watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        clients.push((client, watch));
+    }
+
+    let report = control
+        .wait_acked(pb::WaitAckedRequest {
+            server: "cloud".into(),
+            type_url: CDS.into(),
+            name: C1.into(),
+            timeout: Some(prost_types::Duration {
+                seconds: 5,
+                nanos: 0,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        report.acked_by,
+        ["shared-node", "shared-node"],
+        "{report:?}"
+    );
+
+    let listed = control
+        .list_clients(pb::ListClientsRequest {
+            server: "cloud".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .clients;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .all(|c| c.node_id == "shared-node" && c.streams == 1)
+    );
+    assert_ne!(listed[0].peer, listed[1].peer, "{listed:?}");
+    for client in &listed {
+        let peer: std::net::SocketAddr = client.peer.parse().unwrap();
+        assert!(peer.ip().is_loopback(), "{peer}");
+    }
+}

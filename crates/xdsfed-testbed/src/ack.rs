@@ -18,9 +18,16 @@
 //! last stream ends it leaves the tracker with everything it answered.
 //! A reconnecting delta client that lists `r1@v1` in
 //! `initial_resource_versions` is taken to hold (and so to have ACKed) it.
+//!
+//! A client is its node id together with the address its connection comes
+//! from (the peer): clients that share one bootstrap, and so one node id,
+//! are still told apart, and the streams one client opens on one connection
+//! count together. A client that reconnects comes back as a new client (a
+//! new peer port); its old entry leaves as its streams end.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
+    net::SocketAddr,
     sync::{Mutex, MutexGuard, PoisonError},
     time::{Duration, SystemTime},
 };
@@ -43,6 +50,8 @@ pub enum Outcome {
 pub struct Nack {
     /// The client's node id.
     pub node_id: String,
+    /// The address its connection comes from, when the transport knows it.
+    pub peer: Option<SocketAddr>,
     /// The message of its `error_detail`.
     pub error: String,
 }
@@ -50,11 +59,13 @@ pub struct Nack {
 /// The result of [`crate::Server::wait_acked`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AckReport {
-    /// Node ids that ACKed the version, sorted.
+    /// Node ids of the clients that ACKed the version, sorted; a node id
+    /// appears once per client (two clients may share one).
     pub acked_by: Vec<String>,
-    /// Clients that NACKed it, sorted by node id.
+    /// Clients that NACKed it, sorted by node id, then peer.
     pub nacked_by: Vec<Nack>,
-    /// Subscribed clients that had not answered when the wait ended, sorted.
+    /// Node ids of the subscribed clients that had not answered when the
+    /// wait ended, sorted, once per client.
     pub pending: Vec<String>,
     /// True when the timeout passed before every client answered.
     pub timed_out: bool,
@@ -65,6 +76,9 @@ pub struct AckReport {
 pub struct ClientInfo {
     /// The client's node id.
     pub node_id: String,
+    /// The address its connection comes from, when the transport knows it:
+    /// with the node id, what tells clients that share a bootstrap apart.
+    pub peer: Option<SocketAddr>,
     /// When its last request arrived, on any stream.
     pub last_request: SystemTime,
     /// How many open streams it has.
@@ -73,9 +87,15 @@ pub struct ClientInfo {
 
 type ResourceId = (String, String); // (type URL, canonical key)
 
+/// A client: its node id (`<stream N>` when its requests carry none) and
+/// its connection's peer address.
+type ClientKey = (String, Option<SocketAddr>);
+
 #[derive(Debug, Default)]
 struct StreamEntry {
-    node_id: Option<String>,
+    peer: Option<SocketAddr>,
+    /// Set by the first request.
+    client: Option<ClientKey>,
     subscriptions: HashMap<String, Subscription>,
     /// Nonce → what that response carried: (type URL, key, version).
     sent: HashMap<String, Vec<(String, String, String)>>,
@@ -91,7 +111,7 @@ struct ClientEntry {
 #[derive(Debug, Default)]
 struct Inner {
     streams: HashMap<u64, StreamEntry>,
-    clients: BTreeMap<String, ClientEntry>,
+    clients: BTreeMap<ClientKey, ClientEntry>,
 }
 
 /// ACK tracking and liveness for one server's clients.
@@ -120,13 +140,14 @@ impl AckTracker {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// The connected clients, sorted by node id.
+    /// The connected clients, sorted by node id, then peer.
     pub(crate) fn clients(&self) -> Vec<ClientInfo> {
         self.lock()
             .clients
             .iter()
-            .map(|(node_id, c)| ClientInfo {
+            .map(|((node_id, peer), c)| ClientInfo {
                 node_id: node_id.clone(),
+                peer: *peer,
                 last_request: c.last_request,
                 streams: c.streams,
             })
@@ -136,31 +157,33 @@ impl AckTracker {
     /// The answers so far to `version` of (`type_url`, `key`).
     pub(crate) fn report(&self, type_url: &str, key: &str, version: &str) -> (AckReport, bool) {
         let inner = self.lock();
-        let mut interested: BTreeMap<&str, ()> = BTreeMap::new();
+        let mut interested: BTreeSet<&ClientKey> = BTreeSet::new();
         for stream in inner.streams.values() {
-            let (Some(node), Some(sub)) = (&stream.node_id, stream.subscriptions.get(type_url))
+            let (Some(client), Some(sub)) = (&stream.client, stream.subscriptions.get(type_url))
             else {
                 continue;
             };
             if sub.covers(key) {
-                interested.insert(node, ());
+                interested.insert(client);
             }
         }
         let id = (type_url.to_owned(), key.to_owned());
         let mut report = AckReport::default();
-        for node in interested.into_keys() {
+        for client in interested {
+            let (node, peer) = client;
             let outcome = inner
                 .clients
-                .get(node)
+                .get(client)
                 .and_then(|c| c.answers.get(&id))
                 .and_then(|versions| versions.get(version));
             match outcome {
-                Some(Outcome::Acked) => report.acked_by.push(node.to_owned()),
+                Some(Outcome::Acked) => report.acked_by.push(node.clone()),
                 Some(Outcome::Nacked(error)) => report.nacked_by.push(Nack {
-                    node_id: node.to_owned(),
+                    node_id: node.clone(),
+                    peer: *peer,
                     error: error.clone(),
                 }),
-                None => report.pending.push(node.to_owned()),
+                None => report.pending.push(node.clone()),
             }
         }
         let done = report.pending.is_empty();
@@ -194,8 +217,15 @@ impl AckTracker {
         }
     }
 
-    pub(crate) fn open(&self, stream: u64) {
-        self.lock().streams.insert(stream, StreamEntry::default());
+    /// A stream opened on a connection from `peer`.
+    pub(crate) fn open(&self, stream: u64, peer: Option<SocketAddr>) {
+        self.lock().streams.insert(
+            stream,
+            StreamEntry {
+                peer,
+                ..StreamEntry::default()
+            },
+        );
     }
 
     /// A request arrived on `stream`; `node_id` is its node, if it carried one.
@@ -205,19 +235,20 @@ impl AckTracker {
         let Some(entry) = streams.get_mut(&stream) else {
             return;
         };
-        if entry.node_id.is_none() {
+        if entry.client.is_none() {
             let node = node_id.map_or_else(|| format!("<stream {stream}>"), str::to_owned);
+            let key = (node, entry.peer);
             clients
-                .entry(node.clone())
+                .entry(key.clone())
                 .or_insert_with(|| ClientEntry {
                     last_request: SystemTime::now(),
                     streams: 0,
                     answers: HashMap::new(),
                 })
                 .streams += 1;
-            entry.node_id = Some(node);
+            entry.client = Some(key);
         }
-        if let Some(client) = entry.node_id.as_ref().and_then(|n| clients.get_mut(n)) {
+        if let Some(client) = entry.client.as_ref().and_then(|k| clients.get_mut(k)) {
             client.last_request = SystemTime::now();
         }
         drop(inner);
@@ -247,7 +278,7 @@ impl AckTracker {
         let Some(carried) = entry.sent.remove(nonce) else {
             return;
         };
-        let Some(client) = entry.node_id.as_ref().and_then(|n| clients.get_mut(n)) else {
+        let Some(client) = entry.client.as_ref().and_then(|k| clients.get_mut(k)) else {
             return;
         };
         let outcome = error.map_or(Outcome::Acked, Outcome::Nacked);
@@ -268,8 +299,8 @@ impl AckTracker {
         let Inner { streams, clients } = &mut *inner;
         let Some(client) = streams
             .get(&stream)
-            .and_then(|e| e.node_id.as_ref())
-            .and_then(|n| clients.get_mut(n))
+            .and_then(|e| e.client.as_ref())
+            .and_then(|k| clients.get_mut(k))
         else {
             return;
         };
@@ -285,12 +316,12 @@ impl AckTracker {
 
     pub(crate) fn close(&self, stream: u64) {
         let mut inner = self.lock();
-        if let Some(node) = inner.streams.remove(&stream).and_then(|e| e.node_id)
-            && let Some(client) = inner.clients.get_mut(&node)
+        if let Some(key) = inner.streams.remove(&stream).and_then(|e| e.client)
+            && let Some(client) = inner.clients.get_mut(&key)
         {
             client.streams = client.streams.saturating_sub(1);
             if client.streams == 0 {
-                inner.clients.remove(&node);
+                inner.clients.remove(&key);
             }
         }
         drop(inner);

@@ -41,10 +41,13 @@ async fn wait_acked_reports_one_ack_and_one_nack_from_two_clients() {
     let report = server.wait_acked(CDS, C1, None, WAIT).await.unwrap();
     assert!(!report.timed_out, "{report:?}");
     assert_eq!(report.acked_by, ["good-client"]);
+    let peer = report.nacked_by.first().and_then(|n| n.peer);
+    assert!(peer.is_some_and(|p| p.ip().is_loopback()), "{report:?}");
     assert_eq!(
         report.nacked_by,
         [Nack {
             node_id: "bad-client".into(),
+            peer,
             error: "cluster c1: connect_timeout too short".into()
         }]
     );

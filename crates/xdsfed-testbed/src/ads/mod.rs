@@ -25,6 +25,7 @@ mod sotw;
 
 use std::{
     collections::{BTreeMap, HashMap},
+    net::SocketAddr,
     pin::Pin,
     sync::Arc,
 };
@@ -96,7 +97,7 @@ impl StreamCtx {
 
 impl Ads {
     /// Opens a stream on the recorder and tracker, or refuses it per the faults.
-    fn open(&self, variant: Variant) -> Result<StreamCtx, Status> {
+    fn open(&self, variant: Variant, peer: Option<SocketAddr>) -> Result<StreamCtx, Status> {
         let faults = self.shared.faults();
         let id = self.shared.recorder.open(variant);
         let refusal = if *self.shutdown.borrow() {
@@ -116,7 +117,7 @@ impl Ads {
             self.shared.recorder.close(id, status_text(&status));
             return Err(status);
         }
-        self.shared.tracker.open(id);
+        self.shared.tracker.open(id, peer);
         Ok(StreamCtx {
             shared: self.shared.clone(),
             id,
@@ -138,7 +139,7 @@ impl AggregatedDiscoveryService for Ads {
         &self,
         request: Request<Streaming<DiscoveryRequest>>,
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        let ctx = self.open(Variant::Sotw)?;
+        let ctx = self.open(Variant::Sotw, request.remote_addr())?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
         tokio::spawn(serve::<sotw::Sotw>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
@@ -148,7 +149,7 @@ impl AggregatedDiscoveryService for Ads {
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        let ctx = self.open(Variant::Delta)?;
+        let ctx = self.open(Variant::Delta, request.remote_addr())?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
         tokio::spawn(serve::<delta::Delta>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
