@@ -409,3 +409,47 @@ fn xdstp_names_spelled_differently_are_the_same_name() {
     ))
     .expect("the same name in another spelling");
 }
+
+/// A resource that does not map to its type names the field inside it,
+/// after the resource's own path, for an enum, a nested number and an
+/// unknown key alike.
+#[test]
+fn resource_mapping_errors_name_the_field_inside_the_resource() {
+    let resource = |body: &str| {
+        format!(
+            "{ONE_SERVER}resources:\n  - name: xdstp://a.example/envoy.config.cluster.v3.Cluster/c\n    \
+             resource: {{\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, {body}}}\n"
+        )
+    };
+    let cases = [
+        (
+            "lb_policy: ROUND_ROBN",
+            "resources[0].resource.lb_policy",
+            "unrecognized enum value 'ROUND_ROBN'",
+        ),
+        (
+            "load_assignment: {endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {port_value: x}}}}]}]}",
+            "resources[0].resource.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value",
+            "",
+        ),
+        ("colour: red", "resources[0].resource.colour", "colour"),
+    ];
+    for (body, path, message) in cases {
+        let err = refused(&resource(body));
+        assert_eq!(invalid_path(&err), path, "{err}");
+        assert!(err.to_string().contains(message), "{err}");
+        assert_eq!(err.to_string().matches(path).count(), 1, "{err}");
+    }
+}
+
+/// An unknown scenario field prints its path once.
+#[test]
+fn unknown_scenario_field_prints_its_path_once() {
+    let err = refused("servers: [{name: a, authorities: [a.example], colour: red}]\n");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("servers[0].colour: unknown field `colour`"),
+        "{text}"
+    );
+    assert!(!text.contains("servers[0]: "), "{text}");
+}

@@ -50,28 +50,108 @@ pub fn envoy_pool() -> Result<DescriptorPool, String> {
 /// Where backends listen, by name.
 pub(crate) type BackendPorts = HashMap<String, u16>;
 
-/// Converts a YAML resource (with `"@type"`) into an `Any`.
+/// Why a YAML resource does not map to its type, and where inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MappingError {
+    /// The field path inside the resource (`lb_policy`,
+    /// `load_assignment.endpoints[0]`), empty for the resource as a whole.
+    pub(crate) field: String,
+    /// What is wrong there.
+    pub(crate) message: String,
+}
+
+impl MappingError {
+    fn whole(message: impl Into<String>) -> Self {
+        Self {
+            field: String::new(),
+            message: message.into(),
+        }
+    }
+
+    /// The full path of the failing field, given the resource's own path
+    /// (`resources[0].resource`), and the message.
+    pub(crate) fn located(self, path: &str) -> (String, String) {
+        let full = match self.field.as_str() {
+            "" => path.to_owned(),
+            field if field.starts_with('[') => format!("{path}{field}"),
+            field => format!("{path}.{field}"),
+        };
+        (full, self.message)
+    }
+}
+
+impl From<MappingError> for String {
+    fn from(e: MappingError) -> Self {
+        if e.field.is_empty() {
+            e.message
+        } else {
+            format!("{}: {}", e.field, e.message)
+        }
+    }
+}
+
+/// Converts a YAML resource (with `"@type"`) into an `Any`. An error names
+/// the field inside the resource where the mapping failed: the deserializer
+/// is wrapped in one that tracks the path as it goes, so finding it costs
+/// nothing beyond the conversion itself.
 pub(crate) fn to_any(
     pool: &DescriptorPool,
     value: &Value,
     backends: &BackendPorts,
-) -> Result<Any, String> {
-    let value = substitute(value, backends)?;
+) -> Result<Any, MappingError> {
+    let value = substitute(value, backends).map_err(MappingError::whole)?;
     let Value::Mapping(map) = &value else {
-        return Err("a resource must be a mapping with an \"@type\" key".into());
+        return Err(MappingError::whole(
+            "a resource must be a mapping with an \"@type\" key",
+        ));
     };
     if !map.contains_key("@type") {
-        return Err("the resource has no \"@type\" key naming its type".into());
+        return Err(MappingError::whole(
+            "the resource has no \"@type\" key naming its type",
+        ));
     }
     let any_descriptor = pool
         .get_message_by_name("google.protobuf.Any")
-        .ok_or("the descriptor pool lacks google.protobuf.Any")?;
+        .ok_or_else(|| MappingError::whole("the descriptor pool lacks google.protobuf.Any"))?;
     let options = prost_reflect::DeserializeOptions::new();
-    let message = DynamicMessage::deserialize_with_options(any_descriptor, value, &options)
-        .map_err(|e| e.to_string())?;
+    let mut track = serde_path_to_error::Track::new();
+    let message = DynamicMessage::deserialize_with_options(
+        any_descriptor,
+        serde_path_to_error::Deserializer::new(value, &mut track),
+        &options,
+    )
+    .map_err(|e| {
+        let message = e.to_string();
+        let mut field = track.path().to_string();
+        // The root prints as ".".
+        if field == "." {
+            field.clear();
+        }
+        // An unknown key is refused by the message around it, before the
+        // path reaches it; the message names it.
+        if let Some(key) = unknown_field(&message)
+            && !field.ends_with(key)
+        {
+            if !field.is_empty() {
+                field.push('.');
+            }
+            field.push_str(key);
+        }
+        MappingError { field, message }
+    })?;
     message
         .transcode_to::<Any>()
-        .map_err(|e| format!("cannot encode the resource: {e}"))
+        .map_err(|e| MappingError::whole(format!("cannot encode the resource: {e}")))
+}
+
+/// The key an unknown-field message names: prost-reflect's
+/// "unrecognized field name 'KEY'" or serde's "unknown field `KEY`, …".
+fn unknown_field(message: &str) -> Option<&str> {
+    if let Some(rest) = message.strip_prefix("unrecognized field name '") {
+        return rest.split_once('\'').map(|(key, _)| key);
+    }
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(key, _)| key)
 }
 
 /// Replaces backend references in every string of `value`.
@@ -211,7 +291,33 @@ eds_cluster_config: {service_name: payments-eds}
             &BackendPorts::new(),
         )
         .unwrap_err();
-        assert!(err.contains("nmae"), "{err}");
+        assert_eq!(err.field, "nmae", "{err:?}");
+        assert!(err.message.contains("nmae"), "{err:?}");
+    }
+
+    #[test]
+    fn to_any_names_the_failing_field_inside_the_resource() {
+        let pool = envoy_pool().unwrap();
+        let err = to_any(
+            &pool,
+            &yaml(
+                "{\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, \
+                 load_assignment: {endpoints: [{lb_endpoints: [{endpoint: \
+                 {address: {socket_address: {port_value: x}}}}]}]}}",
+            ),
+            &BackendPorts::new(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.clone().located("resources[0].resource").0,
+            "resources[0].resource.load_assignment.endpoints[0].lb_endpoints[0]\
+             .endpoint.address.socket_address.port_value"
+        );
+        let whole = MappingError::whole("no @type");
+        assert_eq!(
+            whole.located("resources[1].resource"),
+            ("resources[1].resource".to_owned(), "no @type".to_owned())
+        );
     }
 
     #[test]

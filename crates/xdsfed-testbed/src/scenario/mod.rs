@@ -246,9 +246,10 @@ impl Scenario {
         let file: model::File = serde_path_to_error::deserialize(
             serde_norway::Deserializer::from_str(text),
         )
-        .map_err(|e| ScenarioError::Syntax {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let message = without_path_prefix(&e.inner().to_string(), &path).to_owned();
+            ScenarioError::Syntax { path, message }
         })?;
         check(file, pool)
     }
@@ -300,6 +301,16 @@ fn check_text(text: &str) -> Result<(), ScenarioError> {
             at.column
         ),
     })
+}
+
+/// `message` without the path serde_norway puts before it (`servers[0]: `,
+/// the mapping around the failing key): the error prints the full path
+/// already.
+fn without_path_prefix<'a>(message: &'a str, path: &str) -> &'a str {
+    match message.split_once(": ") {
+        Some((prefix, rest)) if !prefix.is_empty() && path.starts_with(prefix) => rest,
+        _ => message,
+    }
 }
 
 /// Checks that `authority` can be the authority of an `xdstp:` name as it
@@ -494,7 +505,10 @@ impl Context<'_> {
     fn dry_any(&self, path: &str, value: &Value) -> Result<Any, ScenarioError> {
         self.check_backends(path, value)?;
         let placeholder = self.backends.iter().map(|b| (b.clone(), 1)).collect();
-        json::to_any(self.pool, value, &placeholder).map_err(|why| invalid(path, why))
+        json::to_any(self.pool, value, &placeholder).map_err(|e| {
+            let (path, why) = e.located(path);
+            invalid(path, why)
+        })
     }
 
     fn resource(
