@@ -12,7 +12,8 @@
 //! ```
 //!
 //! With `--bootstrap-out FILE` it first writes a client bootstrap (gRFC A47
-//! JSON) for those servers, so no one has to copy ports into a file.
+//! JSON) for those servers, so no one has to copy ports into a file; gRPC's
+//! xDS clients read it as it is (see [`client_bootstrap`]).
 
 use std::{
     io::Write,
@@ -46,8 +47,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     control: SocketAddr,
     /// Once the servers listen, write a client bootstrap (gRFC A47 JSON) for
-    /// them to FILE: each authority's servers in scenario order (the first
-    /// is the primary, the next its fallbacks), the first server as default.
+    /// them to FILE, one gRPC clients read as it is: each authority's servers
+    /// in scenario order (the first is the primary, the next its fallbacks),
+    /// the first server as default, listener templates for xds:///NAME and
+    /// xds://AUTHORITY/NAME.
     #[arg(long, value_name = "FILE")]
     bootstrap_out: Option<PathBuf>,
 }
