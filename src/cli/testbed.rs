@@ -166,7 +166,8 @@ fn print_addresses(testbed: &Testbed, control: SocketAddr) -> Result<(), CliErro
 }
 
 /// Writes [`client_bootstrap`] for `servers` and the listeners they hold
-/// now to `file`.
+/// now to `file` (a listener a schedule step adds later does not change the
+/// default template).
 fn write_bootstrap(file: &Path, servers: &[Arc<Server>]) -> Result<(), CliError> {
     let servers: Vec<BootstrapServer> = servers
         .iter()
