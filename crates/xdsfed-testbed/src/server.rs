@@ -243,7 +243,8 @@ impl Server {
         &self.shared.recorder
     }
 
-    /// The connected clients with their last request time.
+    /// The connected clients with their last request time, one per node id
+    /// and connection (clients that share a node id are listed apart).
     pub fn clients(&self) -> Vec<ClientInfo> {
         self.shared.tracker.clients()
     }
