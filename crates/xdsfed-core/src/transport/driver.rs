@@ -517,6 +517,18 @@ impl Driver {
         stats.server_failure = s.server_failure;
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;
+        if stats.updates_by_type.len() != s.updates_by_type.len()
+            || stats
+                .updates_by_type
+                .values()
+                .ne(s.updates_by_type.values())
+        {
+            stats.updates_by_type = s
+                .updates_by_type
+                .iter()
+                .map(|(t, c)| (t.to_string(), *c))
+                .collect();
+        }
         stats.foreign_names_ignored = s.foreign_names_ignored;
         if let Some(type_url) = self.answered.take()
             && !stats.answered_types.contains(&type_url)
