@@ -268,8 +268,8 @@ impl Session {
     }
 
     /// The counters.
-    pub fn stats(&self) -> SessionStats {
-        self.stats.clone()
+    pub fn stats(&self) -> &SessionStats {
+        &self.stats
     }
 
     // ----- commands -----
