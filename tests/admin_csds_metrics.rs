@@ -255,6 +255,59 @@ async fn csds_carries_each_resource_the_target_and_the_nack() {
     assert_eq!(answer.config[0].generic_xds_configs.len(), 5);
 }
 
+/// The size bound (docs/cli.md): past 2 MiB of resource bytes in one
+/// response, entries keep their status but leave `xds_config` out, and the
+/// unary answer counts them in a header.
+#[tokio::test]
+async fn csds_leaves_out_resources_past_the_byte_budget_and_counts_them() {
+    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
+        .await
+        .expect("testbed starts");
+    let server = &testbed.servers()[0];
+    let cla = cloud("envoy.config.endpoint.v3.ClusterLoadAssignment", "payments");
+    let names = ["big-a", "big-b"].map(|id| cloud("envoy.config.cluster.v3.Cluster", id));
+    // Each a little over half the budget: the first fits, the second not.
+    let padding = "x".repeat(xdsfed::admin::csds::XDS_CONFIG_BUDGET / 2 + 1024);
+    for name in &names {
+        let mut big = cluster(name, &cla);
+        big.alt_stat_name.clone_from(&padding);
+        server.set_message(name, &big).unwrap();
+    }
+    let uri = server.uri();
+    let client = client(&bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""));
+    let mut watches = names
+        .each_ref()
+        .map(|n| client.watch::<ClusterType>(n).unwrap());
+    for watch in &mut watches {
+        changed(watch).await;
+    }
+    let admin = serve(&client).await;
+
+    let mut csds = ClientStatusDiscoveryServiceClient::connect(format!("http://{admin}"))
+        .await
+        .unwrap();
+    let answer = csds
+        .fetch_client_status(ClientStatusRequest::default())
+        .await
+        .unwrap();
+    let omitted = answer
+        .metadata()
+        .get(xdsfed::admin::csds::OMITTED_HEADER)
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(omitted.as_deref(), Some("1"));
+    let config = &answer.get_ref().config[0];
+    let carried: Vec<(&str, bool, i32)> = config
+        .generic_xds_configs
+        .iter()
+        .map(|g| (g.name.as_str(), g.xds_config.is_some(), g.client_status))
+        .collect();
+    assert_eq!(
+        carried,
+        [(names[0].as_str(), true, 3), (names[1].as_str(), false, 3)],
+        "the second keeps its status (ACKED) without its bytes"
+    );
+}
+
 /// `GET /metrics` from the admin endpoint.
 async fn metrics_of(admin: SocketAddr) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
