@@ -11,10 +11,13 @@ mod common;
 
 use std::io::{Read, Write};
 
+use prost::Message;
+
 use cli_fixture::{
     CLOUD, Fixture, ONPREM, Running, cluster_name, endpoints_name, listener_name, refused,
 };
 use common::resources::{cluster, cluster_collection, endpoints, locator};
+use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::service::status::v3::ClientStatusRequest;
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
 
@@ -140,9 +143,12 @@ fn admin_serves_csds_and_a78_metrics_of_the_running_client() {
         let streamed = stream.message().await.unwrap().unwrap();
         (fetched, streamed)
     });
+    // `--admin` names the client by the channel target of the listener.
+    let target = format!("xds://{CLOUD}/front");
     for response in [&fetched, &streamed] {
         let config = &response.config[0];
         assert_eq!(config.node.as_ref().unwrap().id, "cli-test");
+        assert_eq!(config.client_scope, target);
         let listener = config
             .generic_xds_configs
             .iter()
@@ -151,7 +157,18 @@ fn admin_serves_csds_and_a78_metrics_of_the_running_client() {
         // envoy.admin.v3.ClientResourceStatus.ACKED
         assert_eq!(listener.client_status, 3);
         assert!(!listener.version_info.is_empty());
+        let any = listener.xds_config.as_ref().expect("the resource itself");
+        assert_eq!(any.type_url, listener.type_url);
+        let decoded = Listener::decode(any.value.as_slice()).unwrap();
+        assert_eq!(decoded.name, listener_name());
         assert_eq!(config.generic_xds_configs.len(), 6);
+        assert!(
+            config
+                .generic_xds_configs
+                .iter()
+                .all(|c| c.xds_config.is_some()),
+            "every ACKed entry carries its resource"
+        );
     }
 
     let mut http = std::net::TcpStream::connect(&admin).unwrap();
@@ -166,15 +183,17 @@ fn admin_serves_csds_and_a78_metrics_of_the_running_client() {
     let cloud = fx.testbed.server("cloud").unwrap().addr().to_string();
     for wanted in [
         format!(
-            "grpc_xds_client_connected{{grpc_target=\"{}\",grpc_xds_server=\"{cloud}\"}} 1",
-            listener_name()
+            "grpc_xds_client_connected{{grpc_target=\"{target}\",grpc_xds_server=\"{cloud}\"}} 1"
         ),
-        "grpc_xds_client_server_failure{".to_owned(),
-        "grpc_xds_client_resource_updates_valid{".to_owned(),
-        "grpc_xds_client_resource_updates_invalid{".to_owned(),
         format!(
-            "grpc_xds_client_resources{{grpc_target=\"{}\",grpc_xds_authority=\"{ONPREM}\",grpc_xds_resource_type=\"type.googleapis.com/envoy.config.cluster.v3.Cluster\",grpc_xds_cache_state=\"acked\"}} 1",
-            listener_name()
+            "grpc_xds_client_server_failure_total{{grpc_target=\"{target}\",grpc_xds_server=\"{cloud}\"}} 0"
+        ),
+        format!(
+            "grpc_xds_client_resource_updates_valid_total{{grpc_target=\"{target}\",grpc_xds_server=\"{cloud}\",grpc_xds_resource_type=\"envoy.config.listener.v3.Listener\"}} "
+        ),
+        "# TYPE grpc_xds_client_resource_updates_invalid_total counter".to_owned(),
+        format!(
+            "grpc_xds_client_resources{{grpc_target=\"{target}\",grpc_xds_authority=\"{ONPREM}\",grpc_xds_cache_state=\"acked\",grpc_xds_resource_type=\"envoy.config.cluster.v3.Cluster\"}} 1"
         ),
     ] {
         assert!(text.contains(&wanted), "{wanted} in:\n{text}");

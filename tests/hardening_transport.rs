@@ -134,7 +134,7 @@ async fn tarpit_is_a_connection_failure_and_is_retried() {
     );
     let failures = metrics
         .lines()
-        .find_map(|l| l.strip_prefix(&format!("grpc_xds_client_server_failure{labels} ")))
+        .find_map(|l| l.strip_prefix(&format!("grpc_xds_client_server_failure_total{labels} ")))
         .and_then(|n| n.parse::<u64>().ok());
     assert!(failures.is_some_and(|n| n >= 2), "{metrics}");
 }

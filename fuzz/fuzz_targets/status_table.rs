@@ -30,6 +30,8 @@ fuzz_target!(|data: &[u8]| {
             last_updated_unix_ms: None,
             error: has_error.then_some(error),
             failed_version: Some(version),
+            failed_at_unix_ms: None,
+            raw: None,
             cached: true,
             source: Some(SourceStatus {
                 server: server.clone(),
@@ -46,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
             server_failure: 0,
             resource_updates_valid: 0,
             resource_updates_invalid: 1,
+            resource_updates_by_type: Default::default(),
             foreign_resources_ignored: 0,
             variant: "delta".into(),
             answered_types: Vec::new(),

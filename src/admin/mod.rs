@@ -11,7 +11,7 @@
 //! router, `/metrics` is added to it, and the server accepts HTTP/1.1 next to
 //! HTTP/2, so `curl` and Prometheus reach the same port as `grpcurl`.
 
-pub(crate) mod csds;
+pub mod csds;
 pub(crate) mod metrics;
 
 use std::net::SocketAddr;
@@ -23,13 +23,15 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 
 /// Listens on `addr` and serves CSDS and `/metrics` for `client` until the
-/// returned task is aborted. `target` labels the metrics (`grpc_target`).
+/// returned task is aborted. `target` names the client the way gRPC names a
+/// channel's xDS client (for example `xds:///my-service`): it is CSDS's
+/// `client_scope` (gRFC A40) and the metrics' `grpc_target` (gRFC A78).
 /// Returns the bound address, which differs from `addr` when its port is 0.
 ///
 /// ```no_run
 /// # async fn example(client: xdsfed::core::client::XdsClient) -> std::io::Result<()> {
 /// let addr = "127.0.0.1:0".parse().expect("a literal address");
-/// let (bound, task) = xdsfed::admin::serve(client, addr, "my-service".into()).await?;
+/// let (bound, task) = xdsfed::admin::serve(client, addr, "xds:///my-service".into()).await?;
 /// println!("CSDS and /metrics on {bound}");
 /// task.abort();
 /// # Ok(())
@@ -43,21 +45,22 @@ pub async fn serve(
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let metrics_client = client.clone();
-    let router = tonic::service::Routes::new(csds::CsdsService::new(client).into_server())
-        .into_axum_router()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let client = metrics_client.clone();
-                let target = target.clone();
-                async move {
-                    (
-                        [(CONTENT_TYPE, metrics::CONTENT_TYPE)],
-                        metrics::render(&client.status(), &target),
-                    )
-                }
-            }),
-        );
+    let router =
+        tonic::service::Routes::new(csds::CsdsService::new(client, target.clone()).into_server())
+            .into_axum_router()
+            .route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let client = metrics_client.clone();
+                    let target = target.clone();
+                    async move {
+                        (
+                            [(CONTENT_TYPE, metrics::CONTENT_TYPE)],
+                            metrics::render(&client.status(), &target),
+                        )
+                    }
+                }),
+            );
     let task = tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .accept_http1(true)

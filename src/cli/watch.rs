@@ -96,14 +96,35 @@ impl Watched {
         }
     }
 
-    /// The `grpc_target` label of the admin endpoint's metrics.
+    /// The target the admin endpoint names the client by (CSDS
+    /// `client_scope`, the metrics' `grpc_target`): for a listener, the gRPC
+    /// channel target that reaches it, `xds:///NAME`, or `xds://AUTHORITY/ID`
+    /// for an xdstp name `xdstp://AUTHORITY/envoy.config.listener.v3.Listener/ID`.
+    /// Other watches are no channel's; they keep the name as given (`*/KIND`
+    /// for a wildcard).
     fn label(&self) -> String {
         match self {
-            Self::Target(Target::Listener(name) | Target::Resource(_, name)) => name.clone(),
+            Self::Target(Target::Listener(name) | Target::Resource(TypeArg::Listener, name)) => {
+                channel_target(name)
+            }
+            Self::Target(Target::Resource(_, name)) => name.clone(),
             Self::Target(Target::Wildcard(kind)) => format!("*/{kind}"),
             Self::Collection(collection) => collection.name.clone(),
         }
     }
+}
+
+/// The `xds:` channel target of a listener name (gRFC A27 for `xds:///`,
+/// A47 for `xds://AUTHORITY/`).
+fn channel_target(listener: &str) -> String {
+    const XDSTP_LISTENER: &str = "/envoy.config.listener.v3.Listener/";
+    if let Some(rest) = listener.strip_prefix("xdstp://")
+        && let Some((authority, id)) = rest.split_once(XDSTP_LISTENER)
+        && !authority.contains('/')
+    {
+        return format!("xds://{authority}/{id}");
+    }
+    format!("xds:///{listener}")
 }
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
@@ -630,6 +651,19 @@ mod tests {
             alt,
             redirected,
         }
+    }
+
+    #[test]
+    fn admin_target_is_the_channel_target_of_a_listener() {
+        assert_eq!(channel_target("svc"), "xds:///svc");
+        assert_eq!(
+            channel_target("xdstp://a.example/envoy.config.listener.v3.Listener/svc"),
+            "xds://a.example/svc"
+        );
+        assert_eq!(
+            channel_target("xdstp://a.example/envoy.config.cluster.v3.Cluster/c"),
+            "xds:///xdstp://a.example/envoy.config.cluster.v3.Cluster/c"
+        );
     }
 
     #[test]

@@ -100,6 +100,9 @@ pub struct ResourceState {
     pub last_updated: Option<SystemTime>,
     /// The version of the last rejected update, for CSDS.
     pub failed_version: Option<Arc<str>>,
+    /// When the last rejected update arrived, for CSDS
+    /// (`UpdateFailureState.last_update_attempt`).
+    pub failed_at: Option<SystemTime>,
     /// Where the last good copy came from: which server, under which name,
     /// and whether a fallback server, an `#alt` or a redirect served it.
     /// `None` until a copy arrives (and for copies applied through
@@ -134,6 +137,7 @@ impl ResourceState {
             error: None,
             last_updated: None,
             failed_version: None,
+            failed_at: None,
             source: None,
         }
     }
@@ -715,6 +719,7 @@ impl Inner {
                     state.status = ResourceStatus::Acked;
                     state.error = None;
                     state.failed_version = None;
+                    state.failed_at = None;
                     if !same_bytes {
                         state.resource = Some(resource);
                         state.last_updated = Some(SystemTime::now());
@@ -753,6 +758,7 @@ impl Inner {
                 let changed = entry.tx.send_if_modified(|state| {
                     state.status = ResourceStatus::Nacked;
                     state.failed_version = Some(Arc::clone(&nack.0));
+                    state.failed_at = Some(SystemTime::now());
                     state.error = Some(XdsError::new(ErrorKind::Nacked, nack.1.clone()));
                     if fail {
                         state.resource = None;

@@ -1,11 +1,14 @@
 //! The CSDS-style status dump of a client: every resource, where it came
 //! from, its version, status and last error.
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use serde::Serialize;
 
 use crate::cache::{Cache, ResourceStatus};
+use crate::protocol::TypeUpdates;
 
 /// One resource in the dump.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,6 +31,13 @@ pub struct ResourceStatusEntry {
     pub error: Option<String>,
     /// The version of the last rejected update, if any.
     pub failed_version: Option<String>,
+    /// When the last rejected update arrived, in milliseconds since the
+    /// Unix epoch.
+    pub failed_at_unix_ms: Option<u64>,
+    /// The bytes of the cached copy as received (the `value` of its `Any`),
+    /// shared with the cache, not copied. Not in the JSON form.
+    #[serde(skip)]
+    pub raw: Option<Bytes>,
     /// Whether a cached copy is serving.
     pub cached: bool,
     /// Where the cached copy came from, when it did not come straight from
@@ -79,6 +89,8 @@ pub struct ServerStatus {
     pub resource_updates_valid: u64,
     /// `grpc.xds_client.resource_updates_invalid`.
     pub resource_updates_invalid: u64,
+    /// Both update counters per type URL (A78's `grpc.xds.resource_type`).
+    pub resource_updates_by_type: BTreeMap<String, TypeUpdates>,
     /// Resources of authorities this server does not serve, ignored.
     pub foreign_resources_ignored: u64,
     /// `delta` or `sotw`.
@@ -137,6 +149,8 @@ pub(crate) fn resources_of(cache: &Cache) -> Vec<ResourceStatusEntry> {
             last_updated_unix_ms: state.last_updated.and_then(unix_ms),
             error: state.error.as_ref().map(ToString::to_string),
             failed_version: state.failed_version.as_deref().map(str::to_owned),
+            failed_at_unix_ms: state.failed_at.and_then(unix_ms),
+            raw: state.resource.as_ref().map(|r| r.raw().clone()),
             cached: state.resource.is_some(),
             source: state.source.as_ref().map(|s| SourceStatus {
                 server: s.server.to_string(),

@@ -387,6 +387,7 @@ impl XdsClient {
                     server_failure: stats.server_failure,
                     resource_updates_valid: stats.resource_updates_valid,
                     resource_updates_invalid: stats.resource_updates_invalid,
+                    resource_updates_by_type: stats.updates_by_type,
                     foreign_resources_ignored: stats.foreign_names_ignored,
                     variant: format!("{:?}", stats.variant).to_lowercase(),
                     answered_types: stats.answered_types.into_iter().collect(),

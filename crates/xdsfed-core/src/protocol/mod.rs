@@ -89,6 +89,6 @@ pub use config::{
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
 pub(crate) use ingest::locator_key;
-pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd};
+pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use type_state::{glob_of, is_glob};

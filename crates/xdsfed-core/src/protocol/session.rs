@@ -1,7 +1,7 @@
 //! [`Session`]: the state machine of one ADS stream to one server, across
 //! its reconnects.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,13 +104,29 @@ pub enum Phase {
     Streaming,
 }
 
+/// Valid and rejected resources received of one type (gRFC A78's
+/// `resource_updates_valid` and `_invalid` with their
+/// `grpc.xds.resource_type` label).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TypeUpdates {
+    /// Resources received that were valid.
+    pub valid: u64,
+    /// Resources received that were rejected.
+    pub invalid: u64,
+}
+
 /// Counters of one session, named after gRFC A78 where it names them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionStats {
     /// Resources received that were valid (`resource_updates_valid`).
     pub resource_updates_valid: u64,
     /// Resources received that were rejected (`resource_updates_invalid`).
     pub resource_updates_invalid: u64,
+    /// The two counters above split by the type URL of the response that
+    /// carried the resources. Only types this session requested appear
+    /// (responses of other types are not counted), so the map is bounded by
+    /// the subscriptions, not by what a server sends.
+    pub updates_by_type: BTreeMap<Arc<str>, TypeUpdates>,
     /// Streams that failed before any response (`server_failure`).
     pub server_failure: u64,
     /// Names of authorities this server may not deliver, ignored.
@@ -252,8 +268,8 @@ impl Session {
     }
 
     /// The counters.
-    pub fn stats(&self) -> SessionStats {
-        self.stats
+    pub fn stats(&self) -> &SessionStats {
+        &self.stats
     }
 
     // ----- commands -----
@@ -381,12 +397,50 @@ impl Session {
 
     /// A `DeltaDiscoveryResponse` arrived.
     pub fn handle_delta_response(&mut self, now: Instant, response: DeltaDiscoveryResponse) {
+        let before = self.update_totals();
+        let type_url = response.type_url.clone();
         self.on_delta_response(now, response);
+        self.count_by_type(&type_url, before);
     }
 
     /// A SotW `DiscoveryResponse` arrived.
     pub fn handle_sotw_response(&mut self, now: Instant, response: DiscoveryResponse) {
+        let before = self.update_totals();
+        let type_url = response.type_url.clone();
         self.on_sotw_response(now, response);
+        self.count_by_type(&type_url, before);
+    }
+
+    fn update_totals(&self) -> TypeUpdates {
+        TypeUpdates {
+            valid: self.stats.resource_updates_valid,
+            invalid: self.stats.resource_updates_invalid,
+        }
+    }
+
+    /// Adds what one response of `type_url` added to the totals to that
+    /// type's counters. The totals are counted where each resource is
+    /// judged; one response carries one type, so the difference is that
+    /// type's. A type never requested is not counted, and not entered.
+    fn count_by_type(&mut self, type_url: &str, before: TypeUpdates) {
+        let after = self.update_totals();
+        let added = TypeUpdates {
+            valid: after.valid.saturating_sub(before.valid),
+            invalid: after.invalid.saturating_sub(before.invalid),
+        };
+        if added == TypeUpdates::default() {
+            return;
+        }
+        let Some(type_url) = self
+            .states
+            .get_key_value(type_url)
+            .map(|(k, _)| Arc::clone(k))
+        else {
+            return;
+        };
+        let counts = self.stats.updates_by_type.entry(type_url).or_default();
+        counts.valid += added.valid;
+        counts.invalid += added.invalid;
     }
 
     /// The stream ended (or could not be opened). A stream the remote side

@@ -517,6 +517,16 @@ impl Driver {
         stats.server_failure = s.server_failure;
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;
+        // The session's map only grows; copy what changed, allocating only
+        // for a type's first count.
+        for (type_url, counts) in &s.updates_by_type {
+            match stats.updates_by_type.get_mut(&**type_url) {
+                Some(published) => *published = *counts,
+                None => {
+                    stats.updates_by_type.insert(type_url.to_string(), *counts);
+                }
+            }
+        }
         stats.foreign_names_ignored = s.foreign_names_ignored;
         if let Some(type_url) = self.answered.take()
             && !stats.answered_types.contains(&type_url)

@@ -37,7 +37,7 @@ mod driver;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ pub use channel::{TransportError, endpoint};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, DEFAULT_DOES_NOT_EXIST_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
-    ResourceKey,
+    ResourceKey, TypeUpdates,
 };
 use crate::types::TypeRegistry;
 
@@ -126,6 +126,8 @@ pub struct ConnectionStats {
     pub resource_updates_valid: u64,
     /// Rejected resources received (`resource_updates_invalid`).
     pub resource_updates_invalid: u64,
+    /// Both counters per type URL (A78's `grpc.xds.resource_type` label).
+    pub updates_by_type: BTreeMap<String, TypeUpdates>,
     /// Names of authorities this server may not deliver, ignored.
     pub foreign_names_ignored: u64,
     /// Streams opened so far.
@@ -222,6 +224,7 @@ impl AdsConnection {
                 server_failure: 0,
                 resource_updates_valid: 0,
                 resource_updates_invalid: 0,
+                updates_by_type: BTreeMap::new(),
                 foreign_names_ignored: 0,
                 streams_opened: 0,
                 variant: server.api,

@@ -185,6 +185,17 @@ fn partial_validity_applies_valid_resources_of_a_nacked_response() {
     );
     assert_eq!(s.stats().resource_updates_valid, 2);
     assert_eq!(s.stats().resource_updates_invalid, 1);
+    let by_type: Vec<_> = s
+        .stats()
+        .updates_by_type
+        .iter()
+        .map(|(t, c)| (t.to_string(), c.valid, c.invalid))
+        .collect();
+    assert_eq!(
+        by_type,
+        [(CDS.to_owned(), 2, 1)],
+        "gRFC A78: counted per type"
+    );
     assert!(drain_delta(&mut s, now)[0].error_detail.is_some());
 }
 
