@@ -310,21 +310,7 @@ async fn csds_leaves_out_resources_past_the_byte_budget_and_counts_them() {
 
 /// `GET /metrics` from the admin endpoint.
 async fn metrics_of(admin: SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut http = tokio::net::TcpStream::connect(admin).await.unwrap();
-    http.write_all(
-        format!("GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut text = String::new();
-    tokio::time::timeout(PATIENCE, http.read_to_string(&mut text))
-        .await
-        .expect("the admin endpoint answers")
-        .unwrap();
-    text.split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or(text)
+    common::http_get(admin, "/metrics").await
 }
 
 /// One sample line of the text format.

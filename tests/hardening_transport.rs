@@ -141,22 +141,11 @@ async fn tarpit_is_a_connection_failure_and_is_retried() {
 
 /// `GET /metrics` from an admin endpoint serving `client`.
 async fn metrics_of(client: &XdsClient) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = "127.0.0.1:0".parse().unwrap();
     let (admin, task) = xdsfed::admin::serve(client.clone(), addr, "t".into())
         .await
         .unwrap();
-    let mut http = tokio::net::TcpStream::connect(admin).await.unwrap();
-    http.write_all(
-        format!("GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut text = String::new();
-    tokio::time::timeout(PATIENCE, http.read_to_string(&mut text))
-        .await
-        .expect("the admin endpoint answers")
-        .unwrap();
+    let text = common::http_get(admin, "/metrics").await;
     task.abort();
     text
 }

@@ -361,12 +361,23 @@ fn testbed_stops_on_ctrl_c_while_a_restarted_server_is_down() {
     }
     let addr = addr.expect("the server's address is printed before `ready`");
     // The restart step closes the port for the down period.
+    wait_until_down(&addr);
+
+    interrupt_during_the_down_period(&mut running);
+}
+
+/// Waits until nothing listens on `addr` any more: a restart's down period.
+fn wait_until_down(addr: &str) {
     let deadline = Instant::now() + PATIENCE;
-    while std::net::TcpStream::connect(&addr).is_ok() {
+    while std::net::TcpStream::connect(addr).is_ok() {
         assert!(Instant::now() < deadline, "the server never went down");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
 
+/// Sends Ctrl-C (SIGINT) to the testbed during a long down period and
+/// requires a clean stop well before the period would end.
+fn interrupt_during_the_down_period(running: &mut Running) {
     let status = Command::new("kill")
         .args(["-INT", &running.0.id().to_string()])
         .status()
@@ -440,29 +451,9 @@ fn testbed_stops_on_ctrl_c_during_a_control_api_restart() {
             })
             .await
     });
-    let deadline = Instant::now() + PATIENCE;
-    while std::net::TcpStream::connect(&server).is_ok() {
-        assert!(Instant::now() < deadline, "the server never went down");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_down(&server);
 
-    let status = Command::new("kill")
-        .args(["-INT", &running.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = Instant::now() + PATIENCE;
-    let exit = loop {
-        if let Some(exit) = running.0.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the testbed still runs {PATIENCE:?} after Ctrl-C; down_for is 10 minutes"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(exit.code(), Some(0), "Ctrl-C is a clean stop");
+    interrupt_during_the_down_period(&mut running);
     let answer = runtime
         .block_on(async { tokio::time::timeout(PATIENCE, restart).await })
         .expect("the restart call ends with the testbed")

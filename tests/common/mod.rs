@@ -210,3 +210,20 @@ pub fn summary(s: &Snapshot) -> String {
         s.generation()
     )
 }
+
+/// `GET path` over HTTP/1.1 from `addr` (the admin endpoint's `/metrics`):
+/// the body, or the whole answer when it has no body.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut http = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    http.write_all(request.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(PATIENCE, http.read_to_string(&mut text))
+        .await
+        .expect("the endpoint answers")
+        .unwrap();
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or(text)
+}
