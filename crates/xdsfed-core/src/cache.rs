@@ -706,70 +706,12 @@ impl Inner {
                 resource,
                 version,
                 ..
-            } => {
-                let entry = self.entry_for_wildcard(&key, server, policy);
-                let Some(entry) = entry else { return };
-                let changed = entry.tx.send_if_modified(|state| {
-                    let same_bytes =
-                        state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
-                    state.version = Some(version);
-                    if source.is_some() {
-                        state.source = source;
-                    }
-                    state.status = ResourceStatus::Acked;
-                    state.error = None;
-                    state.failed_version = None;
-                    state.failed_at = None;
-                    if !same_bytes {
-                        state.resource = Some(resource);
-                        state.last_updated = Some(SystemTime::now());
-                    }
-                    // The copy the watchers hold, sent again (after a
-                    // reconnect, or after a NACK), is no news: the state is
-                    // brought up to date without waking them.
-                    !same_bytes
-                });
-                if changed {
-                    entry.reported_nack = None;
-                }
-                if changed {
-                    self.mark_wildcard_dirty(&key);
-                }
-                self.answer_glob_of(&key);
-            }
+            } => self.apply_upsert(server, policy, key, resource, version, source),
             CoreEvent::Invalid {
                 key,
                 error,
                 version,
-            } => {
-                let Some(entry) = self.entries.get_mut(&key) else {
-                    return;
-                };
-                let fail = entry.policy.fail_on_data_errors;
-                let message = format!(
-                    "{} {} rejected (NACKed) from server {}: {}",
-                    short_type(&key.type_url),
-                    key.name,
-                    server,
-                    error
-                );
-                let nack = (version, message);
-                let repeated = entry.reported_nack.as_ref() == Some(&nack);
-                let changed = entry.tx.send_if_modified(|state| {
-                    state.status = ResourceStatus::Nacked;
-                    state.failed_version = Some(Arc::clone(&nack.0));
-                    state.failed_at = Some(SystemTime::now());
-                    state.error = Some(XdsError::new(ErrorKind::Nacked, nack.1.clone()));
-                    if fail {
-                        state.resource = None;
-                    }
-                    !repeated || fail
-                });
-                entry.reported_nack = Some(nack);
-                if changed {
-                    self.mark_wildcard_dirty(&key);
-                }
-            }
+            } => self.apply_invalid(server, &key, &error, version),
             CoreEvent::Removed { key, reason } => {
                 let Some(entry) = self.entries.get(&key) else {
                     return;
@@ -903,6 +845,85 @@ impl Inner {
             CoreEvent::StreamHealthy => {}
             #[allow(unreachable_patterns)]
             _ => {}
+        }
+    }
+
+    /// A valid copy: stored; watchers wake only if its bytes differ from
+    /// the copy they hold.
+    fn apply_upsert(
+        &mut self,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+        key: ResourceKey,
+        resource: Decoded,
+        version: Arc<str>,
+        source: Option<Source>,
+    ) {
+        let entry = self.entry_for_wildcard(&key, server, policy);
+        let Some(entry) = entry else { return };
+        let changed = entry.tx.send_if_modified(|state| {
+            let same_bytes = state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
+            state.version = Some(version);
+            if source.is_some() {
+                state.source = source;
+            }
+            state.status = ResourceStatus::Acked;
+            state.error = None;
+            state.failed_version = None;
+            state.failed_at = None;
+            if !same_bytes {
+                state.resource = Some(resource);
+                state.last_updated = Some(SystemTime::now());
+            }
+            // The copy the watchers hold, sent again (after a
+            // reconnect, or after a NACK), is no news: the state is
+            // brought up to date without waking them.
+            !same_bytes
+        });
+        if changed {
+            entry.reported_nack = None;
+        }
+        if changed {
+            self.mark_wildcard_dirty(&key);
+        }
+        self.answer_glob_of(&key);
+    }
+
+    /// A rejected copy (NACK): the last good one keeps serving; the same
+    /// NACK as the one last reported wakes nobody.
+    fn apply_invalid(
+        &mut self,
+        server: &Arc<str>,
+        key: &ResourceKey,
+        error: &crate::types::ValidationError,
+        version: Arc<str>,
+    ) {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        let fail = entry.policy.fail_on_data_errors;
+        let message = format!(
+            "{} {} rejected (NACKed) from server {}: {}",
+            short_type(&key.type_url),
+            key.name,
+            server,
+            error
+        );
+        let nack = (version, message);
+        let repeated = entry.reported_nack.as_ref() == Some(&nack);
+        let changed = entry.tx.send_if_modified(|state| {
+            state.status = ResourceStatus::Nacked;
+            state.failed_version = Some(Arc::clone(&nack.0));
+            state.failed_at = Some(SystemTime::now());
+            state.error = Some(XdsError::new(ErrorKind::Nacked, nack.1.clone()));
+            if fail {
+                state.resource = None;
+            }
+            !repeated || fail
+        });
+        entry.reported_nack = Some(nack);
+        if changed {
+            self.mark_wildcard_dirty(key);
         }
     }
 
