@@ -334,51 +334,8 @@ fn check_authority(path: &str, authority: &str) -> Result<(), ScenarioError> {
 }
 
 fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioError> {
-    if file.servers.is_empty() {
-        return Err(invalid("servers", "a scenario needs at least one server"));
-    }
-    let mut servers = Vec::with_capacity(file.servers.len());
-    let mut names = BTreeSet::new();
-    for (i, entry) in file.servers.into_iter().enumerate() {
-        let path = format!("servers[{i}]");
-        if entry.name.is_empty() {
-            return Err(invalid(format!("{path}.name"), "must not be empty"));
-        }
-        if !names.insert(entry.name.clone()) {
-            return Err(invalid(
-                format!("{path}.name"),
-                format!("a server named {:?} already exists", entry.name),
-            ));
-        }
-        if entry.authorities.is_empty() {
-            return Err(invalid(
-                format!("{path}.authorities"),
-                "a server serves at least one authority",
-            ));
-        }
-        for (j, authority) in entry.authorities.iter().enumerate() {
-            check_authority(&format!("{path}.authorities[{j}]"), authority)?;
-        }
-        servers.push(ServerSpec {
-            name: entry.name,
-            authorities: entry.authorities,
-            port: entry.port,
-            tls: None,
-        });
-    }
-    let mut backends = Vec::new();
-    for (i, entry) in file.backends.into_iter().enumerate() {
-        if entry.name.is_empty() || backends.contains(&entry.name) {
-            return Err(invalid(
-                format!("backends[{i}].name"),
-                format!(
-                    "backend names must be unique and non-empty, got {:?}",
-                    entry.name
-                ),
-            ));
-        }
-        backends.push(entry.name);
-    }
+    let servers = check_servers(file.servers)?;
+    let backends = check_backends(file.backends)?;
     let cx = Context {
         servers: &servers,
         backends: &backends,
@@ -416,6 +373,61 @@ fn check(file: model::File, pool: DescriptorPool) -> Result<Scenario, ScenarioEr
         recording,
         pool,
     })
+}
+
+/// The servers of a scenario: named once each, with valid authorities.
+fn check_servers(entries: Vec<model::ServerEntry>) -> Result<Vec<ServerSpec>, ScenarioError> {
+    if entries.is_empty() {
+        return Err(invalid("servers", "a scenario needs at least one server"));
+    }
+    let mut servers = Vec::with_capacity(entries.len());
+    let mut names = BTreeSet::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let path = format!("servers[{i}]");
+        if entry.name.is_empty() {
+            return Err(invalid(format!("{path}.name"), "must not be empty"));
+        }
+        if !names.insert(entry.name.clone()) {
+            return Err(invalid(
+                format!("{path}.name"),
+                format!("a server named {:?} already exists", entry.name),
+            ));
+        }
+        if entry.authorities.is_empty() {
+            return Err(invalid(
+                format!("{path}.authorities"),
+                "a server serves at least one authority",
+            ));
+        }
+        for (j, authority) in entry.authorities.iter().enumerate() {
+            check_authority(&format!("{path}.authorities[{j}]"), authority)?;
+        }
+        servers.push(ServerSpec {
+            name: entry.name,
+            authorities: entry.authorities,
+            port: entry.port,
+            tls: None,
+        });
+    }
+    Ok(servers)
+}
+
+/// The backends' names: unique and non-empty.
+fn check_backends(entries: Vec<model::BackendEntry>) -> Result<Vec<String>, ScenarioError> {
+    let mut backends = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        if entry.name.is_empty() || backends.contains(&entry.name) {
+            return Err(invalid(
+                format!("backends[{i}].name"),
+                format!(
+                    "backend names must be unique and non-empty, got {:?}",
+                    entry.name
+                ),
+            ));
+        }
+        backends.push(entry.name);
+    }
+    Ok(backends)
 }
 
 /// The recording limits of every server: the defaults, with what the file sets.
