@@ -341,8 +341,8 @@ async fn follow_all<T: Describe>(client: &XdsClient, json: bool) -> Result<(), C
             let version = entry.and_then(|e| e.version.as_deref());
             let source = entry
                 .filter(|_| matches!(event, WatchEvent::Changed(_)))
-                .map(wildcard_source);
-            emit(&line::<T>(name, version, event, source.as_ref(), json))?;
+                .and_then(|e| e.source.as_ref());
+            emit(&line::<T>(name, version, event, source, json))?;
         }
     }
     Err(CliError::runtime("the xDS client stopped"))
@@ -360,20 +360,6 @@ async fn next_batch<T: Describe>(
         batch.push(event);
     }
     Some(batch)
-}
-
-/// Where a wildcard copy came from. The client records no route for
-/// copies of a wildcard subscription, which is made on the default server
-/// itself: the subscription's server sent it, directly.
-fn wildcard_source(entry: &ResourceStatusEntry) -> SourceStatus {
-    entry.source.clone().unwrap_or_else(|| SourceStatus {
-        server: entry.server.clone(),
-        authority: entry.authority.clone(),
-        fetched_as: None,
-        fallback: false,
-        alt: false,
-        redirected: false,
-    })
 }
 
 /// The status entries of the batch's resources (version, source), from

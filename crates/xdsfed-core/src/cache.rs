@@ -105,8 +105,9 @@ pub struct ResourceState {
     pub failed_at: Option<SystemTime>,
     /// Where the last good copy came from: which server, under which name,
     /// and whether a fallback server, an `#alt` or a redirect served it.
-    /// `None` until a copy arrives (and for copies applied through
-    /// [`Cache::apply`], which knows no routing).
+    /// `None` until a copy arrives. A copy applied without routing (through
+    /// [`Cache::apply`]: a wildcard subscription's, say) came directly from
+    /// the server it was applied for.
     pub source: Option<Source>,
 }
 
@@ -126,6 +127,21 @@ pub struct Source {
     pub alt: bool,
     /// Reached through one or more `ResourceLocator` redirects (xDS TP1).
     pub redirected: bool,
+}
+
+impl Source {
+    /// A copy `server` sent under `key`'s own name, with no fallback, `#alt`
+    /// or redirect known to have been in between.
+    fn direct(server: &Arc<str>, key: &ResourceKey) -> Self {
+        Source {
+            server: Arc::clone(server),
+            authority: crate::name::authority_of(&key.name).map(Arc::from),
+            fetched_as: Arc::from(""),
+            fallback: false,
+            alt: false,
+            redirected: false,
+        }
+    }
 }
 
 impl ResourceState {
@@ -859,14 +875,13 @@ impl Inner {
         version: Arc<str>,
         source: Option<Source>,
     ) {
+        let source = source.unwrap_or_else(|| Source::direct(server, &key));
         let entry = self.entry_for_wildcard(&key, server, policy);
         let Some(entry) = entry else { return };
         let changed = entry.tx.send_if_modified(|state| {
             let same_bytes = state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
             state.version = Some(version);
-            if source.is_some() {
-                state.source = source;
-            }
+            state.source = Some(source);
             state.status = ResourceStatus::Acked;
             state.error = None;
             state.failed_version = None;
