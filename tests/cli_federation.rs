@@ -322,8 +322,8 @@ fn list_scenario_lists_members_across_authorities_and_inline() {
 
 /// TP1 "Server redirects": a member redirected across authorities is
 /// delivered under its own name and marked; a loop, a chain past the hop
-/// limit and an unknown authority are errors; a redirected singleton is
-/// refused.
+/// limit and an unknown authority are errors; a redirected singleton (TP1
+/// "Aliasing") is followed too.
 #[test]
 fn redirect_scenario_follows_members_and_reports_bad_chains() {
     let scenario = Scenario::start("redirect.yaml");
@@ -358,11 +358,11 @@ fn redirect_scenario_follows_members_and_reports_bad_chains() {
     });
 
     let mut singleton = scenario.watch(1, &[]);
-    let refused = singleton.line_where("the refusal", |l| l.contains(" ERROR "));
-    assert!(
-        refused.contains("cloud.example/alias") && refused.contains("refused"),
-        "{refused}"
-    );
+    singleton.line_where("the alias, followed", |l| {
+        l.contains("cloud.example/alias")
+            && l.contains("endpoints two")
+            && l.contains("(redirected to cloud.example/pool/two)")
+    });
 }
 
 /// Fallback is per authority: cloud.example moves to its fallback server

@@ -8,7 +8,7 @@
 mod common;
 
 use common::resources::{CDS, cluster};
-use common::{PATIENCE, bootstrap_json, client, client_with, describe, next};
+use common::{PATIENCE, bootstrap_json, client, client_with, next};
 use xdsfed::core::bootstrap::ApiVariant;
 use xdsfed::core::client::WatchError;
 use xdsfed::core::types::ClusterType;
@@ -168,37 +168,4 @@ async fn glob_collection_on_a_server_that_falls_back_to_sotw_reports_why() {
         "{error}"
     );
     assert!(matches!(next(&mut single).await, WatchEvent::Changed(_)));
-}
-
-/// TP1 "Server redirects": only list collections and members of glob
-/// collections may be redirected; a redirected singleton is refused with an
-/// error naming the resource, the server and the target.
-#[tokio::test]
-async fn redirect_of_a_singleton_resource_is_refused() {
-    let testbed = Testbed::start([ServerSpec::new("cloud", [CLOUD])])
-        .await
-        .unwrap();
-    let server = &testbed.servers()[0];
-    let uri = server.uri();
-    let (from, to) = (name("alias"), name("canonical"));
-    server.set_message(&to, &cluster(&to, "")).unwrap();
-    server.update_faults(|f| {
-        f.redirects.insert(from.clone(), to.clone());
-    });
-    let client = client(&bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""));
-    let mut watch = client.watch::<ClusterType>(&from).unwrap();
-    match next(&mut watch).await {
-        WatchEvent::Error(e) => {
-            let text = e.to_string();
-            assert!(
-                text.contains("refused") && text.contains(&from) && text.contains(&to),
-                "{text}"
-            );
-            assert!(text.contains(&uri), "{text}");
-        }
-        other => panic!(
-            "expected the redirect to be refused, got {}",
-            describe(&other)
-        ),
-    }
 }

@@ -152,6 +152,56 @@ async fn fallback_at_startup_uses_the_next_server_and_switches_back() {
     .await;
 }
 
+/// A71: "the client closes its connections to lower-priority servers" once
+/// the primary answers again. With an idle grace period far longer than
+/// the test's patience, the secondary still sees its stream end: the close
+/// is the switch-back's, not the idle timer's.
+#[tokio::test]
+async fn switching_back_closes_the_fallback_stream_at_once() {
+    let setup = Setup::start().await;
+    let (p, s) = (setup.primary().uri(), setup.secondary().uri());
+    let bootstrap = bootstrap_json(&p, &[(CLOUD, &[p.as_str(), s.as_str()])], "");
+    let client =
+        XdsClient::builder(xdsfed::core::bootstrap::Bootstrap::from_json_str(&bootstrap).unwrap())
+            .transport_options(xdsfed::core::transport::TransportOptions {
+                idle_grace: Duration::from_secs(3600),
+                ..common::fast_transport()
+            })
+            .build()
+            .unwrap();
+    let c = cluster_name(CLOUD, "payments");
+    serve(setup.primary(), &c);
+    serve(setup.secondary(), &c);
+    setup
+        .primary()
+        .update_faults(|f| f.refuse_connections = true);
+    let mut watch = client.watch::<ClusterType>(&c).unwrap();
+    changed_until(&mut watch, "the secondary's copy", |r| {
+        service_of(r) == "secondary"
+    })
+    .await;
+    let open = || {
+        setup
+            .secondary()
+            .recording()
+            .streams()
+            .iter()
+            .filter(|s| s.closed.is_none())
+            .count()
+    };
+    assert_eq!(open(), 1, "the client streams from the secondary");
+
+    setup.primary_up();
+    changed_until(&mut watch, "the primary's copy", |r| {
+        service_of(r) == "primary"
+    })
+    .await;
+    eventually("the secondary sees the client's stream closed", || {
+        open() == 0
+    })
+    .await;
+}
+
 /// A71 (interop "fallback mid-startup"): the primary delivers part of the
 /// configuration and fails before the rest; the missing resource comes from
 /// the secondary, the primary's copies keep serving, and the client switches

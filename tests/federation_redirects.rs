@@ -163,6 +163,57 @@ async fn redirected_glob_member_is_followed_across_authorities() {
     assert_eq!(upsert_of(&mut watch, &mut seen, &member).await, "own");
 }
 
+/// TP1 "Aliasing": a server may answer a singleton with a
+/// `ResourceLocator`, delegating it to another authority. The cluster is
+/// followed there and delivered under its own name, marked `redirected`,
+/// and its own copy replaces the target's once the redirect stops.
+#[tokio::test]
+async fn redirect_of_a_singleton_cluster_is_followed_to_another_authority() {
+    let (testbed, bootstrap) = testbed().await;
+    let (cloud, onprem) = (&testbed.servers()[0], &testbed.servers()[1]);
+    let (alias, target) = (name(CLOUD, "payments"), name(ONPREM, "payments"));
+    onprem
+        .set_message(&target, &cluster(&target, "onprem"))
+        .unwrap();
+    redirect(cloud, &alias, &target);
+    let client = client(&bootstrap);
+    let mut watch = client.watch::<ClusterType>(&alias).unwrap();
+    assert_eq!(service_of(changed(&mut watch).await.as_ref()), "onprem");
+    let state = watch.state();
+    let source = state.source.as_ref().expect("a source");
+    assert!(source.redirected, "{source:?}");
+    assert_eq!(&*source.fetched_as, target.as_str());
+    assert_eq!(source.authority.as_deref(), Some(ONPREM));
+    assert!(source.server.starts_with(&onprem.uri()), "{source:?}");
+
+    onprem
+        .set_message(&target, &cluster(&target, "onprem-v2"))
+        .unwrap();
+    assert_eq!(service_of(changed(&mut watch).await.as_ref()), "onprem-v2");
+
+    cloud.update_faults(|f| {
+        f.redirects.clear();
+    });
+    cloud.set_message(&alias, &cluster(&alias, "own")).unwrap();
+    assert_eq!(service_of(changed(&mut watch).await.as_ref()), "own");
+    assert!(!watch.state().source.expect("a source").redirected);
+}
+
+/// The next new copy `watch` delivers.
+async fn changed(watch: &mut xdsfed::core::watch::Watch<ClusterType>) -> std::sync::Arc<Cluster> {
+    loop {
+        let event = tokio::time::timeout(PATIENCE, watch.next())
+            .await
+            .expect("an event in time")
+            .expect("the watch is open");
+        match event {
+            xdsfed::core::watch::WatchEvent::Changed(c) => return c,
+            xdsfed::core::watch::WatchEvent::Error(e) => panic!("unexpected error: {e}"),
+            _ => {}
+        }
+    }
+}
+
 /// A redirect chain that comes back to a name already on it is an error
 /// naming the whole chain.
 #[tokio::test]

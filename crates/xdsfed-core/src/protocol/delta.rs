@@ -56,6 +56,8 @@ impl Session {
                 .durable
                 .held
                 .iter()
+                // An empty version is one forgotten (`Session::forget_version`).
+                .filter(|(_, version)| !version.is_empty())
                 .map(|(name, version)| (name.to_string(), version.to_string()))
                 .collect()
         } else {

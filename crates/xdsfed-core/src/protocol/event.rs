@@ -87,7 +87,7 @@ pub enum CoreEvent {
         /// Which resource.
         key: ResourceKey,
         /// The status code the server sent.
-        code: i32,
+        code: crate::error::GrpcCode,
         /// The server's message.
         message: Arc<str>,
     },

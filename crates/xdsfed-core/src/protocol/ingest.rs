@@ -216,7 +216,7 @@ impl Session {
         }
         let mut duplicates_reported: HashSet<Arc<str>> = HashSet::new();
         for item in items {
-            let key = match item.key {
+            let key = match item.key.clone() {
                 Ok(key) => key,
                 Err(error) => {
                     self.stats.resource_updates_invalid += 1;
@@ -257,64 +257,69 @@ impl Session {
                 self.stats.unrequested_ignored += 1;
                 continue;
             }
-            let ttl = match ttl_of(item.ttl) {
-                Ok(ttl) => ttl,
-                Err(error) => {
-                    let r = Rejected::Invalid {
-                        name: item.raw_name,
-                        error,
-                    };
-                    self.reject(type_url, key, &r, item.version);
-                    rejected.push(r);
-                    continue;
-                }
-            };
-            if let Body::Raw(any) = &item.body
-                && any.type_url == RESOURCE_LOCATOR_TYPE_URL
-            {
-                match locator_target(&any.value) {
+            self.ingest_wanted(now, type_url, key, item, heartbeat, rejected);
+        }
+    }
+
+    /// One item of a wanted name, once its name is known to be good and
+    /// unique: a redirect, a heartbeat, or a resource to validate.
+    fn ingest_wanted(
+        &mut self,
+        now: Instant,
+        type_url: &Arc<str>,
+        key: Arc<str>,
+        item: Item,
+        heartbeat: HeartbeatRule,
+        rejected: &mut Vec<Rejected>,
+    ) {
+        let ttl = match ttl_of(item.ttl) {
+            Ok(ttl) => ttl,
+            Err(error) => {
+                return self.invalid(type_url, key, item.raw_name, error, item.version, rejected);
+            }
+        };
+        let decoded = match item.body {
+            Body::Raw(any) if any.type_url == RESOURCE_LOCATOR_TYPE_URL => {
+                return match locator_target(&any.value) {
                     Ok(target) => self.redirect(now, type_url, key, target, item.version, ttl),
                     Err(error) => {
-                        let r = Rejected::Invalid {
-                            name: item.raw_name,
-                            error,
-                        };
-                        self.reject(type_url, key, &r, item.version);
-                        rejected.push(r);
+                        self.invalid(type_url, key, item.raw_name, error, item.version, rejected)
                     }
-                }
-                continue;
+                };
             }
-            let decoded = match item.body {
-                Body::Heartbeat => {
-                    if let Err(error) =
-                        self.heartbeat(now, type_url, &key, &item.version, ttl, heartbeat)
-                    {
-                        let r = Rejected::Invalid {
-                            name: item.raw_name,
-                            error,
-                        };
-                        self.reject(type_url, key, &r, item.version);
-                        rejected.push(r);
-                    }
-                    continue;
+            Body::Heartbeat => {
+                let beat = self.heartbeat(now, type_url, &key, &item.version, ttl, heartbeat);
+                if let Err(error) = beat {
+                    self.invalid(type_url, key, item.raw_name, error, item.version, rejected);
                 }
-                Body::Decoded(decoded) => Ok(decoded),
-                Body::Failed(error) => Err(error),
-                Body::Raw(any) => self.decode(type_url, any),
-            };
-            match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
-                Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
-                Err(error) => {
-                    let r = Rejected::Invalid {
-                        name: item.raw_name,
-                        error,
-                    };
-                    self.reject(type_url, key, &r, item.version);
-                    rejected.push(r);
-                }
+                return;
             }
+            Body::Decoded(decoded) => Ok(decoded),
+            Body::Failed(error) => Err(error),
+            Body::Raw(any) => self.decode(type_url, any),
+        };
+        match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
+            Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
+            Err(error) => self.invalid(type_url, key, item.raw_name, error, item.version, rejected),
         }
+    }
+
+    /// Rejects an item that failed validation, and names it in the NACK.
+    fn invalid(
+        &mut self,
+        type_url: &Arc<str>,
+        key: Arc<str>,
+        raw_name: String,
+        error: ValidationError,
+        version: Arc<str>,
+        rejected: &mut Vec<Rejected>,
+    ) {
+        let r = Rejected::Invalid {
+            name: raw_name,
+            error,
+        };
+        self.reject(type_url, key, &r, version);
+        rejected.push(r);
     }
 
     /// Decodes one `Any` of a response of type `type_url`. The bytes move
@@ -381,6 +386,7 @@ impl Session {
                 .held
                 .insert(Arc::clone(&name), Arc::clone(version));
             state.durable.absent.remove(&name);
+            state.durable.timed_out.remove(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
         self.cancel_does_not_exist(&key);
@@ -421,9 +427,14 @@ impl Session {
     }
 
     /// An invalid resource that is wanted: report it. The held copy stays;
-    /// the resource exists, so its does-not-exist timer stops.
+    /// the resource exists, so its does-not-exist timer stops, and a later
+    /// deletion of it is news.
     fn reject(&mut self, type_url: &Arc<str>, name: Arc<str>, why: &Rejected, version: Arc<str>) {
         self.stats.resource_updates_invalid += 1;
+        if let Some(state) = self.states.get_mut(type_url) {
+            state.durable.absent.remove(&name);
+            state.durable.timed_out.remove(&name);
+        }
         let key = ResourceKey::new(Arc::clone(type_url), name);
         self.timers.cancel(&Timer::DoesNotExist(key.clone()));
         tracing::warn!(resource = %key, error = %why, "rejected resource");
@@ -506,7 +517,8 @@ impl Session {
                 key,
                 reason: RemovedReason::Deleted,
             });
-        } else if state.durable.absent.insert(name) {
+        } else if state.durable.absent.insert(Arc::clone(&name)) {
+            state.durable.timed_out.remove(&name);
             // The server answered: a deletion, not the does-not-exist timer
             // (which means nobody answered, and may call for an `#alt`).
             self.timers.cancel(&Timer::DoesNotExist(key.clone()));
@@ -540,7 +552,8 @@ impl Session {
             );
             return;
         };
-        if code == super::ack::NOT_FOUND {
+        let code = crate::error::GrpcCode::from_i32(code);
+        if code == crate::error::GrpcCode::NotFound {
             let full_state = self.full_state(type_url);
             self.server_removed(type_url, name, full_state);
             return;

@@ -299,6 +299,24 @@ impl Session {
         self.mark_dirty(&key.type_url);
     }
 
+    /// Forgets the version held of `key`, so that the next stream asks for
+    /// it afresh (no delta `initial_resource_versions` entry). The copy the
+    /// client serves came from another server (gRFC A71 fallback), so what
+    /// this server sent last is not what the client holds. The resource
+    /// still counts as held (gRFC A57: no does-not-exist timer for it).
+    pub fn forget_version(&mut self, key: &ResourceKey) {
+        let Some(state) = self.states.get_mut(&key.type_url) else {
+            return;
+        };
+        // A known absence is forgotten too: this server's next answer about
+        // the name, even a deletion, is news to the client.
+        state.durable.absent.remove(&key.name);
+        state.durable.timed_out.remove(&key.name);
+        if let Some(version) = state.durable.held.get_mut(&key.name) {
+            *version = Arc::from("");
+        }
+    }
+
     /// Subscribes to `*` for `type_url`: every resource the server deems ours.
     pub fn subscribe_wildcard(&mut self, type_url: &str) {
         let type_url: Arc<str> = Arc::from(type_url);
@@ -480,7 +498,7 @@ impl Session {
                         && state.wants(&key.name)
                         && !state.durable.held.contains_key(&key.name)
                     {
-                        state.durable.absent.insert(Arc::clone(&key.name));
+                        state.durable.timed_out.insert(Arc::clone(&key.name));
                         self.events.push_back(CoreEvent::DoesNotExist { key });
                     }
                 }
@@ -607,7 +625,11 @@ impl Session {
         };
         let deadline = now + self.cfg.does_not_exist_timeout;
         for name in names {
-            if state.durable.held.contains_key(name) || state.durable.absent.contains(name) {
+            let durable = &state.durable;
+            if durable.held.contains_key(name)
+                || durable.absent.contains(name)
+                || durable.timed_out.contains(name)
+            {
                 continue;
             }
             self.timers.set(

@@ -43,9 +43,13 @@ pub(crate) struct Durable {
     /// version: the "cached" set of gRFC A57 (no does-not-exist timer for
     /// them) and the delta `initial_resource_versions` of a reconnect.
     pub(crate) held: HashMap<Arc<str>, Arc<str>>,
-    /// Names already reported as not existing; a new stream does not time
-    /// them out again.
+    /// Names the server said do not exist (deleted, or never had); a new
+    /// stream does not time them out again.
     pub(crate) absent: HashSet<Arc<str>>,
+    /// Names the does-not-exist timer reported: no server answered them. A
+    /// new stream does not time them out again either, but the server's
+    /// own answer about them, even a deletion, is still news.
+    pub(crate) timed_out: HashSet<Arc<str>>,
     /// SotW: the `version_info` of the last ACKed response.
     pub(crate) acked_version: Arc<str>,
     /// How many of `subscribed` are glob collections (so that names are
@@ -164,6 +168,7 @@ impl TypeState {
         if !self.durable.wildcard {
             self.durable.held.remove(name);
             self.durable.absent.remove(name);
+            self.durable.timed_out.remove(name);
         }
         if is_glob(name) {
             self.durable.globs = self.durable.globs.saturating_sub(1);
@@ -201,6 +206,9 @@ impl TypeState {
                 keep
             });
             self.durable.absent.retain(|name| subscribed.contains(name));
+            self.durable
+                .timed_out
+                .retain(|name| subscribed.contains(name));
         }
         Some(dropped)
     }

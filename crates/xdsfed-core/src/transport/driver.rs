@@ -493,6 +493,7 @@ impl Driver {
             None | Some(Command::Shutdown) => return false,
             Some(Command::Subscribe(key)) => self.session.subscribe(key),
             Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
+            Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
             Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
             Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
         }

@@ -145,6 +145,7 @@ pub struct ConnectionStats {
 enum Command {
     Subscribe(ResourceKey),
     Unsubscribe(ResourceKey),
+    ForgetVersion(ResourceKey),
     SubscribeWildcard(String),
     UnsubscribeWildcard(String),
     Shutdown,
@@ -256,6 +257,12 @@ impl AdsConnection {
     /// Unsubscribes from `key`.
     pub fn unsubscribe(&self, key: ResourceKey) {
         self.send(Command::Unsubscribe(key));
+    }
+
+    /// Forgets the version held of `key`: the next stream asks for it
+    /// afresh (see [`Session::forget_version`](crate::protocol::Session::forget_version)).
+    pub fn forget_version(&self, key: ResourceKey) {
+        self.send(Command::ForgetVersion(key));
     }
 
     /// Subscribes to `*` for `type_url`.

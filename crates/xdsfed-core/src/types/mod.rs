@@ -205,6 +205,8 @@ mod endpoint;
 mod listener;
 mod route;
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod tests_support;
 
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};

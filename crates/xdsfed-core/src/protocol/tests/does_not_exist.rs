@@ -207,3 +207,65 @@ fn does_not_exist_timer_is_rearmed_by_a_quick_resubscribe() {
     assert_eq!(reqs[0].resource_names_subscribe, strs(&["a"]));
     assert_eq!(s.poll_timeout(), Some(later + secs(15)));
 }
+
+/// A deletion after the does-not-exist timer is the server's own answer,
+/// not a repeat of the timer's guess: it is reported (an `#alt` stand-in
+/// chosen on the timer then gives way to it).
+#[test]
+fn a_deletion_after_the_timer_fired_is_reported() {
+    let answers = |s: &mut Session| -> Vec<String> {
+        events(s).into_iter().filter(|e| e != "healthy").collect()
+    };
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_timeout(now + secs(15));
+    assert_eq!(events(&mut s), ["dne a"]);
+    s.handle_delta_response(now + secs(16), dresp(CDS, "n1", vec![], &["a"]));
+    assert_eq!(answers(&mut s), ["removed a"]);
+    s.handle_delta_response(now + secs(17), dresp(CDS, "n2", vec![], &["a"]));
+    assert!(
+        answers(&mut s).is_empty(),
+        "the same deletion again is no news"
+    );
+}
+
+/// A rejected copy proves the resource exists: a deletion after it is news.
+#[test]
+fn a_deletion_after_a_nack_is_reported() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a"]);
+    s.handle_delta_response(now, dresp(CDS, "n1", vec![], &["a"]));
+    assert_eq!(events(&mut s), ["healthy", "removed a"]);
+    let bad = dres("a", "2", Some(bad_cluster("a")));
+    s.handle_delta_response(now, dresp(CDS, "n2", vec![bad], &[]));
+    assert_eq!(events(&mut s), ["invalid a"]);
+    s.handle_delta_response(now, dresp(CDS, "n3", vec![], &["a"]));
+    assert_eq!(events(&mut s), ["removed a"]);
+}
+
+/// gRFC A71: a copy the client took from a fallback server replaces what
+/// this server sent, so its next stream names no version for it (and the
+/// server sends it again); the resource still counts as held, so no
+/// does-not-exist timer starts for it.
+#[test]
+fn a_forgotten_version_is_not_claimed_on_the_next_stream() {
+    let now = t0();
+    let mut s = delta_subscribed(now, CDS, &["a", "b"]);
+    let resources = vec![
+        dres("a", "1", Some(cluster("a"))),
+        dres("b", "1", Some(cluster("b"))),
+    ];
+    s.handle_delta_response(now, dresp(CDS, "n1", resources, &[]));
+    let _ = events(&mut s);
+    s.forget_version(&key(CDS, "a"));
+    s.handle_stream_end(now, StreamEnd::new(14, "gone"));
+    let first = connect_delta(&mut s, now + secs(1));
+    let initial = &first[0].initial_resource_versions;
+    assert_eq!(initial.get("b").map(String::as_str), Some("1"));
+    assert!(!initial.contains_key("a"), "{initial:?}");
+    s.handle_timeout(now + secs(60));
+    assert!(
+        events(&mut s).is_empty(),
+        "no does-not-exist for a held resource"
+    );
+}

@@ -298,7 +298,9 @@ pub(super) fn summary(e: &CoreEvent) -> String {
         } => format!("expired {}", key.name),
         CoreEvent::DoesNotExist { key } => format!("dne {}", key.name),
         CoreEvent::Redirect { key, target, .. } => format!("redirect {} {target}", key.name),
-        CoreEvent::ResourceError { key, code, .. } => format!("error {} {code}", key.name),
+        CoreEvent::ResourceError { key, code, .. } => {
+            format!("error {} {}", key.name, code.as_i32())
+        }
         CoreEvent::NotRequested { key, .. } => format!("not requested {}", key.name),
         CoreEvent::StreamFailed { .. } => "failed".into(),
         CoreEvent::StreamHealthy => "healthy".into(),

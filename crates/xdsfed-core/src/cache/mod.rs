@@ -1,0 +1,348 @@
+//! The resource cache: the latest state of every watched resource.
+//!
+//! The cache is fed by the federation core's deliveries and read by
+//! watchers. Each entry owns a `tokio::sync::watch` channel holding the
+//! resource's latest [`ResourceState`]: a stream never waits on a watcher, a
+//! slow watcher simply sees the newest state when it looks (latest-value
+//! delivery), and identical bytes wake nobody. How an event changes a state
+//! (gRFC A88) is decided by the federation core's pure transitions, which
+//! the cache runs inside each channel.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use tokio::sync::watch;
+
+mod collections;
+mod state;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use collections::WildcardQueue;
+pub use state::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
+
+use crate::error::XdsError;
+use crate::federation::{self, Answers, Context, ReportedNack};
+use crate::protocol::{CoreEvent, ResourceKey};
+
+struct Entry {
+    tx: watch::Sender<ResourceState>,
+    /// Explicit watchers; entries with none are held for wildcard watchers.
+    watchers: usize,
+    provenance: Provenance,
+    policy: DataErrorPolicy,
+    /// The last NACK its watchers heard of, until a different copy arrives:
+    /// a server that sends the same bad update again, typically on every
+    /// reconnect, is not news.
+    reported_nack: ReportedNack,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<ResourceKey, Entry>,
+    /// Keys per server, so a stream failure touches only that server's entries.
+    by_server: HashMap<Arc<str>, HashSet<ResourceKey>>,
+    /// Wildcard watchers per type URL.
+    wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
+    /// Glob collection watchers per glob (xDS TP1): members arriving under a
+    /// watched glob get entries, and changes are queued for its watchers.
+    collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    /// List collection members (xDS TP1): each member's collections, and
+    /// each collection's members.
+    member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    members: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// List collections whose members have been set at least once: until
+    /// then the collection's body may be cached with its members not yet
+    /// known, and a watcher must not take that for an empty list.
+    listed: HashSet<ResourceKey>,
+}
+
+/// The cache. Cheap to share; every method takes `&self`.
+#[derive(Default)]
+pub struct Cache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("entries", &self.lock().entries.len())
+            .finish()
+    }
+}
+
+impl Cache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave an entry half-written
+        // in a way later readers could misread, so poisoning is ignored.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a watcher of `key`. Returns the receiver and whether this is the
+    /// first watcher. Public for the in-process benchmarks and fuzz targets
+    /// only: an embedder watches through [`crate::client::XdsClient`].
+    #[doc(hidden)]
+    pub fn add_watcher(
+        &self,
+        key: &ResourceKey,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> (watch::Receiver<ResourceState>, bool) {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        if !inner.entries.contains_key(key) {
+            inner
+                .by_server
+                .entry(Arc::clone(&provenance.server))
+                .or_default()
+                .insert(key.clone());
+            inner
+                .entries
+                .insert(key.clone(), Entry::new(provenance, policy));
+        }
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return (
+                watch::Sender::new(ResourceState::requested()).subscribe(),
+                false,
+            );
+        };
+        let first = entry.watchers == 0;
+        entry.watchers += 1;
+        let mut rx = entry.tx.subscribe();
+        if entry.tx.borrow().status != ResourceStatus::Requested {
+            // A late joiner sees what is cached at once.
+            rx.mark_changed();
+        }
+        (rx, first)
+    }
+
+    /// Removes a watcher of `key`; the entry goes with the last one unless a
+    /// wildcard watcher or a list collection still holds it.
+    pub(crate) fn remove_watcher(&self, key: &ResourceKey) {
+        let mut inner = self.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return;
+        };
+        entry.watchers = entry.watchers.saturating_sub(1);
+        let held = entry.watchers > 0
+            || inner.wildcard.contains_key(&key.type_url)
+            || inner.member_of.contains_key(key);
+        if !held {
+            inner.remove_entry(key);
+        }
+    }
+
+    /// The current state of `key`, if it is in the cache.
+    pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
+        self.lock().entries.get(key).map(|e| e.tx.borrow().clone())
+    }
+
+    /// Calls `f` with every entry's key, provenance and state.
+    pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
+        let inner = self.lock();
+        for (key, entry) in &inner.entries {
+            f(key, &entry.provenance, &entry.tx.borrow());
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Applies what one server's stream reported, unrouted: each event is
+    /// for the entry its key names.
+    pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
+        let mut inner = self.lock();
+        for event in events {
+            inner.apply_one(server, policy, &event, None);
+        }
+    }
+
+    /// Applies events already routed to the entries they are for (their keys
+    /// are the entries' keys), each with where it came from.
+    pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
+        let mut inner = self.lock();
+        for (event, source) in events {
+            let server = if source.fetched_as.is_empty() {
+                Arc::clone(&source.server)
+            } else {
+                Arc::from(format!("{} (as {})", source.server, source.fetched_as))
+            };
+            inner.apply_one(&server, policy, &event, Some(source));
+        }
+    }
+
+    /// Reports a transient error (gRFC A57) to `key`: an ambient error where
+    /// a copy serves, an error where none does.
+    pub(crate) fn transient_error(&self, key: &ResourceKey, error: &XdsError) {
+        let inner = self.lock();
+        inner.modify(key, |state| federation::transient(state, error));
+    }
+
+    /// The stream to `server` has a response again (gRFC A57: it is
+    /// healthy), so the transient errors its failure left on entries served
+    /// by it are over. A reconnect whose versions all match sends no
+    /// resource, so without this the errors would outlive the outage.
+    pub(crate) fn stream_healthy(&self, server: &Arc<str>) {
+        let inner = self.lock();
+        for (key, entry) in &inner.entries {
+            let served_by = entry.provenance.server == *server
+                || entry
+                    .tx
+                    .borrow()
+                    .source
+                    .as_ref()
+                    .is_some_and(|s| s.server == *server);
+            if served_by && entry.tx.send_if_modified(federation::healthy_again) {
+                inner.mark_wildcard_dirty(key);
+            }
+        }
+    }
+
+    /// Reports a stream failure of `server` to the entries held only for
+    /// wildcard watchers of that server (watched entries are the router's).
+    pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
+        let inner = self.lock();
+        let Some(keys) = inner.by_server.get(server) else {
+            return;
+        };
+        for key in keys {
+            if inner.entries.get(key).is_some_and(|e| e.watchers == 0) {
+                inner.modify(key, |state| federation::transient(state, error));
+            }
+        }
+    }
+
+    /// Reports a permanent error for `key` (a refused redirect, a list
+    /// member that cannot be fetched): like a NACK, the last good copy keeps
+    /// serving. A member of a watched glob collection gets an entry if it
+    /// has none, so its watchers hear of it.
+    pub(crate) fn data_error(&self, key: &ResourceKey, server: &Arc<str>, error: XdsError) {
+        let mut inner = self.lock();
+        if inner
+            .entry_for_wildcard(key, server, DataErrorPolicy::default())
+            .is_some()
+        {
+            inner.modify(key, |state| federation::data_error(state, error));
+        }
+    }
+}
+
+impl Answers for Cache {
+    fn is_answered(&self, key: &ResourceKey) -> bool {
+        self.lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| federation::is_answered(key, &e.tx.borrow()))
+    }
+
+    fn has_copy(&self, key: &ResourceKey) -> bool {
+        self.lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| e.tx.borrow().resource.is_some())
+    }
+}
+
+impl Entry {
+    fn new(provenance: Provenance, policy: DataErrorPolicy) -> Self {
+        Entry {
+            tx: watch::Sender::new(ResourceState::requested()),
+            watchers: 0,
+            provenance,
+            policy,
+            reported_nack: None,
+        }
+    }
+}
+
+impl Inner {
+    /// Runs the gRFC A88 transition of `event` on its entry (made for a
+    /// wildcard or collection watcher that wants it, for an update).
+    fn apply_one(
+        &mut self,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+        event: &CoreEvent,
+        source: Option<Source>,
+    ) {
+        let key = match event {
+            CoreEvent::Upsert { key, .. } => {
+                if self.entry_for_wildcard(key, server, policy).is_none() {
+                    return;
+                }
+                key
+            }
+            CoreEvent::StreamFailed { error } => {
+                self.stream_failed(server, error);
+                return;
+            }
+            CoreEvent::StreamHealthy | CoreEvent::StreamAccepted => return,
+            other => match federation::key_of(other) {
+                Some(key) => key,
+                None => return,
+            },
+        };
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        let cx = Context {
+            server,
+            policy: entry.policy,
+            now: SystemTime::now(),
+        };
+        let source = source.unwrap_or_else(|| Source::direct(server, key));
+        let reported = &mut entry.reported_nack;
+        let changed = entry
+            .tx
+            .send_if_modified(|state| federation::apply_event(state, reported, event, source, &cx));
+        if changed {
+            self.mark_wildcard_dirty(key);
+        }
+        if matches!(event, CoreEvent::Upsert { .. }) {
+            self.answer_glob_of(key);
+        }
+    }
+
+    /// Runs `f` on `key`'s state; wakes its watchers if `f` says so.
+    fn modify(&self, key: &ResourceKey, f: impl FnOnce(&mut ResourceState) -> bool) {
+        if let Some(entry) = self.entries.get(key)
+            && entry.tx.send_if_modified(f)
+        {
+            self.mark_wildcard_dirty(key);
+        }
+    }
+
+    /// gRFC A57: every entry of `server` keeps its copy, with an error.
+    fn stream_failed(&self, server: &Arc<str>, message: &Arc<str>) {
+        let error = XdsError::new(crate::error::ErrorKind::Transient, Arc::clone(message))
+            .with_cause(crate::error::Cause::StreamFailed)
+            .with_server(Arc::clone(server));
+        let Some(keys) = self.by_server.get(server) else {
+            return;
+        };
+        for key in keys {
+            self.modify(key, |state| federation::transient(state, &error));
+        }
+    }
+
+    fn remove_entry(&mut self, key: &ResourceKey) {
+        if let Some(entry) = self.entries.remove(key)
+            && let Some(keys) = self.by_server.get_mut(&entry.provenance.server)
+        {
+            keys.remove(key);
+        }
+    }
+}

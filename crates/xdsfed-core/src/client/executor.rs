@@ -1,0 +1,193 @@
+//! The executor: applies the federation core's actions to the ADS
+//! connections and the cache, and feeds each connection's events back in.
+
+use std::sync::{Arc, Weak};
+
+use super::{Inner, State};
+use crate::authority::ServerKey;
+use crate::bootstrap::ServerConfig;
+use crate::cache::{DataErrorPolicy, Provenance, Source, WildcardQueue};
+use crate::federation::Action;
+use crate::protocol::{AuthorityFilter, CoreEvent, ResourceKey};
+use crate::source::{Opening, SourceConnection};
+use crate::transport::EventSink;
+use crate::watch::Release;
+
+impl Inner {
+    /// Applies every action the federation core has queued, in order;
+    /// deliveries in a row go to the cache as one batch. `policy` is that
+    /// of the server whose events are being applied.
+    pub(super) fn run(&self, state: &mut State, policy: DataErrorPolicy) {
+        let mut routed: Vec<(CoreEvent, Source)> = Vec::new();
+        while let Some(action) = state.federation.poll_action() {
+            if let Action::Deliver { event, source } = action {
+                routed.push((event, source));
+                continue;
+            }
+            if !routed.is_empty() {
+                self.cache.apply_routed(policy, std::mem::take(&mut routed));
+            }
+            self.apply(state, action, policy);
+        }
+        if !routed.is_empty() {
+            self.cache.apply_routed(policy, routed);
+        }
+    }
+
+    fn apply(&self, state: &mut State, action: Action, policy: DataErrorPolicy) {
+        match action {
+            Action::Subscribe { server, key } => {
+                if let Some(conn) = self.connection(state, &server) {
+                    conn.subscribe(key);
+                }
+            }
+            Action::Unsubscribe { server, key } => {
+                if let Some(conn) = state.connections.get(&server) {
+                    conn.unsubscribe(key);
+                }
+            }
+            Action::ForgetVersion { server, key } => {
+                if let Some(conn) = state.connections.get(&server) {
+                    conn.forget_version(key);
+                }
+            }
+            Action::SubscribeWildcard { server, type_url } => {
+                if let Some(conn) = self.connection(state, &server) {
+                    conn.subscribe_wildcard(type_url);
+                }
+            }
+            Action::UnsubscribeWildcard { server, type_url } => {
+                if let Some(conn) = state.connections.get(&server) {
+                    conn.unsubscribe_wildcard(type_url);
+                }
+            }
+            Action::Close { server } => {
+                if let Some(conn) = state.connections.remove(&server) {
+                    tracing::info!(%server, "closing the stream to a lower-priority server");
+                    conn.shutdown();
+                }
+            }
+            other => self.apply_to_cache(state, other, policy),
+        }
+    }
+
+    fn apply_to_cache(&self, state: &State, action: Action, policy: DataErrorPolicy) {
+        let cache = &self.cache;
+        match action {
+            Action::Unrouted { server, event } => cache.apply(&server, policy, vec![event]),
+            Action::DataError { key, error } => {
+                let server: Arc<str> = Arc::from(error.server().unwrap_or(""));
+                tracing::warn!(resource = %key, %error, "answer refused");
+                cache.data_error(&key, &server, error);
+            }
+            Action::Transient { key, error } => cache.transient_error(&key, &error),
+            Action::StreamFailedUnwatched { server, error } => {
+                cache.stream_failed_unwatched(&server, &error);
+            }
+            Action::StreamHealthy { server } => cache.stream_healthy(&server),
+            Action::ListMembers {
+                collection,
+                members,
+            } => cache.set_list_members(&collection, members),
+            Action::ForgetList { collection } => cache.forget_list(&collection),
+            Action::HoldEntry { key, server } => self.hold_entry(state, &key, server.as_ref()),
+            Action::ReleaseEntry { key } => cache.remove_watcher(&key),
+            Action::Deliver { event, source } => cache.apply_routed(policy, vec![(event, source)]),
+            Action::Subscribe { .. }
+            | Action::Unsubscribe { .. }
+            | Action::ForgetVersion { .. }
+            | Action::SubscribeWildcard { .. }
+            | Action::UnsubscribeWildcard { .. }
+            | Action::Close { .. } => {}
+        }
+    }
+
+    /// An entry for a list collection's member, fetched from `server`.
+    fn hold_entry(&self, state: &State, key: &ResourceKey, server: Option<&ServerKey>) {
+        let config = server.and_then(|s| state.federation.server_config(s));
+        let provenance = Provenance {
+            authority: crate::name::authority_of(&key.name).map(Arc::from),
+            server: Arc::from(server.map(ToString::to_string).unwrap_or_default()),
+        };
+        let policy = config
+            .map(|c| DataErrorPolicy::from_features(&c.server_features))
+            .unwrap_or_default();
+        let _ = self.cache.add_watcher(key, provenance, policy);
+    }
+
+    /// The connection to `key`, opened on first use.
+    fn connection(&self, state: &mut State, key: &ServerKey) -> Option<Arc<dyn SourceConnection>> {
+        if let Some(conn) = state.connections.get(key) {
+            return Some(Arc::clone(conn));
+        }
+        let server = state.federation.server_config(key)?.clone();
+        let sink = Arc::new(RouterSink {
+            client: Weak::clone(&self.this),
+            server_key: key.clone(),
+            policy: DataErrorPolicy::from_features(&server.server_features),
+        });
+        let opening = Opening {
+            server,
+            authorities: self.authority_filter(key),
+            types: Arc::clone(&self.types),
+            sink,
+            options: self.transport.clone(),
+        };
+        let _enter = self.runtime.enter();
+        let conn = crate::source::open(opening);
+        state.connections.insert(key.clone(), Arc::clone(&conn));
+        Some(conn)
+    }
+
+    /// The authorities whose names this server may deliver.
+    fn authority_filter(&self, key: &ServerKey) -> AuthorityFilter {
+        let mut filter = AuthorityFilter::new().with_old_style(self.registry.serves_old_style(key));
+        for authority in self.registry.authorities_for(key) {
+            filter = filter.with_authority(authority);
+        }
+        filter
+    }
+
+    /// One server's events, through the federation core into the cache,
+    /// under the lock so that they cannot interleave with another server's.
+    fn deliver(&self, server: &ServerKey, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
+        let mut state = self.lock();
+        state
+            .federation
+            .handle_events(server, events, self.cache.as_ref());
+        self.run(&mut state, policy);
+    }
+}
+
+impl Release for Inner {
+    fn release(&self, key: &ResourceKey) {
+        let mut state = self.lock();
+        self.cache.remove_watcher(key);
+        state.federation.unwatch(key);
+        self.run(&mut state, DataErrorPolicy::default());
+    }
+
+    fn release_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) {
+        let mut state = self.lock();
+        self.cache.remove_wildcard(type_url, queue);
+        state.federation.unwatch_wildcard(type_url);
+        self.run(&mut state, DataErrorPolicy::default());
+    }
+}
+
+/// Feeds one server's events through the federation core into the cache.
+/// Holds the client weakly: the client owns the connections, not the other
+/// way round.
+struct RouterSink {
+    client: Weak<Inner>,
+    server_key: ServerKey,
+    policy: DataErrorPolicy,
+}
+
+impl EventSink for RouterSink {
+    fn deliver(&self, _server: &ServerConfig, events: Vec<CoreEvent>) {
+        if let Some(client) = self.client.upgrade() {
+            client.deliver(&self.server_key, self.policy, events);
+        }
+    }
+}

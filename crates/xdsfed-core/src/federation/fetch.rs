@@ -1,0 +1,170 @@
+//! What is subscribed where: fetches by key, per-server subscription
+//! counts, and gRFC A71's subscribing on a new active server.
+
+use std::collections::HashSet;
+
+use super::state::{Fetch, Home};
+use super::{Action, Federation};
+use crate::authority::{Partition, ServerKey};
+use crate::name::ResourceName;
+use crate::protocol::{ResourceKey, glob_of};
+
+impl Federation {
+    /// Subscribes `key` for `reader`, on the servers of its home (once per
+    /// key, whoever reads it).
+    pub(super) fn fetch(&mut self, key: ResourceKey, home: Home, reader: ResourceKey) {
+        if let Some(fetch) = self.fetches.get_mut(&key) {
+            if fetch.readers.insert(reader.clone()) && fetch.answer.is_some() {
+                self.replays.push_back((reader, key));
+            }
+            return;
+        }
+        let servers: Vec<ServerKey> = match &home {
+            Home::Authority(partition) => match self.authorities.get_mut(partition) {
+                Some(authority) => {
+                    authority.keys.insert(key.clone());
+                    authority.subscribed_on().cloned().collect()
+                }
+                None => Vec::new(),
+            },
+            Home::Server(server) => vec![server.clone()],
+        };
+        for server in servers {
+            self.subscribe(server, key.clone());
+        }
+        let readers: HashSet<ResourceKey> = [reader].into_iter().collect();
+        let fetch = Fetch {
+            home,
+            readers,
+            answer: None,
+            nack: None,
+        };
+        self.fetches.insert(key, fetch);
+    }
+
+    /// Gives back `reader`'s use of `key`; the last reader unsubscribes it.
+    pub(super) fn unfetch(&mut self, key: &ResourceKey, reader: &ResourceKey) {
+        let Some(fetch) = self.fetches.get_mut(key) else {
+            return;
+        };
+        fetch.readers.remove(reader);
+        if !fetch.readers.is_empty() {
+            return;
+        }
+        let Some(fetch) = self.fetches.remove(key) else {
+            return;
+        };
+        let servers: Vec<ServerKey> = match fetch.home {
+            Home::Authority(partition) => match self.authorities.get_mut(&partition) {
+                Some(authority) => {
+                    authority.keys.remove(key);
+                    let servers = authority.subscribed_on().cloned().collect();
+                    if authority.keys.is_empty() {
+                        // Nothing left to serve: the next watch starts on
+                        // the primary, not on a fallback chosen long ago.
+                        authority.active = 0;
+                    }
+                    servers
+                }
+                None => Vec::new(),
+            },
+            Home::Server(server) => vec![server],
+        };
+        for server in servers {
+            self.unsubscribe(server, key.clone());
+        }
+    }
+
+    pub(super) fn subscribe(&mut self, server: ServerKey, key: ResourceKey) {
+        *self.subscribed.entry(server.clone()).or_default() += 1;
+        self.actions.push_back(Action::Subscribe { server, key });
+    }
+
+    pub(super) fn unsubscribe(&mut self, server: ServerKey, key: ResourceKey) {
+        self.release_subscription(&server);
+        self.actions.push_back(Action::Unsubscribe { server, key });
+    }
+
+    /// One subscription fewer on `server`. Returns whether none is left.
+    pub(super) fn release_subscription(&mut self, server: &ServerKey) -> bool {
+        let Some(count) = self.subscribed.get_mut(server) else {
+            return true;
+        };
+        *count = count.saturating_sub(1);
+        if *count > 0 {
+            return false;
+        }
+        self.subscribed.remove(server);
+        true
+    }
+
+    /// Whether anything is subscribed on `server`.
+    pub(super) fn has_subscriptions(&self, server: &ServerKey) -> bool {
+        self.subscribed.get(server).is_some_and(|n| *n > 0)
+    }
+
+    /// gRFC A71: subscribes every fetch of `partition` on its (new) active
+    /// server.
+    pub(super) fn subscribe_on_active(&mut self, partition: &Partition) {
+        let Some(authority) = self.authorities.get(partition) else {
+            return;
+        };
+        let Some(server) = authority.servers.get(authority.active).cloned() else {
+            return;
+        };
+        let keys: Vec<ResourceKey> = authority.keys.iter().cloned().collect();
+        let before: Vec<ServerKey> = authority
+            .servers
+            .iter()
+            .take(authority.active)
+            .cloned()
+            .collect();
+        tracing::warn!(%partition, %server, "falling back to the next server of the authority");
+        for key in keys {
+            // What the servers before it sent will be replaced: when one
+            // answers again, it must send everything, not only changes.
+            for higher in &before {
+                self.actions.push_back(Action::ForgetVersion {
+                    server: higher.clone(),
+                    key: key.clone(),
+                });
+            }
+            self.subscribe(server.clone(), key);
+        }
+    }
+
+    /// The home of a key fetched for routing (an `#alt` target, a redirect
+    /// target): its authority, which must be one of the bootstrap's.
+    pub(super) fn home_of(&mut self, name: &str) -> Result<Home, String> {
+        let name = ResourceName::parse(name).map_err(|e| e.to_string())?;
+        let partition = Partition::of(&name);
+        self.ensure_authority(&partition, &name)
+            .map_err(|e| e.to_string())?;
+        Ok(Home::Authority(partition))
+    }
+
+    /// Drops the redirect chains followed for `key` and, if it is a glob,
+    /// for its members.
+    pub(super) fn drop_redirects_of(&mut self, key: &ResourceKey) {
+        let members = self.glob_redirects.remove(key).unwrap_or_default();
+        for entry in members.into_iter().chain(std::iter::once(key.clone())) {
+            if let Some(redirect) = self.redirects.remove(&entry) {
+                for hop in redirect.hops {
+                    self.unfetch(&hop, &entry);
+                }
+            }
+        }
+    }
+
+    /// Notes that `entry` has a redirect chain, under its glob if it is a
+    /// glob's member.
+    pub(super) fn index_redirect(&mut self, entry: &ResourceKey) {
+        if let Some(glob) = glob_of(&entry.name) {
+            let glob = ResourceKey::new(entry.type_url.clone(), glob);
+            self.glob_redirects
+                .entry(glob)
+                .or_default()
+                .insert(entry.clone());
+        }
+    }
+}

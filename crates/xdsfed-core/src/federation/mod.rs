@@ -1,0 +1,372 @@
+//! The federation core: which server fetches what, and which watched entry
+//! each answer fills. Sans-IO, like the protocol core: inputs are methods
+//! ([`Federation::watch`], [`Federation::unwatch`],
+//! [`Federation::handle_events`]), outputs are [`Action`]s polled with
+//! [`Federation::poll_action`]; there is no lock, task, clock or transport
+//! handle inside. The client is the executor that applies the actions to
+//! its ADS connections and its cache.
+//!
+//! ```text
+//!  watched entry E ──primary──► fetch E ──on──► authority A's servers[0..=active]
+//!        │                                        (A71: the active server and every
+//!        ├──alt (while active)──► fetch ALT        higher-priority one, still retrying)
+//!        └──redirect chain──► fetch HOP1 … HOPn (the last answers for E)
+//!
+//!  event(K) from server S ─► gate: S is A's server at index ≤ active
+//!                          ─► each reader E of fetch K
+//!                          ─► Action::Deliver (key rewritten to E, Source recorded)
+//! ```
+//!
+//! # Server fallback (gRFC A71)
+//!
+//! An authority's servers are in priority order. Fetches of the authority
+//! are subscribed on its *active* server and on every server before it, so
+//! that a failed higher-priority server that comes back answers at once.
+//!
+//! - **Falling back.** When the active server fails (gRFC A57: the
+//!   connection fails, or the stream ends before any response) and a watched
+//!   resource of the authority has no answer yet (neither a copy nor a known
+//!   absence), the next server becomes active and every fetch of the
+//!   authority is subscribed there. Watchers with a copy get an ambient
+//!   error; watchers without one are not told of the failure, since the
+//!   fallback server is being asked. With every resource answered there is
+//!   no fallback: the cached copies keep serving.
+//! - **Switching back.** The first response of a stream to a server before
+//!   the active one makes it active again; the fetches are unsubscribed from
+//!   the servers after it, and a server left with no subscription at all is
+//!   closed at once (A71: the client closes its connections to
+//!   lower-priority servers). Copies the fallback server delivered keep
+//!   serving until the primary replaces them.
+//! - **Starting afresh.** An authority with nothing left to fetch returns
+//!   to its primary: the next watch does not go to a fallback chosen long
+//!   before.
+//! - **Gating.** Answers from a server after the active one (in flight while
+//!   switching back) are dropped; failures of servers before it (still
+//!   retrying) are not reported.
+//!
+//! # `#alt` alternatives (xDS TP1)
+//!
+//! A watched name with an `#alt=` directive has an alternative resource. It
+//! is fetched, and its answers are delivered under the watched name, when
+//! the primary cannot deliver the resource and no copy is cached:
+//!
+//! - every server of the primary's authority has failed (no fallback left)
+//!   and the entry has no answer (neither a copy nor a known absence), or
+//! - the does-not-exist timer fired for the primary (no server answered it).
+//!
+//! An explicit deletion by the primary's server is an answer, not a failure:
+//! it is delivered as such. The primary stays subscribed, and its first
+//! answer (an update, a deletion or a redirect) ends the alternative: it is
+//! unsubscribed and the primary's answer replaces the alternative's.
+//!
+//! # Redirects (xDS TP1)
+//!
+//! TP1 has a server answer a name with a `ResourceLocator` in two passages:
+//! "Aliasing" lets any singleton resource be answered that way (route
+//! configuration aliases, delegation to another authority), and the
+//! collections section allows redirects of list collections and of the
+//! members of glob collections, but says a glob collection "itself is not
+//! redirectable". Read together: every redirect is followed except one of
+//! a glob collection itself.
+//!
+//! - A followed target is fetched on its own authority, which must be in
+//!   the bootstrap (a server cannot send the client to a server the
+//!   bootstrap does not trust), with the entry as reader; its answers are
+//!   delivered under the entry's name, marked `redirected`.
+//! - The targets reached form the entry's chain: a target that redirects
+//!   extends it, one that answers for itself cuts it there (later targets
+//!   are unsubscribed), and the entry answering for itself drops it.
+//! - A target already on the chain (a loop), more hops than the limit, a
+//!   target of another type or a glob collection as target is an error
+//!   naming the chain; the last good copy keeps serving.
+//!
+//! # Collections (xDS TP1)
+//!
+//! - **Glob collections.** A member of a watched glob answers for the
+//!   glob's fetch and is gated by the glob's servers; it is delivered under
+//!   its own name.
+//! - **List collections.** A list's body names its members: each locator
+//!   member is watched for the collection on its own authority (a member of
+//!   an authority the bootstrap lacks is an error for that member), inline
+//!   entries are delivered under `collection#entry=name` (or
+//!   `#anonymous=index`), members that left are let go, and a body with the
+//!   same bytes as the last one changes nothing.
+
+mod a88;
+mod actions;
+mod alt;
+mod fallback;
+mod fetch;
+mod lists;
+mod redirect;
+mod replay;
+mod route;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+pub(crate) use a88::{Context, ReportedNack, short_type};
+pub(crate) use a88::{apply as apply_event, data_error, healthy_again, is_answered, transient};
+pub(crate) use actions::{Action, Answers};
+pub(crate) use route::key_of;
+pub(crate) use state::Home;
+
+use crate::authority::{AuthorityError, AuthorityRegistry, Partition, ServerKey};
+use crate::bootstrap::ServerConfig;
+use crate::name::ResourceName;
+use crate::protocol::ResourceKey;
+use crate::status::AuthorityStatus;
+use state::{Alt, AuthorityState, Fetch, ListState, Redirect, Route};
+
+/// The federation core's state. See the [module docs](self).
+pub(crate) struct Federation {
+    registry: AuthorityRegistry,
+    max_redirects: usize,
+    /// Every server any fetch may use, by key.
+    servers: HashMap<ServerKey, ServerConfig>,
+    /// How many keys (and wildcard types) are subscribed on each server.
+    subscribed: HashMap<ServerKey, usize>,
+    authorities: HashMap<Partition, AuthorityState>,
+    fetches: HashMap<ResourceKey, Fetch>,
+    routes: HashMap<ResourceKey, Route>,
+    redirects: HashMap<ResourceKey, Redirect>,
+    /// Members of each glob with a redirect chain, so letting a glob go
+    /// touches only its own.
+    glob_redirects: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    lists: HashMap<ResourceKey, ListState>,
+    /// `#entry=` watches and the collection each is an entry of.
+    entry_of: HashMap<ResourceKey, ResourceKey>,
+    /// Wildcard subscriptions: type → (server, watchers).
+    wildcard: HashMap<&'static str, (ServerKey, usize)>,
+    /// Readers that joined a fetch with an answer already: (reader, key).
+    replays: VecDeque<(ResourceKey, ResourceKey)>,
+    actions: VecDeque<Action>,
+}
+
+impl Federation {
+    /// A federation core for the authorities of `registry`.
+    pub(crate) fn new(registry: AuthorityRegistry, max_redirects: usize) -> Self {
+        Federation {
+            registry,
+            max_redirects,
+            servers: HashMap::new(),
+            subscribed: HashMap::new(),
+            authorities: HashMap::new(),
+            fetches: HashMap::new(),
+            routes: HashMap::new(),
+            redirects: HashMap::new(),
+            glob_redirects: HashMap::new(),
+            lists: HashMap::new(),
+            entry_of: HashMap::new(),
+            wildcard: HashMap::new(),
+            replays: VecDeque::new(),
+            actions: VecDeque::new(),
+        }
+    }
+
+    /// The next thing to do, in order.
+    pub(crate) fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The configuration of a server some action names.
+    pub(crate) fn server_config(&self, key: &ServerKey) -> Option<&ServerConfig> {
+        self.servers.get(key)
+    }
+
+    /// Adds a watcher of the entry `key`, fetched at `home`, with its `#alt`
+    /// alternative. The first watcher subscribes it; if the key is fetched
+    /// for another entry already, it starts from that fetch's answer.
+    pub(crate) fn watch(
+        &mut self,
+        key: &ResourceKey,
+        home: Home,
+        alt: Option<ResourceKey>,
+        answers: &dyn Answers,
+    ) {
+        self.add_watcher(key, home, alt);
+        self.replay(answers);
+    }
+
+    pub(super) fn add_watcher(&mut self, key: &ResourceKey, home: Home, alt: Option<ResourceKey>) {
+        if let Some(route) = self.routes.get_mut(key) {
+            route.watchers += 1;
+            if route.alt.is_none() {
+                // The first watch that names an alternative gives the entry one.
+                route.alt = alt.map(|key| Alt { key, active: false });
+            }
+            return;
+        }
+        self.routes.insert(
+            key.clone(),
+            Route {
+                watchers: 1,
+                primary: key.clone(),
+                alt: alt.map(|key| Alt { key, active: false }),
+            },
+        );
+        self.fetch(key.clone(), home, key.clone());
+    }
+
+    /// Adds a watcher of the list collection `key` of `member_type`s.
+    pub(crate) fn watch_list(
+        &mut self,
+        key: &ResourceKey,
+        member_type: &'static str,
+        home: Home,
+        answers: &dyn Answers,
+    ) {
+        self.lists
+            .entry(key.clone())
+            .or_insert_with(|| ListState::new(member_type));
+        self.watch(key, home, None, answers);
+    }
+
+    /// Marks `entry` as an `#entry=` watch of the list `collection` (which
+    /// the caller watches for it), so it hears when the entry leaves.
+    pub(crate) fn want_entry(&mut self, collection: &ResourceKey, entry: &ResourceKey) {
+        if let Some(list) = self.lists.get_mut(collection) {
+            list.wanted.insert(entry.clone());
+            self.entry_of.insert(entry.clone(), collection.clone());
+        }
+    }
+
+    /// Gives back one watcher of `key`; the last one unsubscribes what feeds
+    /// it, and a list collection's last one lets its members go.
+    pub(crate) fn unwatch(&mut self, key: &ResourceKey) {
+        if let Some(collection) = self.entry_of.remove(key)
+            && let Some(list) = self.lists.get_mut(&collection)
+        {
+            list.wanted.remove(key);
+        }
+        let Some(route) = self.routes.get_mut(key) else {
+            return;
+        };
+        route.watchers = route.watchers.saturating_sub(1);
+        if route.watchers > 0 {
+            return;
+        }
+        let Some(route) = self.routes.remove(key) else {
+            return;
+        };
+        self.unfetch(&route.primary, key);
+        if let Some(alt) = route.alt.filter(|a| a.active) {
+            self.unfetch(&alt.key, key);
+        }
+        self.drop_redirects_of(key);
+        if let Some(list) = self.lists.remove(key) {
+            self.actions.push_back(Action::ForgetList {
+                collection: key.clone(),
+            });
+            for member in list.locators {
+                self.release_member(&member);
+            }
+        }
+    }
+
+    /// Adds a wildcard watcher of `type_url` on `server`; the first one
+    /// subscribes.
+    pub(crate) fn watch_wildcard(
+        &mut self,
+        type_url: &'static str,
+        server: ServerKey,
+        config: &ServerConfig,
+    ) {
+        if let Some((_, watchers)) = self.wildcard.get_mut(type_url) {
+            *watchers += 1;
+            return;
+        }
+        self.servers
+            .entry(server.clone())
+            .or_insert_with(|| config.clone());
+        *self.subscribed.entry(server.clone()).or_default() += 1;
+        self.actions.push_back(Action::SubscribeWildcard {
+            server: server.clone(),
+            type_url,
+        });
+        self.wildcard.insert(type_url, (server, 1));
+    }
+
+    /// Gives back one wildcard watcher of `type_url`.
+    pub(crate) fn unwatch_wildcard(&mut self, type_url: &str) {
+        let Some((_, watchers)) = self.wildcard.get_mut(type_url) else {
+            return;
+        };
+        *watchers -= 1;
+        if *watchers > 0 {
+            return;
+        }
+        if let Some((type_url, (server, _))) = self.wildcard.remove_entry(type_url) {
+            self.release_subscription(&server);
+            self.actions
+                .push_back(Action::UnsubscribeWildcard { server, type_url });
+        }
+    }
+
+    /// Makes sure the core knows `partition`'s servers.
+    pub(crate) fn ensure_authority(
+        &mut self,
+        partition: &Partition,
+        name: &ResourceName,
+    ) -> Result<(), AuthorityError> {
+        if self.authorities.contains_key(partition) {
+            return Ok(());
+        }
+        let servers = self.registry.resolve(name)?;
+        if servers.is_empty() {
+            return Err(AuthorityError::no_servers(name));
+        }
+        let mut keys = Vec::with_capacity(servers.len());
+        for server in servers {
+            let key = ServerKey::new(server);
+            self.servers
+                .entry(key.clone())
+                .or_insert_with(|| server.clone());
+            keys.push(key);
+        }
+        self.authorities
+            .insert(partition.clone(), AuthorityState::new(keys));
+        Ok(())
+    }
+
+    /// Registers the one server a ConfigSource names, for
+    /// [`Home::Server`] fetches.
+    pub(crate) fn add_server(&mut self, config: &ServerConfig) -> ServerKey {
+        let key = ServerKey::new(config);
+        self.servers
+            .entry(key.clone())
+            .or_insert_with(|| config.clone());
+        key
+    }
+
+    /// Each known authority's servers and which is active, sorted.
+    pub(crate) fn authority_status(&self) -> Vec<AuthorityStatus> {
+        let mut authorities: Vec<AuthorityStatus> = self
+            .authorities
+            .iter()
+            .map(|(partition, a)| AuthorityStatus {
+                authority: match partition {
+                    Partition::Authority(name) => Some(name.clone()),
+                    Partition::OldStyle => None,
+                },
+                servers: a.servers.iter().map(ToString::to_string).collect(),
+                active: a
+                    .servers
+                    .get(a.active)
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                on_fallback: a.active > 0,
+            })
+            .collect();
+        authorities.sort_by(|a, b| a.authority.cmp(&b.authority));
+        authorities
+    }
+}
+
+/// The name servers and messages give `server`.
+fn server_name(server: &ServerKey) -> Arc<str> {
+    Arc::from(server.to_string())
+}

@@ -1,0 +1,119 @@
+//! What the federation core holds: authorities and their servers, what is
+//! fetched where, and what feeds each watched entry.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::authority::{Partition, ServerKey};
+use crate::protocol::{CoreEvent, ResourceKey};
+
+/// One authority's servers, in priority order (gRFC A71).
+pub(crate) struct AuthorityState {
+    pub(crate) servers: Vec<ServerKey>,
+    /// The server answers are taken from; fetches are subscribed on it and
+    /// on every server before it.
+    pub(crate) active: usize,
+    /// The fetches homed here.
+    pub(crate) keys: HashSet<ResourceKey>,
+}
+
+impl AuthorityState {
+    pub(crate) fn new(servers: Vec<ServerKey>) -> Self {
+        AuthorityState {
+            servers,
+            active: 0,
+            keys: HashSet::new(),
+        }
+    }
+
+    /// The priority of `server` in this authority, if it is one of its.
+    pub(crate) fn index_of(&self, server: &ServerKey) -> Option<usize> {
+        self.servers.iter().position(|k| k == server)
+    }
+
+    /// The servers fetches are subscribed on.
+    pub(crate) fn subscribed_on(&self) -> impl Iterator<Item = &ServerKey> {
+        self.servers.iter().take(self.active + 1)
+    }
+}
+
+/// Where a fetch is subscribed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Home {
+    /// On its authority's servers, with fallback.
+    Authority(Partition),
+    /// On the one server a ConfigSource names (no fallback).
+    Server(ServerKey),
+}
+
+/// One key subscribed on the wire, and the watched entries it feeds.
+pub(crate) struct Fetch {
+    pub(crate) home: Home,
+    pub(crate) readers: HashSet<ResourceKey>,
+    /// The last answer its servers gave (a copy, a deletion, an absence, a
+    /// redirect, an error), for a reader that joins later: the server will
+    /// not send it again.
+    pub(crate) answer: Option<Answer>,
+    /// The NACK since that answer, if any.
+    pub(crate) nack: Option<Answer>,
+}
+
+/// An event about a fetched key, as its server sent it.
+#[derive(Clone)]
+pub(crate) struct Answer {
+    pub(crate) event: CoreEvent,
+    pub(crate) server: Arc<str>,
+    pub(crate) fallback: bool,
+}
+
+/// A watched entry: how many hold it, and what feeds it.
+pub(crate) struct Route {
+    pub(crate) watchers: usize,
+    /// The key fetched for it (its own key).
+    pub(crate) primary: ResourceKey,
+    /// Its `#alt` alternative, if the name had one.
+    pub(crate) alt: Option<Alt>,
+}
+
+/// An `#alt` alternative.
+pub(crate) struct Alt {
+    pub(crate) key: ResourceKey,
+    /// Whether it is fetched and serving.
+    pub(crate) active: bool,
+}
+
+/// The redirect targets followed for one entry, in the order reached; the
+/// last one answers for the entry. Earlier ones stay fetched, so a hop that
+/// stops redirecting is seen.
+#[derive(Default)]
+pub(crate) struct Redirect {
+    pub(crate) hops: Vec<ResourceKey>,
+}
+
+/// A watched list collection.
+pub(crate) struct ListState {
+    /// The members' type URL.
+    pub(crate) member_type: &'static str,
+    /// The locator members, each watched for the collection.
+    pub(crate) locators: HashSet<ResourceKey>,
+    /// Inline entries watched on their own (`#entry=`).
+    pub(crate) wanted: HashSet<ResourceKey>,
+    /// The last body acted on.
+    pub(crate) last: Option<bytes::Bytes>,
+}
+
+impl ListState {
+    pub(crate) fn new(member_type: &'static str) -> Self {
+        ListState {
+            member_type,
+            locators: HashSet::new(),
+            wanted: HashSet::new(),
+            last: None,
+        }
+    }
+}
+
+/// Whether `key` is a list collection (xDS TP1: a `<T>Collection` type).
+pub(crate) fn is_list_collection(key: &ResourceKey) -> bool {
+    key.type_url.ends_with("Collection")
+}

@@ -1,0 +1,185 @@
+//! The model cache, and the invariants checked after every step and at
+//! the end of a run.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::{
+    Action, Cluster, Context, CoreEvent, DataErrorPolicy, Entry, ResourceKey, Source, World,
+    authority_of, federation,
+};
+use crate::cache::ResourceStatus;
+use crate::federation::tests::sim::server::Body;
+
+/// What the federation core asks of the cache, read off the model.
+pub(super) struct Answers<'a>(pub(super) &'a BTreeMap<ResourceKey, Entry>);
+
+impl federation::Answers for Answers<'_> {
+    fn is_answered(&self, key: &ResourceKey) -> bool {
+        self.0
+            .get(key)
+            .is_some_and(|e| federation::is_answered(key, &e.state))
+    }
+    fn has_copy(&self, key: &ResourceKey) -> bool {
+        self.0.get(key).is_some_and(|e| e.state.resource.is_some())
+    }
+}
+
+impl World {
+    pub(crate) fn apply_to_model(&mut self, action: Action) {
+        match action {
+            Action::Deliver { event, source } => self.deliver(&event, source),
+            Action::DataError { key, error } => {
+                if let Some(entry) = self.entries.get_mut(&key) {
+                    federation::data_error(&mut entry.state, error);
+                }
+            }
+            Action::Transient { key, error } => {
+                if let Some(entry) = self.entries.get_mut(&key) {
+                    federation::transient(&mut entry.state, &error);
+                }
+            }
+            Action::StreamHealthy { server } => {
+                for entry in self.entries.values_mut() {
+                    let served_by = entry.provenance == server
+                        || entry
+                            .state
+                            .source
+                            .as_ref()
+                            .is_some_and(|s| s.server == server);
+                    if served_by {
+                        federation::healthy_again(&mut entry.state);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A delivery, with the invariants it must keep.
+    fn deliver(&mut self, event: &CoreEvent, source: Source) {
+        let Some(key) = federation::key_of(event).cloned() else {
+            return;
+        };
+        if let CoreEvent::Upsert { .. } = event {
+            let fetched_as = if source.fetched_as.is_empty() {
+                &key.name
+            } else {
+                &source.fetched_as
+            };
+            let authority = authority_of(fetched_as).unwrap_or_default();
+            let allowed = self
+                .servers_of
+                .get(authority)
+                .is_some_and(|s| s.contains(&source.server));
+            assert!(
+                allowed,
+                "{} delivered from {}, which does not serve the authority of {fetched_as}",
+                key.name, source.server
+            );
+        }
+        let trace = self.trace;
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
+        let server = if source.fetched_as.is_empty() {
+            Arc::clone(&source.server)
+        } else {
+            Arc::from(format!("{} (as {})", source.server, source.fetched_as))
+        };
+        let cx = Context {
+            server: &server,
+            policy: DataErrorPolicy::default(),
+            now: SystemTime::UNIX_EPOCH,
+        };
+        let had_copy = entry.state.resource.is_some();
+        federation::apply_event(&mut entry.state, &mut entry.reported, event, source, &cx);
+        if had_copy && entry.state.resource.is_none() {
+            assert!(
+                matches!(event, CoreEvent::Removed { .. }),
+                "{}: the last good copy was dropped by {event:?}",
+                key.name
+            );
+        }
+        if let Some(tag) = tag_of(&entry.state) {
+            assert!(
+                tag != "poison",
+                "{}: a watcher saw a copy that failed validation",
+                key.name
+            );
+            if trace {
+                eprintln!("          {} now holds {tag}", key.name);
+            }
+        }
+    }
+
+    /// Once faults stop: every authority is back on its primary, and every
+    /// watched entry holds what the primary holds (following redirects).
+    pub(crate) fn check_converged(&self) {
+        for authority in self.fed.authority_status() {
+            assert!(
+                !authority.on_fallback,
+                "authority {:?} is still on its fallback server {}",
+                authority.authority, authority.active
+            );
+        }
+        for (key, entry) in &self.entries {
+            match self.expected(&key.name) {
+                Expect::Copy(tag) => assert_eq!(
+                    tag_of(&entry.state).as_deref(),
+                    Some(tag.as_str()),
+                    "{} holds the wrong copy after the faults stopped ({:?})",
+                    key.name,
+                    entry.state.status
+                ),
+                Expect::Absent => assert_eq!(
+                    entry.state.status,
+                    ResourceStatus::DoesNotExist,
+                    "{} should not exist after the faults stopped",
+                    key.name
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// What `name`'s watchers should hold: the primary's copy, through its
+    /// redirects.
+    fn expected(&self, name: &str) -> Expect {
+        let mut name = name.to_owned();
+        let mut seen = vec![name.clone()];
+        loop {
+            let authority = authority_of(&name).unwrap_or_default();
+            let primary = &self.peers[if authority == "a" { "a1" } else { "b1" }];
+            let held = primary.server.truth.get(&name);
+            if held.is_some_and(|(v, _)| primary.server.spoiled.contains(&(name.clone(), *v))) {
+                return Expect::Unknown;
+            }
+            match held.map(|(_, b)| b) {
+                None if seen.len() == 1 => return Expect::Absent,
+                None => return Expect::Unknown,
+                Some(Body::Valid(tag)) => return Expect::Copy(tag.clone()),
+                Some(Body::Poison | Body::Malformed) => return Expect::Unknown,
+                Some(Body::Redirect(authority, id)) => {
+                    name = super::name(authority, id);
+                    if seen.contains(&name) || seen.len() > 8 {
+                        return Expect::Unknown;
+                    }
+                    seen.push(name.clone());
+                }
+            }
+        }
+    }
+}
+
+enum Expect {
+    Copy(String),
+    Absent,
+    Unknown,
+}
+
+fn tag_of(state: &crate::cache::ResourceState) -> Option<String> {
+    let cluster = state.resource.as_ref()?.downcast::<Cluster>()?;
+    Some(cluster.alt_stat_name.clone())
+}

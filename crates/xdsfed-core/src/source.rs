@@ -1,0 +1,87 @@
+//! The source seam: what the client drives for each server of the
+//! bootstrap, whatever protocol the server speaks.
+//!
+//! The federation core decides what to ask of which server; the client's
+//! executor hands each decision to that server's [`SourceConnection`], and
+//! each connection reports back through an [`EventSink`] as
+//! [`CoreEvent`](crate::protocol::CoreEvent)s: validated copies, NACKs,
+//! deletions, stream failures and recoveries. An ADS stream is one kind of
+//! source; any other (a file, a REST endpoint, another push protocol) plugs
+//! in here by producing the same events, so that server fallback, `#alt`,
+//! status and metrics work the same for every kind.
+
+use std::sync::Arc;
+
+use crate::bootstrap::ServerConfig;
+use crate::protocol::{AuthorityFilter, ResourceKey};
+use crate::transport::{AdsConnection, ConnectionStats, EventSink, TransportOptions};
+use crate::types::TypeRegistry;
+
+/// A connection to one server, driven by the client's executor.
+pub trait SourceConnection: Send + Sync + std::fmt::Debug {
+    /// Asks for `key`.
+    fn subscribe(&self, key: ResourceKey);
+    /// Stops asking for `key`.
+    fn unsubscribe(&self, key: ResourceKey);
+    /// The copy the client serves of `key` came from another server (gRFC
+    /// A71 fallback): the next stream asks for it afresh rather than naming
+    /// the version this server sent last. A source without versions has
+    /// nothing to forget.
+    fn forget_version(&self, key: ResourceKey) {
+        let _ = key;
+    }
+    /// Asks for every resource of `type_url`.
+    fn subscribe_wildcard(&self, type_url: &str);
+    /// Stops asking for every resource of `type_url`.
+    fn unsubscribe_wildcard(&self, type_url: &str);
+    /// The connection's counters (gRFC A78).
+    fn stats(&self) -> ConnectionStats;
+    /// Closes the connection now.
+    fn shutdown(&self);
+}
+
+impl SourceConnection for AdsConnection {
+    fn subscribe(&self, key: ResourceKey) {
+        AdsConnection::subscribe(self, key);
+    }
+    fn unsubscribe(&self, key: ResourceKey) {
+        AdsConnection::unsubscribe(self, key);
+    }
+    fn forget_version(&self, key: ResourceKey) {
+        AdsConnection::forget_version(self, key);
+    }
+    fn subscribe_wildcard(&self, type_url: &str) {
+        AdsConnection::subscribe_wildcard(self, type_url);
+    }
+    fn unsubscribe_wildcard(&self, type_url: &str) {
+        AdsConnection::unsubscribe_wildcard(self, type_url);
+    }
+    fn stats(&self) -> ConnectionStats {
+        AdsConnection::stats(self)
+    }
+    fn shutdown(&self) {
+        AdsConnection::shutdown(self);
+    }
+}
+
+/// Everything a connection is opened with.
+pub(crate) struct Opening {
+    pub(crate) server: ServerConfig,
+    pub(crate) authorities: AuthorityFilter,
+    pub(crate) types: Arc<TypeRegistry>,
+    pub(crate) sink: Arc<dyn EventSink>,
+    pub(crate) options: TransportOptions,
+}
+
+/// Opens the connection `opening.server` asks for, on the current tokio
+/// runtime. Every server speaks ADS today; another kind of source is one
+/// more arm here.
+pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    Arc::new(AdsConnection::spawn(
+        opening.server,
+        opening.authorities,
+        opening.types,
+        opening.sink,
+        opening.options,
+    ))
+}

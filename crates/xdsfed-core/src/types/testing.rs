@@ -1,0 +1,58 @@
+//! Resources for the crate's unit tests.
+
+use crate::types::Decoded;
+
+/// A valid cluster named `name`, told apart from other copies by
+/// `alt_stat_name`.
+pub(crate) fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
+    use crate::types::{ClusterType, Erased, ErasedType};
+    use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+    use envoy_types::pb::envoy::config::core::v3::{
+        Address, SocketAddress, address, socket_address,
+    };
+    use envoy_types::pb::envoy::config::endpoint::v3::{
+        ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
+    };
+    use prost::Message;
+    let cluster = Cluster {
+        name: name.into(),
+        alt_stat_name: alt_stat_name.into(),
+        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
+            cluster::DiscoveryType::LogicalDns as i32,
+        )),
+        load_assignment: Some(ClusterLoadAssignment {
+            cluster_name: name.into(),
+            endpoints: vec![LocalityLbEndpoints {
+                lb_endpoints: vec![LbEndpoint {
+                    host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+                        address: Some(Address {
+                            address: Some(address::Address::SocketAddress(SocketAddress {
+                                address: "example.com".into(),
+                                port_specifier: Some(socket_address::PortSpecifier::PortValue(443)),
+                                ..Default::default()
+                            })),
+                        }),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Erased::<ClusterType>::new()
+        .decode(cluster.encode_to_vec().into())
+        .expect("a valid cluster")
+}
+
+/// A list collection body with `entries`, its bytes standing for a body
+/// that differs from one with other `bytes`.
+pub(crate) fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) -> Decoded {
+    Decoded {
+        value: std::sync::Arc::new(crate::types::ListCollection { entries }),
+        raw: bytes::Bytes::from_static(bytes),
+        name: None,
+    }
+}
