@@ -7,12 +7,43 @@
 //!                                └─► ACK / NACK back on the stream
 //! ```
 //!
+//! # Start here
+//!
+//! The types an embedder uses are re-exported here, at the crate root:
+//! [`XdsClient`] (built from a [`Bootstrap`]) hands out [`Watch`],
+//! [`WildcardWatch`] and [`CollectionWatch`] handles, each a
+//! [`futures::Stream`] of [`WatchEvent`]s or [`CollectionEvent`]s. The
+//! root re-exports are the stable surface; the modules below hold the rest
+//! (docs/client.md, "What is public and stable"). The [`watch`] module
+//! shows the handles with `futures::StreamExt`.
+//!
+//! ```no_run
+//! use xdsfed_core::{Bootstrap, ClusterType, WatchEvent, XdsClient};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
+//! let mut payments = client
+//!     .watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
+//! while let Some(event) = payments.next().await {
+//!     if let WatchEvent::Changed(cluster) = event {
+//!         println!("{} updated", cluster.name);
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Modules
+//!
 //! - [`name`]: `xdstp://` names, canonical cache keys, directives.
 //! - [`bootstrap`]: gRPC A47 JSON, YAML and Envoy-style bootstraps.
 //! - [`authority`]: which servers serve which authority; stream sharing.
 //! - [`types`]: resource types, decoding and validation.
 //! - [`protocol`]: the sans-IO ADS state machine (delta and SotW).
 //! - [`transport`]: the tonic driver of the protocol core.
+//! - [`cache`], [`watch`], [`client`]: the latest-value cache, the watch
+//!   handles and the client that connects them to the transport.
+//! - [`status`], [`error`]: the CSDS-style dump, and errors as watchers see
+//!   them.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -31,3 +62,13 @@ pub mod status;
 pub mod transport;
 pub mod types;
 pub mod watch;
+
+pub use bootstrap::Bootstrap;
+pub use cache::{ResourceState, ResourceStatus};
+pub use client::{BuildError, WatchError, XdsClient, XdsClientBuilder};
+pub use error::{ErrorKind, XdsError};
+pub use protocol::ResourceKey;
+pub use status::ClientStatus;
+pub use transport::TransportOptions;
+pub use types::{ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType};
+pub use watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};

@@ -11,7 +11,6 @@
 //! its server; the transport closes an idle stream after a grace period.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, Weak};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
@@ -261,11 +260,7 @@ impl XdsClient {
         let glob = self
             .inner
             .start_watch::<T>(&parsed, home, &server_key, &server)?;
-        Ok(CollectionWatch {
-            collection,
-            glob,
-            listed: None,
-        })
+        Ok(CollectionWatch::new(collection, glob))
     }
 
     /// Watches the list collection `name` (xDS TP1 §List collections), e.g.
@@ -300,11 +295,7 @@ impl XdsClient {
             queue,
         };
         let glob = self.inner.start_list::<T>(&key)?;
-        Ok(CollectionWatch {
-            collection,
-            glob,
-            listed: None,
-        })
+        Ok(CollectionWatch::new(collection, glob))
     }
 
     /// Watches the inline entry `entry` of a list collection
@@ -365,15 +356,14 @@ impl XdsClient {
         self.inner.run(&mut state, policy);
         drop(state);
         let owner: Arc<dyn Release> = Arc::clone(&self.inner) as Arc<dyn Release>;
-        Ok(WildcardWatch {
-            guard: WildcardGuard {
+        Ok(WildcardWatch::new(
+            WildcardGuard {
                 owner,
                 type_url: T::TYPE_URL,
                 queue,
             },
-            cache: Arc::clone(&self.inner.cache),
-            _type: PhantomData,
-        })
+            Arc::clone(&self.inner.cache),
+        ))
     }
 
     /// A CSDS-style dump of every resource and every server connection.

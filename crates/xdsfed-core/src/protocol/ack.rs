@@ -19,9 +19,7 @@ use crate::name::NameError;
 use crate::types::ValidationError;
 
 /// `google.rpc.Code.INVALID_ARGUMENT`.
-pub const INVALID_ARGUMENT: i32 = 3;
-/// `google.rpc.Code.NOT_FOUND`.
-pub const NOT_FOUND: i32 = 5;
+pub(crate) const INVALID_ARGUMENT: i32 = 3;
 
 /// Why one resource of a response was rejected. Every variant names the
 /// resource (or, when the name cannot be known, its position).
@@ -88,7 +86,7 @@ impl Rejected {
 
 /// The `error_detail` of a NACK: `INVALID_ARGUMENT`, naming every rejected
 /// resource of the response of type `type_url`.
-pub fn error_detail(type_url: &str, rejected: &[Rejected]) -> Status {
+pub(crate) fn error_detail(type_url: &str, rejected: &[Rejected]) -> Status {
     let mut message = format!(
         "{} rejected {type_url} resource{}: ",
         rejected.len(),

@@ -56,24 +56,28 @@
 //!
 //! # Where each rule lives
 //!
-//! - [`session`]: phases, the four method families, stream up/down;
+//! - `session`: [`Session`], its phases, the four method families, stream
+//!   up/down;
+//! - `event`: [`CoreEvent`], what the core tells the cache;
 //! - `type_state`: what survives a reconnect (`Durable`) and what does not
 //!   (`PerStream`), subscription bookkeeping, wildcard;
 //! - `ingest`: per-resource rules shared by both variants (names,
 //!   authorities, duplicates, validation, TTL, heartbeats, deletions);
 //! - `delta`, `sotw`: building requests and reading responses per variant;
-//! - [`ack`]: NACK details;
+//! - `ack`: ACK and NACK, and why a resource is [`Rejected`];
 //! - `timers`: the one timer table (does-not-exist, TTL, the stream's
 //!   deadlines).
 //!
 //! `docs/rules.md` maps every rule of the spec to the test that checks it.
 
-pub mod ack;
+// Every public item of these modules is re-exported below: `protocol::X`
+// is its one path.
+mod ack;
 mod config;
 mod delta;
-pub mod event;
+mod event;
 mod ingest;
-pub mod session;
+mod session;
 mod sotw;
 mod timers;
 mod type_state;

@@ -4,14 +4,16 @@
 //! one `SelectAll`, which polls only the streams that were woken, so an
 //! event costs the same however many resources are watched.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::{BoxStream, Stream, StreamExt};
 use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 use xdsfed_core::watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};
 
@@ -115,35 +117,29 @@ pub(crate) fn watch_stream<T: Followed>(
     name: Arc<str>,
     watch: Watch<T>,
 ) -> BoxStream<'static, Input> {
-    let start = (watch, None::<String>);
-    stream::unfold(start, move |(mut watch, mut last_ambient)| {
-        let name = Arc::clone(&name);
-        async move {
-            let update = loop {
-                let event = watch.next().await?;
-                if let WatchEvent::AmbientError(e) = &event {
-                    let message = e.to_string();
-                    if last_ambient.as_ref() == Some(&message) {
-                        continue;
-                    }
-                    last_ambient = Some(message);
-                } else {
-                    last_ambient = None;
-                }
-                break update_of(event, || {
-                    let from = watch.provenance();
-                    // Read right after the event; a newer version arriving in
-                    // between is delivered as the next event anyway.
-                    let version = watch.state().version.unwrap_or_else(|| Arc::from(""));
-                    Provenance {
-                        authority: from.authority.clone(),
-                        server: Arc::clone(&from.server),
-                        version,
-                    }
-                });
-            };
-            Some((T::input(name, update), (watch, last_ambient)))
+    let mut last_ambient = None::<String>;
+    WatchInputs::new(watch, move |watch: &Watch<T>, event| {
+        if let WatchEvent::AmbientError(e) = &event {
+            let message = e.to_string();
+            if last_ambient.as_ref() == Some(&message) {
+                return None;
+            }
+            last_ambient = Some(message);
+        } else {
+            last_ambient = None;
         }
+        let update = update_of(event, || {
+            let from = watch.provenance();
+            // Read right after the event; a newer version arriving in
+            // between is delivered as the next event anyway.
+            let version = watch.state().version.unwrap_or_else(|| Arc::from(""));
+            Provenance {
+                authority: from.authority.clone(),
+                server: Arc::clone(&from.server),
+                version,
+            }
+        });
+        Some(T::input(Arc::clone(&name), update))
     })
     .boxed()
 }
@@ -155,66 +151,105 @@ pub(crate) fn wildcard_stream<T: Followed>(
     server: Arc<str>,
     watch: WildcardWatch<T>,
 ) -> BoxStream<'static, Input> {
-    stream::unfold(watch, move |mut watch| {
-        let server = Arc::clone(&server);
-        async move {
-            let (name, event) = watch.next().await?;
+    watch
+        .map(move |(name, event)| {
             let update = update_of(event, || Provenance {
                 authority: xdsfed_core::name::authority_of(&name).map(Arc::from),
-                server,
+                server: Arc::clone(&server),
                 version: Arc::from(""),
             });
-            Some((T::input(name, update), watch))
-        }
-    })
-    .boxed()
+            T::input(name, update)
+        })
+        .boxed()
 }
 
 /// A collection watch's events as engine inputs, reported under
 /// `collection` (the name given in the roots). The stream owns the watch.
+pub(crate) fn collection_stream<T: CollectionFollowed>(
+    collection: Arc<str>,
+    watch: CollectionWatch<T>,
+) -> BoxStream<'static, Input> {
+    WatchInputs::new(watch, move |watch: &CollectionWatch<T>, event| {
+        let update = collection_update(watch, &collection, event);
+        Some(T::collection_input(Arc::clone(&collection), update))
+    })
+    .boxed()
+}
+
+/// The engine's form of a collection watch's event.
 ///
 /// A member's error is ambient when the client still holds a copy of it,
 /// which keeps serving. A member reported removed is passed on as
 /// `DoesNotExist`: the engine knows whether that takes a glob member out or
 /// marks a listed one absent.
-pub(crate) fn collection_stream<T: CollectionFollowed>(
-    collection: Arc<str>,
-    watch: CollectionWatch<T>,
-) -> BoxStream<'static, Input> {
-    stream::unfold(watch, move |mut watch| {
-        let collection = Arc::clone(&collection);
-        async move {
-            let update = match watch.next().await? {
-                CollectionEvent::Upsert { name, resource } => {
-                    let provenance = member_provenance(&watch, &name);
-                    CollectionUpdate::Member(name, Update::Changed(resource, provenance))
-                }
-                CollectionEvent::Removed { name } => {
-                    CollectionUpdate::Member(name, Update::DoesNotExist)
-                }
-                CollectionEvent::Empty => CollectionUpdate::Empty,
-                CollectionEvent::Listed { members } => CollectionUpdate::Listed(members),
-                CollectionEvent::Error { name, error }
-                    if *name == *collection || *name == *watch.key().name =>
-                {
-                    CollectionUpdate::Error(error.to_string())
-                }
-                CollectionEvent::Error { name, error } => {
-                    let kept = watch
-                        .member_state(&name)
-                        .is_some_and(|s| s.resource.is_some());
-                    let update = if kept {
-                        Update::AmbientError(error.to_string())
-                    } else {
-                        Update::Error(error.to_string())
-                    };
-                    CollectionUpdate::Member(name, update)
-                }
-            };
-            Some((T::collection_input(collection, update), watch))
+fn collection_update<T: CollectionFollowed>(
+    watch: &CollectionWatch<T>,
+    collection: &str,
+    event: CollectionEvent<T::Resource>,
+) -> CollectionUpdate<T::Resource> {
+    match event {
+        CollectionEvent::Upsert { name, resource } => {
+            let provenance = member_provenance(watch, &name);
+            CollectionUpdate::Member(name, Update::Changed(resource, provenance))
         }
-    })
-    .boxed()
+        CollectionEvent::Removed { name } => CollectionUpdate::Member(name, Update::DoesNotExist),
+        CollectionEvent::Empty => CollectionUpdate::Empty,
+        CollectionEvent::Listed { members } => CollectionUpdate::Listed(members),
+        CollectionEvent::Error { name, error }
+            if *name == *collection || *name == *watch.key().name =>
+        {
+            CollectionUpdate::Error(error.to_string())
+        }
+        CollectionEvent::Error { name, error } => {
+            let kept = watch
+                .member_state(&name)
+                .is_some_and(|s| s.resource.is_some());
+            let update = if kept {
+                Update::AmbientError(error.to_string())
+            } else {
+                Update::Error(error.to_string())
+            };
+            CollectionUpdate::Member(name, update)
+        }
+    }
+}
+
+/// A watch's events as engine inputs: a `filter_map` whose closure also
+/// sees the watch, to read a version or a member's state right after the
+/// event that announced it.
+struct WatchInputs<W, F> {
+    watch: W,
+    input_of: F,
+}
+
+impl<W, F> WatchInputs<W, F>
+where
+    W: Stream + Unpin,
+    F: FnMut(&W, W::Item) -> Option<Input> + Unpin,
+{
+    fn new(watch: W, input_of: F) -> Self {
+        WatchInputs { watch, input_of }
+    }
+}
+
+impl<W, F> Stream for WatchInputs<W, F>
+where
+    W: Stream + Unpin,
+    F: FnMut(&W, W::Item) -> Option<Input> + Unpin,
+{
+    type Item = Input;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Input>> {
+        let this = self.get_mut();
+        loop {
+            let Some(event) = ready!(this.watch.poll_next_unpin(cx)) else {
+                return Poll::Ready(None);
+            };
+            if let Some(input) = (this.input_of)(&this.watch, event) {
+                return Poll::Ready(Some(input));
+            }
+        }
+    }
 }
 
 /// Where member `name`'s copy came from, as the client's cache records it.

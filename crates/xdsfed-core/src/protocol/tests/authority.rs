@@ -3,7 +3,7 @@
 
 use super::support::*;
 use crate::bootstrap::ApiVariant;
-use crate::protocol::ack::NOT_FOUND;
+
 use crate::protocol::{AuthorityFilter, Session};
 use envoy_types::pb::envoy::service::discovery::v3::{ResourceError, ResourceName};
 use envoy_types::pb::google::rpc::Status;
@@ -136,8 +136,8 @@ fn resource_error_not_found_is_a_deletion() {
     );
     let mut r = dresp(CDS, "n2", vec![], &[]);
     r.resource_errors = vec![
-        resource_error("a", NOT_FOUND),
-        resource_error("b", NOT_FOUND),
+        resource_error("a", crate::error::GrpcCode::NotFound.as_i32()),
+        resource_error("b", crate::error::GrpcCode::NotFound.as_i32()),
     ];
     s.handle_delta_response(now, r);
     assert_eq!(
