@@ -251,10 +251,13 @@ pub(crate) fn event_of<T: ResourceType>(
     match (&state.resource, &state.error) {
         (Some(resource), None) => Some(match resource.downcast::<T::Resource>() {
             Some(value) => WatchEvent::Changed(value),
-            None => WatchEvent::Error(XdsError::new(
-                ErrorKind::Watch,
-                format!("{key}: cached resource is not a {}", T::TYPE_URL),
-            )),
+            None => WatchEvent::Error(
+                XdsError::new(
+                    ErrorKind::Watch,
+                    format!("{key}: cached resource is not a {}", T::TYPE_URL),
+                )
+                .with_resource(key.clone()),
+            ),
         }),
         (Some(_), Some(error)) => Some(WatchEvent::AmbientError(error.clone())),
         (None, _) if state.status == ResourceStatus::DoesNotExist => Some(WatchEvent::DoesNotExist),
