@@ -6,6 +6,11 @@
 //! cluster's balancer picks the endpoint. Until the first snapshot is
 //! applied, requests wait for it, at most the channel's ready timeout, as a
 //! gRPC channel holds calls while it is CONNECTING.
+//!
+//! The virtual host is chosen by the channel's data-plane authority (the
+//! target's service name), as gRPC chooses it; a request whose URI carries
+//! an authority of its own (a client built with `with_origin`) is matched
+//! by that authority instead, as Envoy matches `:authority`.
 
 use std::fmt;
 use std::future::Future;
