@@ -4,6 +4,7 @@
 use std::path::Path;
 
 const PROTOS: &[&str] = &[
+    "xdsfed/greeter/v1/greeter.proto",
     "xdsfed/policy/v1/policy.proto",
     "xdsfed/testbed/v1/control.proto",
 ];

@@ -1,0 +1,187 @@
+//! The routing service's own cost per request, without a network: route
+//! match, cluster pick and the power-of-two-choices pick, with endpoints
+//! that answer at once in process.
+//!
+//! A route configuration of 10 or 1 000 routes (`/svc-<i>.Service/`
+//! prefixes) over 10 clusters of 3 endpoints each, in
+//! a snapshot cut by a real `GraphEngine`. Requests cycle over every route,
+//! so the route match walks half the list on average. The baseline is the
+//! same request sent straight to one in-process endpoint; the overhead is
+//! the difference.
+//!
+//! Run: `cargo bench -p xdsfed-tonic --bench routing`. Figures go to
+//! docs/performance.md.
+
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use envoy_types::pb::envoy::config::core::v3::Locality;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::google::protobuf::UInt32Value;
+use tower::Service;
+use xdsfed_graph::{
+    GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, SnapshotCell, Update,
+    WatchChange,
+};
+use xdsfed_testbed::resources;
+use xdsfed_tonic::{BoxError, ChannelBuilder, ConnectTarget, EndpointService, XdsChannel};
+
+const CLUSTERS: usize = 10;
+const ENDPOINTS: usize = 3;
+const REQUESTS: usize = 100_000;
+const ROUNDS: usize = 7;
+
+fn cluster_name(i: usize) -> String {
+    format!("cluster-{i}")
+}
+
+fn assignment(i: usize) -> ClusterLoadAssignment {
+    let hosts: Vec<String> = (0..ENDPOINTS).map(|e| format!("10.0.{i}.{e}")).collect();
+    let addrs: Vec<(&str, u32)> = hosts.iter().map(|h| (h.as_str(), 8080)).collect();
+    let mut cla = resources::endpoints(&cluster_name(i), &addrs);
+    for locality in &mut cla.endpoints {
+        locality.load_balancing_weight = Some(UInt32Value { value: 1 });
+        locality.locality = Some(Locality::default());
+    }
+    cla
+}
+
+fn path(route: usize) -> String {
+    format!("/svc-{route}.Service/Call")
+}
+
+/// The first snapshot of a listener whose route configuration has
+/// `routes` routes, every watch answered.
+fn snapshot(routes: usize) -> Arc<Snapshot> {
+    let prefixes: Vec<(String, String)> = (0..routes)
+        .map(|r| (format!("/svc-{r}.Service/"), cluster_name(r % CLUSTERS)))
+        .collect();
+    let pairs: Vec<(&str, &str)> = prefixes
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let route_config = resources::route_config("front-routes", &pairs);
+    let provenance = || Provenance::new(None, "bench", "1");
+    let now = std::time::Instant::now();
+    let mut engine = GraphEngine::new(Roots::new().listener("front"), GraphOptions::default(), now);
+    while let Some(change) = engine.poll_watch() {
+        let WatchChange::Watch { kind, name, .. } = change else {
+            continue;
+        };
+        match kind {
+            ResourceKind::Listener => {
+                let l = resources::api_listener("front", "front-routes");
+                engine.on_listener(now, &name, Update::Changed(Arc::new(l), provenance()));
+            }
+            ResourceKind::RouteConfiguration => engine.on_route_config(
+                now,
+                &name,
+                Update::Changed(Arc::new(route_config.clone()), provenance()),
+            ),
+            ResourceKind::Cluster => {
+                let c = resources::cluster(&name, "");
+                engine.on_cluster(now, &name, Update::Changed(Arc::new(c), provenance()));
+            }
+            ResourceKind::ClusterLoadAssignment => {
+                let i: usize = name.trim_start_matches("cluster-").parse().unwrap();
+                engine.on_endpoints(
+                    now,
+                    &name,
+                    Update::Changed(Arc::new(assignment(i)), provenance()),
+                );
+            }
+        }
+    }
+    engine.poll_snapshot().expect("every watch answered")
+}
+
+/// An endpoint that answers every request at once.
+fn immediate() -> EndpointService {
+    EndpointService::new(tower::service_fn(|_| async {
+        Ok::<_, BoxError>(http::Response::new(tonic::body::Body::empty()))
+    }))
+}
+
+fn request(path: &str) -> http::Request<tonic::body::Body> {
+    http::Request::builder()
+        .method("POST")
+        .uri(path)
+        .body(tonic::body::Body::empty())
+        .unwrap()
+}
+
+/// Mean time per request over `REQUESTS` requests cycling over `paths`.
+async fn mean<S>(service: &mut S, paths: &[String]) -> Duration
+where
+    S: Service<http::Request<tonic::body::Body>>,
+    S::Error: std::fmt::Debug,
+{
+    let start = Instant::now();
+    for i in 0..REQUESTS {
+        std::future::poll_fn(|cx| service.poll_ready(cx))
+            .await
+            .unwrap();
+        service
+            .call(request(&paths[i % paths.len()]))
+            .await
+            .unwrap();
+    }
+    start.elapsed() / REQUESTS as u32
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+async fn channel(routes: usize) -> XdsChannel {
+    let cell = SnapshotCell::new();
+    cell.publish(snapshot(routes));
+    let connector =
+        |_: &ConnectTarget<'_>| -> Result<EndpointService, BoxError> { Ok(immediate()) };
+    let channel = ChannelBuilder::with_graph(cell.reader(), "front", "svc")
+        .connector(connector)
+        .build()
+        .unwrap();
+    channel.ready().await.unwrap();
+    // The follower task holds its own reader; the cell may go.
+    drop(cell);
+    channel
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let one = vec![path(0)];
+        let mut baseline = immediate();
+        let mut rounds = Vec::new();
+        for _ in 0..ROUNDS {
+            rounds.push(mean(&mut baseline, &one).await);
+        }
+        let base = median(rounds);
+        println!("baseline (one in-process endpoint, no routing): {base:?} per request");
+        for routes in [10, 1_000] {
+            let mut channel = channel(routes).await;
+            let paths: Vec<String> = (0..routes).map(path).collect();
+            let (mut all, mut first) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                all.push(mean(&mut channel, &paths).await);
+                first.push(mean(&mut channel, &one).await);
+            }
+            let (all, first) = (median(all), median(first));
+            println!(
+                "{routes:>5} routes: {all:?} per request cycling over every route (overhead {:?}); \
+                 {first:?} always the first route (overhead {:?})",
+                all.saturating_sub(base),
+                first.saturating_sub(base),
+            );
+        }
+    });
+}

@@ -1,0 +1,69 @@
+//! One cluster's balancer: tower's power-of-two-choices `Balance` over the
+//! cluster's [`EndpointDiscover`], shared by every request to the cluster.
+//!
+//! The balancer sits behind an async mutex rather than a `Buffer` task: a
+//! request takes the lock, polls the balancer ready (which first applies
+//! every pending endpoint change), dispatches, and releases the lock before
+//! awaiting its response. So the request that follows a published endpoint
+//! change sees the change, with no queue hop per request; requests to one
+//! cluster take turns only for the pick itself.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, watch};
+use tower::Service;
+use tower::balance::p2c::Balance;
+
+use crate::discover::{ClusterContext, EndpointDiscover};
+use crate::endpoint::{Request, Response};
+use crate::endpoints::EndpointSet;
+use crate::error::{BoxError, Unservable, shown};
+
+/// The balancer of one cluster.
+pub(crate) struct ClusterBalancer {
+    /// The cluster's name as messages show it.
+    shown_name: Arc<str>,
+    /// The set the discovery follows, read to fail fast when it is empty.
+    endpoints: watch::Receiver<Arc<EndpointSet>>,
+    balance: Mutex<Balance<EndpointDiscover, Request>>,
+}
+
+impl std::fmt::Debug for ClusterBalancer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterBalancer")
+            .field("cluster", &self.shown_name)
+            .field("endpoints", &self.endpoints.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterBalancer {
+    pub(crate) fn new(
+        context: ClusterContext,
+        endpoints: watch::Receiver<Arc<EndpointSet>>,
+    ) -> Self {
+        let shown_name = shown(&context.cluster).into();
+        let discover = EndpointDiscover::new(context, endpoints.clone());
+        Self {
+            shown_name,
+            endpoints,
+            balance: Mutex::new(Balance::new(discover)),
+        }
+    }
+
+    /// Sends `request` to the endpoint the balancer picks. A cluster with
+    /// no usable endpoint fails the request at once (UNAVAILABLE) instead
+    /// of holding it until one appears.
+    pub(crate) async fn send(&self, request: Request) -> Result<Response, BoxError> {
+        if self.endpoints.borrow().is_empty() {
+            return Err(Unservable::NoEndpoints(Arc::clone(&self.shown_name)).into_box_error());
+        }
+        let response = {
+            let mut balance = self.balance.lock().await;
+            poll_fn(|cx| balance.poll_ready(cx)).await?;
+            balance.call(request)
+        };
+        response.await
+    }
+}

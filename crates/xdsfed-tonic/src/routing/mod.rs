@@ -1,0 +1,218 @@
+//! A route configuration compiled for per-request matching.
+//!
+//! ```text
+//! request (authority, path, headers)
+//!   ─► virtual host by domain (domain.rs)
+//!   ─► first route whose match accepts it (matcher.rs)
+//!   ─► its action: one cluster, weighted clusters (picked by weight), or a failure
+//!   ─► the cluster's target T (a balancer, or why the cluster cannot be used)
+//! ```
+//!
+//! [`RouteTable`] is generic over what a cluster name resolves to, so the
+//! matching is tested without balancers; the channel resolves names to its
+//! balancers once per snapshot, not per request. The virtual host for the
+//! channel's own authority is chosen once per snapshot too.
+
+mod domain;
+mod matcher;
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::route::v3::route::Action;
+use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
+use envoy_types::pb::envoy::config::route::v3::{Route, RouteConfiguration, WeightedCluster};
+
+use crate::error::{Unservable, shown};
+use domain::DomainPattern;
+pub(crate) use matcher::RequestView;
+use matcher::RouteMatcher;
+
+/// A route configuration, compiled; `T` is what a cluster resolves to.
+#[derive(Debug)]
+pub(crate) struct RouteTable<T> {
+    name: Arc<str>,
+    virtual_hosts: Vec<VirtualHostRoutes<T>>,
+    /// The virtual host for the channel's authority.
+    default_host: Option<usize>,
+    default_authority: Arc<str>,
+}
+
+#[derive(Debug)]
+struct VirtualHostRoutes<T> {
+    name: Arc<str>,
+    domains: Vec<DomainPattern>,
+    routes: Vec<CompiledRoute<T>>,
+}
+
+#[derive(Debug)]
+struct CompiledRoute<T> {
+    matcher: RouteMatcher,
+    action: RouteAction<T>,
+}
+
+#[derive(Debug)]
+enum RouteAction<T> {
+    /// Cumulative weights and their targets; one entry for a single cluster.
+    Clusters { total: u64, targets: Vec<(u64, T)> },
+    /// The route matches, but requests it takes fail with this.
+    Fail(Arc<str>),
+}
+
+impl<T> RouteTable<T> {
+    /// Compiles `config`; `resolve` turns each cluster name into a target,
+    /// and is called once per cluster use.
+    pub(crate) fn compile(
+        config: &RouteConfiguration,
+        authority: &str,
+        mut resolve: impl FnMut(&str) -> T,
+    ) -> Self {
+        let virtual_hosts: Vec<VirtualHostRoutes<T>> = config
+            .virtual_hosts
+            .iter()
+            .map(|vh| {
+                let name: Arc<str> = shown(&vh.name).into();
+                let routes = vh
+                    .routes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, route)| compile_route(route, i, &name, &mut resolve))
+                    .collect();
+                VirtualHostRoutes {
+                    name,
+                    domains: vh.domains.iter().map(|d| DomainPattern::parse(d)).collect(),
+                    routes,
+                }
+            })
+            .collect();
+        let default_host = domain::best_match(
+            virtual_hosts.iter().map(|vh| vh.domains.as_slice()),
+            authority,
+        );
+        Self {
+            name: shown(&config.name).into(),
+            virtual_hosts,
+            default_host,
+            default_authority: authority.into(),
+        }
+    }
+
+    /// The target for `request`, or why it has none. `random` gives the
+    /// randomness of runtime fractions and weighted clusters.
+    pub(crate) fn route(
+        &self,
+        request: &RequestView<'_>,
+        mut random: impl FnMut() -> u64,
+    ) -> Result<&T, Unservable> {
+        let host = if request.authority == &*self.default_authority {
+            self.default_host
+        } else {
+            domain::best_match(
+                self.virtual_hosts.iter().map(|vh| vh.domains.as_slice()),
+                request.authority,
+            )
+        };
+        let host = host
+            .and_then(|i| self.virtual_hosts.get(i))
+            .ok_or_else(|| Unservable::NoVirtualHost {
+                route_config: Arc::clone(&self.name),
+                authority: shown(request.authority),
+            })?;
+        let route = host
+            .routes
+            .iter()
+            .find(|r| r.matcher.matches(request, random()))
+            .ok_or_else(|| Unservable::NoRoute {
+                virtual_host: Arc::clone(&host.name),
+                path: shown(request.path),
+            })?;
+        match &route.action {
+            RouteAction::Fail(message) => Err(Unservable::Route(Arc::clone(message))),
+            RouteAction::Clusters { total, targets } => {
+                let point = random() % total;
+                targets
+                    .iter()
+                    .find(|(upto, _)| point < *upto)
+                    .map(|(_, target)| target)
+                    // Unreachable: the last cumulative weight is `total`.
+                    .ok_or_else(|| Unservable::Route("weighted clusters add up to 0".into()))
+            }
+        }
+    }
+}
+
+/// How a route is named in messages: its name, else its place.
+fn route_label(route: &Route, index: usize, host: &str) -> String {
+    if route.name.is_empty() {
+        format!("route #{index} of virtual host {host}")
+    } else {
+        format!("route {} of virtual host {host}", shown(&route.name))
+    }
+}
+
+/// A route, or `None` when it can never match (it is skipped, as gRPC
+/// skips a route it cannot read).
+fn compile_route<T>(
+    route: &Route,
+    index: usize,
+    host: &str,
+    resolve: &mut impl FnMut(&str) -> T,
+) -> Option<CompiledRoute<T>> {
+    let label = || route_label(route, index, host);
+    let matcher = match route.r#match.as_ref().map(RouteMatcher::compile) {
+        Some(Ok(m)) => m,
+        Some(Err(why)) => {
+            tracing::debug!(route = %label(), %why, "route never matches");
+            return None;
+        }
+        None => return None,
+    };
+    let fail = |why: &str| RouteAction::Fail(format!("{}: {why}", label()).into());
+    let action = match &route.action {
+        Some(Action::Route(action)) => match &action.cluster_specifier {
+            Some(ClusterSpecifier::Cluster(name)) => RouteAction::Clusters {
+                total: 1,
+                targets: vec![(1, resolve(name))],
+            },
+            Some(ClusterSpecifier::WeightedClusters(weighted)) => {
+                weighted_action(weighted, resolve).unwrap_or_else(|why| fail(&why))
+            }
+            Some(ClusterSpecifier::ClusterHeader(header)) => fail(&format!(
+                "selects its cluster by request header {} (cluster_header), which is not supported",
+                shown(header)
+            )),
+            Some(_) => fail("selects its cluster with a plugin, which is not supported"),
+            None => fail("names no cluster"),
+        },
+        Some(Action::Redirect(_)) => fail("is a redirect, which does not forward"),
+        Some(Action::DirectResponse(_)) => fail("is a direct response, which does not forward"),
+        Some(_) | None => fail("does not forward (non-forwarding action)"),
+    };
+    Some(CompiledRoute { matcher, action })
+}
+
+/// Cumulative weights over the clusters with a positive weight.
+fn weighted_action<T>(
+    weighted: &WeightedCluster,
+    resolve: &mut impl FnMut(&str) -> T,
+) -> Result<RouteAction<T>, String> {
+    let mut total: u64 = 0;
+    let mut targets = Vec::with_capacity(weighted.clusters.len());
+    for cluster in &weighted.clusters {
+        let weight = cluster.weight.as_ref().map_or(0, |w| u64::from(w.value));
+        if weight == 0 {
+            continue;
+        }
+        if cluster.name.is_empty() {
+            return Err("a weighted cluster is chosen by header, which is not supported".into());
+        }
+        total += weight;
+        targets.push((total, resolve(&cluster.name)));
+    }
+    if total == 0 {
+        return Err("its weighted clusters add up to 0".into());
+    }
+    Ok(RouteAction::Clusters { total, targets })
+}
+
+#[cfg(test)]
+mod tests;

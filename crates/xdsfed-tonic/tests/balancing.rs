@@ -1,0 +1,189 @@
+//! Endpoints end to end: the testbed serves LDS/RDS/CDS/EDS over loopback,
+//! real greeter backends answer, and a generated tonic client calls
+//! through `xds:///greeter`.
+
+// Tests state their expectations with unwrap, expect and panic (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::route::v3::route_match::PathSpecifier;
+use xdsfed::proto::greeter::v1::greeter_client::GreeterClient;
+use xdsfed_testbed::resources::{api_listener, cluster};
+use xdsfed_testbed::{Server, ServerSpec, Testbed};
+
+use common::*;
+
+const LISTENER: &str = "greeter";
+const ROUTES: &str = "greeter-routes";
+const CLUSTER: &str = "greeter-cluster";
+const ENDPOINTS: &str = "greeter-endpoints";
+
+/// One listener → one route → one EDS cluster over `backends`.
+fn serve_greeter(server: &Server, backends: &[&Backend]) {
+    server
+        .set_message(LISTENER, &api_listener(LISTENER, ROUTES))
+        .unwrap();
+    let all = route(
+        "all",
+        PathSpecifier::Prefix("/".into()),
+        to_cluster(CLUSTER),
+    );
+    server
+        .set_message(ROUTES, &routes(ROUTES, vec![all]))
+        .unwrap();
+    server
+        .set_message(CLUSTER, &cluster(CLUSTER, ENDPOINTS))
+        .unwrap();
+    server
+        .set_message(ENDPOINTS, &assignment(ENDPOINTS, backends))
+        .unwrap();
+}
+
+async fn start() -> (Testbed, Arc<Server>) {
+    let testbed = Testbed::start([ServerSpec::new("main", ["main.example"])])
+        .await
+        .unwrap();
+    let server = Arc::clone(testbed.server("main").unwrap());
+    (testbed, server)
+}
+
+/// What one request saw: whether it started after the channel published
+/// the snapshot without the removed endpoint, and its result.
+type Outcome = (bool, Result<String, tonic::Status>);
+
+/// Calls in a loop until `stop`, recording each call as an [`Outcome`].
+async fn call_until(
+    mut client: GreeterClient<xdsfed_tonic::XdsChannel>,
+    published: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    after: Arc<AtomicUsize>,
+) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let started_after = published.load(Ordering::SeqCst);
+        let result = hello(&mut client).await;
+        if started_after {
+            after.fetch_add(1, Ordering::SeqCst);
+        }
+        outcomes.push((started_after, result));
+    }
+    outcomes
+}
+
+/// gRFC A27 / the issue: requests spread over every endpoint; after an EDS
+/// update removes one, no request that starts once the channel has the new
+/// snapshot reaches it, and no request fails during the change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_spread_over_endpoints_and_none_reach_a_removed_one() {
+    let (_testbed, server) = start().await;
+    let b = backends(&["a", "b", "c"]).await;
+    serve_greeter(&server, &[&b[0], &b[1], &b[2]]);
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel.clone());
+
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for _ in 0..300 {
+        *counts
+            .entry(hello(&mut greeter).await.unwrap())
+            .or_default() += 1;
+    }
+    for name in ["a", "b", "c"] {
+        let n = counts.get(name).copied().unwrap_or_default();
+        assert!(
+            n >= 60,
+            "backend {name} got {n} of 300 requests: {counts:?}"
+        );
+    }
+
+    let published = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let after = Arc::new(AtomicUsize::new(0));
+    let callers: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(call_until(
+                GreeterClient::new(channel.clone()),
+                Arc::clone(&published),
+                Arc::clone(&stop),
+                Arc::clone(&after),
+            ))
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server
+        .set_message(ENDPOINTS, &assignment(ENDPOINTS, &[&b[0], &b[1]]))
+        .unwrap();
+    until_snapshot(&channel, "the channel has the update", |s| {
+        endpoint_count(s, CLUSTER) == Some(2)
+    })
+    .await;
+    published.store(true, Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while after.load(Ordering::SeqCst) < 400 {
+        assert!(tokio::time::Instant::now() < deadline, "callers stalled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.store(true, Ordering::SeqCst);
+
+    let mut outcomes = Vec::new();
+    for caller in callers {
+        outcomes.extend(caller.await.unwrap());
+    }
+    let failed: Vec<_> = outcomes.iter().filter(|(_, r)| r.is_err()).collect();
+    assert!(
+        failed.is_empty(),
+        "requests failed during the change: {failed:?}"
+    );
+    let reached_c_after = outcomes
+        .iter()
+        .filter(|(after, r)| *after && matches!(r.as_deref(), Ok("c")))
+        .count();
+    assert_eq!(reached_c_after, 0, "requests reached the removed endpoint");
+    let after_by: HashMap<&str, usize> =
+        outcomes
+            .iter()
+            .filter(|(after, _)| *after)
+            .fold(HashMap::new(), |mut m, (_, r)| {
+                *m.entry(r.as_deref().unwrap()).or_default() += 1;
+                m
+            });
+    assert!(
+        after_by.contains_key("a") && after_by.contains_key("b"),
+        "both remaining endpoints serve: {after_by:?}"
+    );
+}
+
+/// The issue: when the control plane goes away, the channel keeps serving
+/// from the last snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channel_keeps_serving_when_the_control_plane_goes_away() {
+    let (testbed, server) = start().await;
+    let b = backends(&["a", "b"]).await;
+    serve_greeter(&server, &[&b[0], &b[1]]);
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel.clone());
+    hello(&mut greeter).await.unwrap();
+
+    testbed.shutdown().await;
+    // The client reports the lost server as an ambient error on what it
+    // delivered; the snapshot carrying it proves the outage was seen.
+    until_snapshot(&channel, "the outage shows in the snapshot", |s| {
+        s.listener(LISTENER)
+            .and_then(|l| l.listener.as_ref())
+            .is_some_and(|l| l.ambient_error.is_some())
+    })
+    .await;
+
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for _ in 0..100 {
+        *counts
+            .entry(hello(&mut greeter).await.unwrap())
+            .or_default() += 1;
+    }
+    assert_eq!(counts.len(), 2, "both endpoints still serve: {counts:?}");
+}
