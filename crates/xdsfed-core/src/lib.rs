@@ -55,6 +55,8 @@ pub mod client;
 pub mod error;
 mod federation;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod name;
 pub mod protocol;
 pub mod source;

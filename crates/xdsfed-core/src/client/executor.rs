@@ -6,8 +6,8 @@ use std::sync::{Arc, Weak};
 use super::{Inner, State};
 use crate::authority::ServerKey;
 use crate::bootstrap::ServerConfig;
-use crate::cache::{DataErrorPolicy, Provenance, Source, WildcardQueue};
-use crate::federation::Action;
+use crate::cache::{Cache, DataErrorPolicy, Provenance, Source, WildcardQueue};
+use crate::federation::{Action, Federation};
 use crate::protocol::{AuthorityFilter, CoreEvent, ResourceKey};
 use crate::source::{Opening, SourceConnection};
 use crate::transport::EventSink;
@@ -67,52 +67,8 @@ impl Inner {
                     conn.shutdown();
                 }
             }
-            other => self.apply_to_cache(state, other, policy),
+            other => apply_to_cache(&self.cache, &state.federation, other, policy),
         }
-    }
-
-    fn apply_to_cache(&self, state: &State, action: Action, policy: DataErrorPolicy) {
-        let cache = &self.cache;
-        match action {
-            Action::Unrouted { server, event } => cache.apply(&server, policy, vec![event]),
-            Action::DataError { key, error } => {
-                let server: Arc<str> = Arc::from(error.server().unwrap_or(""));
-                tracing::warn!(resource = %key, %error, "answer refused");
-                cache.data_error(&key, &server, error);
-            }
-            Action::Transient { key, error } => cache.transient_error(&key, &error),
-            Action::StreamFailedUnwatched { server, error } => {
-                cache.stream_failed_unwatched(&server, &error);
-            }
-            Action::StreamHealthy { server } => cache.stream_healthy(&server),
-            Action::ListMembers {
-                collection,
-                members,
-            } => cache.set_list_members(&collection, members),
-            Action::ForgetList { collection } => cache.forget_list(&collection),
-            Action::HoldEntry { key, server } => self.hold_entry(state, &key, server.as_ref()),
-            Action::ReleaseEntry { key } => cache.remove_watcher(&key),
-            Action::Deliver { event, source } => cache.apply_routed(policy, vec![(event, source)]),
-            Action::Subscribe { .. }
-            | Action::Unsubscribe { .. }
-            | Action::ForgetVersion { .. }
-            | Action::SubscribeWildcard { .. }
-            | Action::UnsubscribeWildcard { .. }
-            | Action::Close { .. } => {}
-        }
-    }
-
-    /// An entry for a list collection's member, fetched from `server`.
-    fn hold_entry(&self, state: &State, key: &ResourceKey, server: Option<&ServerKey>) {
-        let config = server.and_then(|s| state.federation.server_config(s));
-        let provenance = Provenance {
-            authority: crate::name::authority_of(&key.name).map(Arc::from),
-            server: Arc::from(server.map(ToString::to_string).unwrap_or_default()),
-        };
-        let policy = config
-            .map(|c| DataErrorPolicy::from_features(&c.server_features))
-            .unwrap_or_default();
-        let _ = self.cache.add_watcher(key, provenance, policy);
     }
 
     /// The connection to `key`, opened on first use.
@@ -190,4 +146,60 @@ impl EventSink for RouterSink {
             client.deliver(&self.server_key, self.policy, events);
         }
     }
+}
+
+/// Applies an action about the cache: deliveries, errors, list members,
+/// entries held for list collections. `policy` is that of the server whose
+/// events are being applied.
+pub(crate) fn apply_to_cache(
+    cache: &Cache,
+    federation: &Federation,
+    action: Action,
+    policy: DataErrorPolicy,
+) {
+    match action {
+        Action::Unrouted { server, event } => cache.apply(&server, policy, vec![event]),
+        Action::DataError { key, error } => {
+            let server: Arc<str> = Arc::from(error.server().unwrap_or(""));
+            tracing::warn!(resource = %key, %error, "answer refused");
+            cache.data_error(&key, &server, error);
+        }
+        Action::Transient { key, error } => cache.transient_error(&key, &error),
+        Action::StreamFailedUnwatched { server, error } => {
+            cache.stream_failed_unwatched(&server, &error);
+        }
+        Action::StreamHealthy { server } => cache.stream_healthy(&server),
+        Action::ListMembers {
+            collection,
+            members,
+        } => cache.set_list_members(&collection, members),
+        Action::ForgetList { collection } => cache.forget_list(&collection),
+        Action::HoldEntry { key, server } => hold_entry(cache, federation, &key, server.as_ref()),
+        Action::ReleaseEntry { key } => cache.remove_watcher(&key),
+        Action::Deliver { event, source } => cache.apply_routed(policy, vec![(event, source)]),
+        Action::Subscribe { .. }
+        | Action::Unsubscribe { .. }
+        | Action::ForgetVersion { .. }
+        | Action::SubscribeWildcard { .. }
+        | Action::UnsubscribeWildcard { .. }
+        | Action::Close { .. } => {}
+    }
+}
+
+/// An entry for a list collection's member, fetched from `server`.
+fn hold_entry(
+    cache: &Cache,
+    federation: &Federation,
+    key: &ResourceKey,
+    server: Option<&ServerKey>,
+) {
+    let config = server.and_then(|s| federation.server_config(s));
+    let provenance = Provenance {
+        authority: crate::name::authority_of(&key.name).map(Arc::from),
+        server: Arc::from(server.map(ToString::to_string).unwrap_or_default()),
+    };
+    let policy = config
+        .map(|c| DataErrorPolicy::from_features(&c.server_features))
+        .unwrap_or_default();
+    let _ = cache.add_watcher(key, provenance, policy);
 }

@@ -31,6 +31,8 @@ use crate::watch::{
 mod executor;
 mod start;
 
+pub(crate) use executor::apply_to_cache;
+
 /// Why a watch could not be started.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

@@ -366,6 +366,15 @@ impl Federation {
     }
 }
 
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation")
+            .field("authorities", &self.authorities.len())
+            .field("fetches", &self.fetches.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The name servers and messages give `server`.
 fn server_name(server: &ServerKey) -> Arc<str> {
     Arc::from(server.to_string())
