@@ -32,7 +32,8 @@
 //!   its last good policies.
 //! - An accepted snapshot is diffed with what the cache was told, key by
 //!   key: `Upsert` for new and changed policies, `Removed` for policies
-//!   gone, `DoesNotExist` for a watched name the snapshot lacks.
+//!   gone or never in it (absence from a whole snapshot is the server's
+//!   answer, not the does-not-exist timer: no reason for an `#alt`).
 //! - The protocol's server pushes nothing (lazy notification): it answers
 //!   a request whose nonce is stale with the full snapshot. The client
 //!   therefore re-sends its last ACK or NACK every `poll_interval`: while

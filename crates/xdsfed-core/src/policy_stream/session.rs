@@ -542,13 +542,12 @@ impl PolicySession {
                 } else {
                     self.told.remove(key);
                 }
-                self.events.push_back(if was_copy {
-                    CoreEvent::Removed {
-                        key: key.clone(),
-                        reason: RemovedReason::Deleted,
-                    }
-                } else {
-                    CoreEvent::DoesNotExist { key: key.clone() }
+                // The snapshot is the server's whole answer: absence is a
+                // deletion, not the does-not-exist timer (which means nobody
+                // answered, and may call for an `#alt`).
+                self.events.push_back(CoreEvent::Removed {
+                    key: key.clone(),
+                    reason: RemovedReason::Deleted,
                 });
             }
         }

@@ -178,7 +178,7 @@ fn snapshots_are_diffed_into_upserts_and_removals() {
     let t0 = Instant::now();
     let mut s = streaming(t0);
     s.subscribe(key("c"));
-    assert_eq!(shown(&events(&mut s)), ["absent c"]);
+    assert_eq!(shown(&events(&mut s)), ["removed c"]);
     s.handle_response(
         t0,
         snapshot("v2", "n2", vec![policy("a", "false"), policy("c", "true")]),
@@ -201,8 +201,9 @@ fn empty_snapshot_is_acked_and_removes_everything() {
     assert_eq!(got, ["removed a", "removed b"]);
 }
 
-/// A name the first snapshot lacks does not exist: the snapshot is the
-/// whole set, so there is nothing to wait for.
+/// A name the first snapshot lacks is deleted: the snapshot is the whole
+/// set, the server's answer, so there is nothing to wait for (and no
+/// reason for an `#alt`, which is for servers that cannot answer).
 #[test]
 fn subscribed_name_missing_from_the_snapshot_does_not_exist() {
     let t0 = Instant::now();
@@ -211,7 +212,7 @@ fn subscribed_name_missing_from_the_snapshot_does_not_exist() {
     s.handle_connected(t0);
     let _ = requests(&mut s, t0);
     s.handle_response(t0, snapshot("v1", "n1", vec![policy("a", "true")]));
-    assert_eq!(shown(&events(&mut s)), ["healthy", "absent missing"]);
+    assert_eq!(shown(&events(&mut s)), ["healthy", "removed missing"]);
     // Said once: the next snapshot, still without it, says nothing more.
     s.handle_response(t0, snapshot("v2", "n2", vec![policy("a", "false")]));
     assert!(events(&mut s).is_empty());
@@ -262,7 +263,7 @@ fn early_empty_snapshot_is_acked_and_polled_with_empty_version() {
     s.handle_response(t0, snapshot("", "", vec![]));
     let ack = requests(&mut s, t0);
     assert_eq!((&*ack[0].version_info, &*ack[0].response_nonce), ("", ""));
-    assert_eq!(shown(&events(&mut s)), ["healthy", "absent a"]);
+    assert_eq!(shown(&events(&mut s)), ["healthy", "removed a"]);
     s.handle_timeout(t0 + POLL);
     assert_eq!(requests(&mut s, t0 + POLL), ack);
 }
@@ -383,7 +384,7 @@ fn late_subscription_is_answered_from_the_held_snapshot() {
 
 /// Other types and glob collections have nothing on a policy stream.
 #[test]
-fn other_types_do_not_exist_and_globs_are_not_requested() {
+fn other_types_are_absent_and_globs_are_not_requested() {
     let t0 = Instant::now();
     let mut s = streaming(t0);
     let cluster = ResourceKey::new(
@@ -393,6 +394,6 @@ fn other_types_do_not_exist_and_globs_are_not_requested() {
     s.subscribe(cluster);
     s.subscribe(key("*"));
     let got = events(&mut s);
-    assert!(matches!(got[0], CoreEvent::DoesNotExist { .. }));
+    assert!(matches!(got[0], CoreEvent::Removed { .. }));
     assert!(matches!(got[1], CoreEvent::NotRequested { .. }));
 }
