@@ -85,6 +85,8 @@ struct Inner {
     connections: BTreeMap<String, u64>,
     last_health_check: BTreeMap<String, SystemTime>,
     last_nonce_nanos: u128,
+    /// Whether any stream has registered since the server started.
+    requested: bool,
 }
 
 /// The control plane of one policy server.
@@ -151,9 +153,10 @@ impl PolicyPlane {
                 });
             }
         } else {
-            let last = inner.last_nonce_nanos;
+            let (last, requested) = (inner.last_nonce_nanos, inner.requested);
             *inner = Inner {
                 last_nonce_nanos: last,
+                requested,
                 ..Inner::default()
             };
         }
@@ -176,8 +179,22 @@ impl PolicyPlane {
     /// Registers the stream `stream` of `client` (a reconnect replaces its
     /// older stream).
     pub fn register(&self, client: &str, stream: u64) {
-        self.lock().connections.insert(client.to_owned(), stream);
+        let mut inner = self.lock();
+        inner.connections.insert(client.to_owned(), stream);
+        inner.requested = true;
+        drop(inner);
         self.bump();
+    }
+
+    /// Resolves once a client's first request has arrived (a scenario's
+    /// `schedule_clock: first_request`).
+    pub async fn wait_for_request(&self) {
+        let mut changed = self.changed.subscribe();
+        while !self.lock().requested {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// The stream `stream` of `client` ended: the client leaves the
