@@ -215,56 +215,69 @@ impl Driver {
                 () = sleep_until(self.session.poll_timeout()) => Wake::Timer,
                 () = sleep_until(idle_at) => Wake::Idle,
             };
-            match wake {
-                Wake::Command(cmd) => {
-                    if !self.apply(cmd) {
-                        self.session
-                            .handle_stream_end(now(), StreamEnd::local("shut down"));
-                        self.flush(None);
-                        return Outcome::Shutdown;
-                    }
-                }
-                Wake::Accepted(Ok(stream)) => {
-                    inbound = Some(stream);
-                    self.session.handle_stream_accepted(now());
-                }
-                Wake::Accepted(Err(status)) | Wake::Message(Err(status)) => {
-                    return self.end(status.code(), status.message().to_owned(), after_response);
-                }
-                Wake::Message(Ok(None)) => {
-                    return self.end(
-                        Code::Ok,
-                        "stream closed by the server".into(),
-                        after_response,
-                    );
-                }
-                Wake::Message(Ok(Some(response))) => {
-                    after_response = true;
-                    self.shared.stats().connected = true;
-                    let _span = tracing::debug_span!(
-                        "policy_snapshot",
-                        version = %response.version_info,
-                        policies = response.policies.len(),
-                    )
-                    .entered();
-                    self.session.handle_response(now(), response);
-                }
-                Wake::Checked(result) => {
-                    io.check = None;
-                    if let Err(e) = &result {
-                        tracing::debug!(server = %self.server.server_uri, error = %e, "health check failed");
-                    }
-                    self.session.handle_health_check(now(), result);
-                }
-                Wake::Timer => self.session.handle_timeout(now()),
-                Wake::Idle => {
-                    self.session
-                        .handle_stream_end(now(), StreamEnd::local("idle"));
-                    self.flush(None);
-                    return Outcome::Idle;
-                }
+            if let Some(outcome) = self.on_wake(wake, &mut io, &mut inbound, &mut after_response) {
+                return outcome;
             }
         }
+    }
+
+    /// Feeds what woke the driver to the session; `Some` when the stream
+    /// is over.
+    fn on_wake(
+        &mut self,
+        wake: Wake,
+        io: &mut Io,
+        inbound: &mut Option<Streaming<PolicyDiscoveryResponse>>,
+        after_response: &mut bool,
+    ) -> Option<Outcome> {
+        match wake {
+            Wake::Command(cmd) => {
+                if !self.apply(cmd) {
+                    self.session
+                        .handle_stream_end(now(), StreamEnd::local("shut down"));
+                    self.flush(None);
+                    return Some(Outcome::Shutdown);
+                }
+            }
+            Wake::Accepted(Ok(stream)) => {
+                *inbound = Some(stream);
+                self.session.handle_stream_accepted(now());
+            }
+            Wake::Accepted(Err(status)) | Wake::Message(Err(status)) => {
+                let message = status.message().to_owned();
+                return Some(self.end(status.code(), message, *after_response));
+            }
+            Wake::Message(Ok(None)) => {
+                let message = "stream closed by the server".to_owned();
+                return Some(self.end(Code::Ok, message, *after_response));
+            }
+            Wake::Message(Ok(Some(response))) => {
+                *after_response = true;
+                self.shared.stats().connected = true;
+                let _span = tracing::debug_span!(
+                    "policy_snapshot",
+                    version = %response.version_info,
+                    policies = response.policies.len(),
+                )
+                .entered();
+                self.session.handle_response(now(), response);
+            }
+            Wake::Checked(result) => {
+                io.check = None;
+                if let Err(e) = &result {
+                    tracing::debug!(server = %self.server.server_uri, error = %e, "health check failed");
+                }
+                self.session.handle_health_check(now(), result);
+            }
+            Wake::Timer => self.session.handle_timeout(now()),
+            Wake::Idle => {
+                self.session
+                    .handle_stream_end(now(), StreamEnd::local("idle"));
+                self.flush(None);
+                return Some(Outcome::Idle);
+            }
+        }
+        None
     }
 
     fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
