@@ -30,6 +30,7 @@ const TESTED: &[&str] = &[
     "graph.yaml",
     "isolation.yaml",
     "list.yaml",
+    "policy-stream.yaml",
     "redirect.yaml",
 ];
 
@@ -216,6 +217,29 @@ fn fallback_scenario_serves_the_secondary_then_the_primary() {
         l.contains(" CHANGED ") && l.contains("from-primary")
     });
     assert!(!back.contains("via "), "{back}");
+}
+
+/// The policy stream: while the edge control plane refuses connections,
+/// onprem's copy of require-auth serves under the edge name (`#alt`), then
+/// edge's own; onprem's rate-limit comes by its full type name.
+#[test]
+fn policy_stream_scenario_serves_the_alternative_then_the_primary() {
+    let scenario = Scenario::start("policy-stream.yaml");
+    let mut watch = scenario.watch(0, &[]);
+    let first = watch.line_where("the alternative", |l| l.contains(" CHANGED "));
+    assert!(
+        first.contains("policies.edge/require-auth ")
+            && first.contains("onprem: authorization required")
+            && first.contains("#alt policies.onprem/require-auth"),
+        "{first}"
+    );
+    watch.line_where("edge's own copy", |l| {
+        l.contains(" CHANGED ") && l.contains("edge: authorization required")
+    });
+    let mut rate = scenario.watch(1, &[]);
+    rate.line_where("onprem's rate-limit", |l| {
+        l.contains(" CHANGED ") && l.contains("onprem: path too long")
+    });
 }
 
 /// TP1 `#alt`: onprem's alternative serves under the watched name while

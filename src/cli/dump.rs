@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
+use xdsfed::core::types::ValidatingPolicyType;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 use xdsfed::graph::{ConfigGraph, Snapshot};
 use xdsfed::policy::PolicyType;
@@ -119,6 +120,9 @@ pub(crate) async fn subscribe_and_wait(
             TypeArg::Cluster => wait_one::<ClusterType>(client, name, deadline).await,
             TypeArg::Endpoint => wait_one::<EndpointType>(client, name, deadline).await,
             TypeArg::Policy => wait_one::<PolicyType>(client, name, deadline).await,
+            TypeArg::ValidatingPolicy => {
+                wait_one::<ValidatingPolicyType>(client, name, deadline).await
+            }
         },
         Target::Wildcard(kind) => match kind {
             TypeArg::Listener => wait_wildcard::<ListenerType>(client, deadline).await,
@@ -126,6 +130,9 @@ pub(crate) async fn subscribe_and_wait(
             TypeArg::Cluster => wait_wildcard::<ClusterType>(client, deadline).await,
             TypeArg::Endpoint => wait_wildcard::<EndpointType>(client, deadline).await,
             TypeArg::Policy => wait_wildcard::<PolicyType>(client, deadline).await,
+            TypeArg::ValidatingPolicy => {
+                wait_wildcard::<ValidatingPolicyType>(client, deadline).await
+            }
         },
     }
 }

@@ -24,8 +24,9 @@ use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::core::client::{WatchError, XdsClient};
 use xdsfed::core::transport::TransportOptions;
 use xdsfed::core::types::{
-    ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType,
+    ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType, ValidatingPolicyType,
 };
+use xdsfed::core::policy_stream::wire::ValidatingPolicy;
 use xdsfed::policy::{Policy, PolicyType};
 
 use super::CliError;
@@ -130,15 +131,18 @@ pub(crate) enum TypeArg {
     Cluster,
     Endpoint,
     Policy,
+    /// `kyverno.http.v1alpha1.ValidatingPolicy`, from policy-stream servers.
+    ValidatingPolicy,
 }
 
 impl TypeArg {
-    const ALL: [TypeArg; 5] = [
+    const ALL: [TypeArg; 6] = [
         Self::Listener,
         Self::Route,
         Self::Cluster,
         Self::Endpoint,
         Self::Policy,
+        Self::ValidatingPolicy,
     ];
 
     /// The type URL.
@@ -149,6 +153,7 @@ impl TypeArg {
             Self::Cluster => ClusterType::TYPE_URL,
             Self::Endpoint => EndpointType::TYPE_URL,
             Self::Policy => PolicyType::TYPE_URL,
+            Self::ValidatingPolicy => ValidatingPolicyType::TYPE_URL,
         }
     }
 
@@ -172,6 +177,7 @@ impl TypeArg {
             Self::Cluster => "cluster",
             Self::Endpoint => "endpoint",
             Self::Policy => "policy",
+            Self::ValidatingPolicy => "validatingpolicy",
         }
     }
 }
@@ -189,6 +195,7 @@ impl FromStr for TypeArg {
             "cluster" | "clusters" | "cds" => Some(Self::Cluster),
             "endpoint" | "endpoints" | "eds" | "clusterloadassignment" => Some(Self::Endpoint),
             "policy" | "policies" => Some(Self::Policy),
+            "validatingpolicy" | "validatingpolicies" | "vpol" => Some(Self::ValidatingPolicy),
             _ => None,
         };
         let message = text.trim().rsplit('/').next().unwrap_or_default();
@@ -200,7 +207,7 @@ impl FromStr for TypeArg {
             })
             .ok_or_else(|| {
                 format!(
-                    "unknown resource type {text:?}: use listener, route, cluster, endpoint, policy or a type URL such as {}",
+                    "unknown resource type {text:?}: use listener, route, cluster, endpoint, policy, validatingpolicy or a type URL such as {}",
                     ClusterType::TYPE_URL
                 )
             })
@@ -475,6 +482,29 @@ impl Describe for PolicyType {
     }
 }
 
+impl Describe for ValidatingPolicyType {
+    const SHORT: &'static str = "validatingpolicy";
+    fn summary(policy: &ValidatingPolicy) -> String {
+        let Some(spec) = &policy.spec else {
+            return "no spec".to_owned();
+        };
+        let count = spec.validations.len();
+        let messages: Vec<&str> = spec
+            .validations
+            .iter()
+            .filter_map(|v| v.message.as_deref())
+            .take(2)
+            .collect();
+        format!(
+            "{} {count} validation{}{}{}",
+            spec.evaluation_mode,
+            if count == 1 { "" } else { "s" },
+            if messages.is_empty() { "" } else { ": " },
+            messages.join("; ")
+        )
+    }
+}
+
 /// Every cluster a route configuration's routes send to, with its weight
 /// when the route splits traffic, in order of first appearance.
 pub(crate) fn route_clusters(rc: &RouteConfiguration) -> Vec<(String, Option<u32>)> {
@@ -558,6 +588,10 @@ mod tests {
         assert_eq!(
             "type.googleapis.com/xdsfed.policy.v1.Policy".parse(),
             Ok(TypeArg::Policy)
+        );
+        assert_eq!(
+            "kyverno.http.v1alpha1.ValidatingPolicy".parse(),
+            Ok(TypeArg::ValidatingPolicy)
         );
         assert!("secret".parse::<TypeArg>().is_err());
     }

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use xdsfed::{
-    testbed::{Server, Testbed, scenario::Scenario},
+    testbed::{Protocol, Server, Testbed, scenario::Scenario},
     testbed_control::ControlService,
 };
 
@@ -181,6 +181,7 @@ fn write_bootstrap(file: &Path, servers: &[Arc<Server>]) -> Result<(), CliError>
                 .values()
                 .map(|r| r.name.clone())
                 .collect(),
+            policy_stream: matches!(s.protocol(), Protocol::PolicyStream { .. }),
         })
         .collect();
     let mut text = serde_json::to_string_pretty(&client_bootstrap(&servers))
@@ -207,6 +208,8 @@ struct BootstrapServer {
     authorities: Vec<String>,
     /// The names of the Listeners it holds, sorted.
     listeners: Vec<String>,
+    /// Whether it speaks the policy-distribution stream instead of ADS.
+    policy_stream: bool,
 }
 
 /// The per-authority listener template: gRFC A47's default, written out so
@@ -261,13 +264,19 @@ fn default_listener_template(servers: &[BootstrapServer]) -> String {
 ///   listeners (or old-style names on the default server).
 ///
 /// No `api_type`: the client speaks delta ADS and may fall back to SotW.
+/// A policy-stream server has `"protocol": "policy_stream"` (an xdsfed
+/// extension other clients ignore, as they cannot speak it).
 fn client_bootstrap(servers: &[BootstrapServer]) -> Value {
-    let server = |address: &str| {
-        json!({
-            "server_uri": address,
+    let server = |entry: &BootstrapServer| {
+        let mut server = json!({
+            "server_uri": entry.address,
             "channel_creds": [{"type": "insecure"}],
             "server_features": ["xds_v3"],
-        })
+        });
+        if entry.policy_stream {
+            server["protocol"] = json!("policy_stream");
+        }
+        server
     };
     let mut authorities = serde_json::Map::new();
     for entry in servers {
@@ -280,15 +289,11 @@ fn client_bootstrap(servers: &[BootstrapServer]) -> Value {
                 })
             });
             if let Some(list) = item["xds_servers"].as_array_mut() {
-                list.push(server(&entry.address));
+                list.push(server(entry));
             }
         }
     }
-    let default: Vec<Value> = servers
-        .first()
-        .map(|s| server(&s.address))
-        .into_iter()
-        .collect();
+    let default: Vec<Value> = servers.first().map(server).into_iter().collect();
     json!({
         "xds_servers": default,
         "node": {
@@ -311,6 +316,7 @@ mod tests {
                 address: (*address).to_owned(),
                 authorities: authorities.iter().map(|a| (*a).to_owned()).collect(),
                 listeners: Vec::new(),
+                policy_stream: false,
             })
             .collect()
     }
@@ -359,6 +365,7 @@ mod tests {
             address: address.to_owned(),
             authorities: vec![authority.to_owned()],
             listeners: listeners.iter().map(|l| (*l).to_owned()).collect(),
+            policy_stream: false,
         }
     }
 

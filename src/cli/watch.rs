@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::json;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::{ResourceStatusEntry, SourceStatus};
+use xdsfed::core::types::ValidatingPolicyType;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 use xdsfed::core::watch::{CollectionEvent, WatchEvent};
 use xdsfed::graph::ConfigGraph;
@@ -195,6 +196,9 @@ async fn follow(client: &XdsClient, watched: &Watched, json: bool) -> Result<(),
             TypeArg::Cluster => follow_collection::<ClusterType>(client, collection, json).await,
             TypeArg::Endpoint => follow_collection::<EndpointType>(client, collection, json).await,
             TypeArg::Policy => follow_collection::<PolicyType>(client, collection, json).await,
+            TypeArg::ValidatingPolicy => {
+                follow_collection::<ValidatingPolicyType>(client, collection, json).await
+            }
         },
     }
 }
@@ -208,6 +212,9 @@ async fn follow_target(client: &XdsClient, target: &Target, json: bool) -> Resul
             TypeArg::Cluster => follow_one::<ClusterType>(client, name, json).await,
             TypeArg::Endpoint => follow_one::<EndpointType>(client, name, json).await,
             TypeArg::Policy => follow_one::<PolicyType>(client, name, json).await,
+            TypeArg::ValidatingPolicy => {
+                follow_one::<ValidatingPolicyType>(client, name, json).await
+            }
         },
         Target::Wildcard(kind) => match kind {
             TypeArg::Listener => follow_all::<ListenerType>(client, json).await,
@@ -215,6 +222,7 @@ async fn follow_target(client: &XdsClient, target: &Target, json: bool) -> Resul
             TypeArg::Cluster => follow_all::<ClusterType>(client, json).await,
             TypeArg::Endpoint => follow_all::<EndpointType>(client, json).await,
             TypeArg::Policy => follow_all::<PolicyType>(client, json).await,
+            TypeArg::ValidatingPolicy => follow_all::<ValidatingPolicyType>(client, json).await,
         },
     }
 }

@@ -39,6 +39,8 @@
 //! - [`authority`]: which servers serve which authority; stream sharing.
 //! - [`types`]: resource types, decoding and validation.
 //! - [`protocol`]: the sans-IO ADS state machine (delta and SotW).
+//! - [`policy_stream`]: the policy-distribution stream, a second kind of
+//!   source beside ADS.
 //! - [`transport`]: the tonic driver of the protocol core.
 //! - [`cache`], [`watch`], [`client`]: the latest-value cache, the watch
 //!   handles and the client that connects them to the transport.
@@ -58,6 +60,7 @@ mod file;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod name;
+pub mod policy_stream;
 pub mod protocol;
 pub mod source;
 pub mod status;

@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use crate::bootstrap::ServerConfig;
+use crate::bootstrap::{ServerConfig, ServerProtocol};
+use crate::policy_stream::PolicyConnection;
 use crate::protocol::{AuthorityFilter, ResourceKey};
 use crate::transport::{AdsConnection, ConnectionStats, EventSink, TransportOptions};
 use crate::types::TypeRegistry;
@@ -68,15 +69,26 @@ impl SourceConnection for AdsConnection {
 pub(crate) struct Opening {
     pub(crate) server: ServerConfig,
     pub(crate) authorities: AuthorityFilter,
+    /// The authorities the server serves, by name (for sources that key
+    /// what they receive under each, as the policy stream does).
+    pub(crate) authority_names: Vec<String>,
     pub(crate) types: Arc<TypeRegistry>,
     pub(crate) sink: Arc<dyn EventSink>,
     pub(crate) options: TransportOptions,
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime. Every server speaks ADS today; another kind of source is one
-/// more arm here.
+/// runtime: ADS, or the policy stream when the bootstrap names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    if let ServerProtocol::PolicyStream(_) = opening.server.protocol {
+        return Arc::new(PolicyConnection::spawn(
+            opening.server,
+            opening.authorities,
+            opening.authority_names,
+            opening.sink,
+            opening.options,
+        ));
+    }
     Arc::new(AdsConnection::spawn(
         opening.server,
         opening.authorities,

@@ -1,4 +1,5 @@
-//! One management server: a loopback listener serving ADS for one or more
+//! One management server: a loopback listener serving ADS (or the
+//! policy-distribution stream, see [`crate::policy`]) for one or more
 //! authorities, with its store, faults, recording and ACK tracker.
 //!
 //! A [`Server`] outlives the runs of its listener: [`Server::restart`] stops
@@ -11,6 +12,7 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryServiceServer;
 use envoy_types::pb::google::protobuf::Any;
+use std::sync::atomic::AtomicU64;
 use tokio::{
     net::TcpListener,
     sync::{Mutex, watch},
@@ -18,11 +20,13 @@ use tokio::{
 };
 use tokio_stream::{StreamExt, wrappers::TcpListenerStream};
 use xdsfed_core::name::{authority_of, canonical_key};
+use xdsfed_core::policy_stream::wire::validating_policy_service_server::ValidatingPolicyServiceServer;
 
 use crate::{
     ack::{AckReport, AckTracker, ClientInfo},
     ads::Ads,
     faults::Faults,
+    policy::{PolicyPlane, PolicyService, policies_of},
     recording::Recorder,
     store::{Store, StoreError, StoredResource},
     subscription::key_of,
@@ -43,6 +47,31 @@ pub struct ServerSpec {
     pub port: u16,
     /// Serve TLS instead of plaintext.
     pub tls: Option<ServerTls>,
+    /// ADS, or the policy-distribution stream.
+    pub protocol: Protocol,
+}
+
+/// What a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// xDS: `StreamAggregatedResources` and `DeltaAggregatedResources`.
+    #[default]
+    Ads,
+    /// `kyverno.http.v1alpha1.ValidatingPolicyService` (see [`crate::policy`]).
+    PolicyStream {
+        /// A client whose last health check is older than this is flushed
+        /// (checked every half of it).
+        max_client_inactive: Duration,
+    },
+}
+
+impl Protocol {
+    /// The policy stream, flushing clients after 60 s without a health check.
+    pub fn policy_stream() -> Self {
+        Protocol::PolicyStream {
+            max_client_inactive: Duration::from_secs(60),
+        }
+    }
 }
 
 /// TLS for a management server, PEM-encoded.
@@ -76,7 +105,14 @@ impl ServerSpec {
             authorities: authorities.into_iter().map(Into::into).collect(),
             port: 0,
             tls: None,
+            protocol: Protocol::Ads,
         }
+    }
+
+    /// The same server, speaking `protocol`.
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// The same server, serving TLS.
@@ -154,6 +190,8 @@ pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) tracker: AckTracker,
     pub(crate) recorder: Recorder,
+    /// The policy control plane (used by policy-stream servers only).
+    pub(crate) policies: PolicyPlane,
     faults: watch::Sender<Arc<Faults>>,
 }
 
@@ -194,10 +232,11 @@ impl Server {
             store: Store::new(),
             tracker: AckTracker::default(),
             recorder: Recorder::default(),
+            policies: PolicyPlane::default(),
             faults: watch::Sender::new(Arc::new(Faults::default())),
         });
         let wanted = SocketAddr::from(([127, 0, 0, 1], spec.port));
-        let (addr, run) = serve(&spec.name, wanted, spec.tls.as_ref(), shared.clone()).await?;
+        let (addr, run) = serve(&spec, wanted, shared.clone()).await?;
         Ok(Self {
             spec,
             addr,
@@ -238,6 +277,24 @@ impl Server {
         &self.shared.store
     }
 
+    /// What it speaks.
+    pub fn protocol(&self) -> Protocol {
+        self.spec.protocol
+    }
+
+    /// The policy control plane: its version, nonce, clients and barrier.
+    /// Serves only when the server speaks [`Protocol::PolicyStream`].
+    pub fn policies(&self) -> &PolicyPlane {
+        &self.shared.policies
+    }
+
+    /// Reloads the policy plane from the store (a policy server only).
+    fn sync_policies(&self) {
+        if let Protocol::PolicyStream { .. } = self.spec.protocol {
+            self.shared.policies.load(policies_of(&self.shared.store));
+        }
+    }
+
     /// The recording of every stream.
     pub fn recording(&self) -> &Recorder {
         &self.shared.recorder
@@ -267,10 +324,13 @@ impl Server {
                 served: self.spec.authorities.clone(),
             });
         }
-        self.shared
+        let stored = self
+            .shared
             .store
             .set(name, resource)
-            .map_err(|source| self.store_error(source))
+            .map_err(|source| self.store_error(source))?;
+        self.sync_policies();
+        Ok(stored)
     }
 
     /// Encodes `message` and stores it as `name`.
@@ -289,10 +349,13 @@ impl Server {
     /// Deletes a resource; subscribed delta streams get it in `removed_resources`.
     /// Returns whether it existed.
     pub fn delete_resource(&self, type_url: &str, name: &str) -> Result<bool, ServerError> {
-        self.shared
+        let existed = self
+            .shared
             .store
             .delete(type_url, name)
-            .map_err(|source| self.store_error(source))
+            .map_err(|source| self.store_error(source))?;
+        self.sync_policies();
+        Ok(existed)
     }
 
     fn store_error(&self, source: StoreError) -> ServerError {
@@ -321,6 +384,10 @@ impl Server {
     /// ACKed or NACKed `version` (the stored version when `None`), or
     /// `timeout` passes. The report names who NACKed, with what error, and
     /// who is still pending.
+    ///
+    /// A policy-stream server tracks answers per snapshot, not per resource:
+    /// for it this is the all-ACKed barrier of the current version, for any
+    /// name and version (see [`PolicyPlane::wait_acked`]).
     pub async fn wait_acked(
         &self,
         type_url: &str,
@@ -328,6 +395,9 @@ impl Server {
         version: Option<&str>,
         timeout: Duration,
     ) -> Result<AckReport, ServerError> {
+        if let Protocol::PolicyStream { .. } = self.spec.protocol {
+            return Ok(self.shared.policies.wait_acked(timeout).await.1);
+        }
         let version = match version {
             Some(v) => v.to_owned(),
             None => self
@@ -371,6 +441,8 @@ impl Server {
         if !keep_state {
             self.shared.store.clear();
         }
+        // A restarted control plane has a new nonce and no clients.
+        self.shared.policies.restart(keep_state);
         tokio::select! {
             () = tokio::time::sleep(down_for) => {}
             _ = stops.changed() => {
@@ -379,13 +451,7 @@ impl Server {
                 });
             }
         }
-        let (_, new) = serve(
-            &self.spec.name,
-            self.addr,
-            self.spec.tls.as_ref(),
-            self.shared.clone(),
-        )
-        .await?;
+        let (_, new) = serve(&self.spec, self.addr, self.shared.clone()).await?;
         *run = Some(new);
         Ok(())
     }
@@ -411,11 +477,12 @@ impl Drop for Server {
 }
 
 async fn serve(
-    name: &str,
+    spec: &ServerSpec,
     addr: SocketAddr,
-    tls: Option<&ServerTls>,
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
+    let name = spec.name.as_str();
+    let tls = spec.tls.as_ref();
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
         let mut config = tonic::transport::ServerTlsConfig::new().identity(
@@ -439,9 +506,21 @@ async fn serve(
     let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (stop, mut stopped) = watch::channel(false);
-    let ads = Ads {
-        shared: shared.clone(),
-        shutdown: stop.subscribe(),
+    let router = match spec.protocol {
+        Protocol::Ads => builder.add_service(AggregatedDiscoveryServiceServer::new(Ads {
+            shared: shared.clone(),
+            shutdown: stop.subscribe(),
+        })),
+        Protocol::PolicyStream {
+            max_client_inactive,
+        } => {
+            flush_inactive(&shared, stop.subscribe(), max_client_inactive);
+            builder.add_service(ValidatingPolicyServiceServer::new(PolicyService {
+                shared: shared.clone(),
+                shutdown: stop.subscribe(),
+                streams: AtomicU64::new(0),
+            }))
+        }
     };
     let refusing = shared.clone();
     // Refusing a connection means closing it right after accept: the client
@@ -460,8 +539,7 @@ async fn serve(
     });
     let server_name = name.to_owned();
     let task = tokio::spawn(async move {
-        let result = builder
-            .add_service(AggregatedDiscoveryServiceServer::new(ads))
+        let result = router
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stopped.wait_for(|s| *s).await;
             })
@@ -471,4 +549,25 @@ async fn serve(
         }
     });
     Ok((addr, Run { stop, task }))
+}
+
+/// Flushes the policy clients without a recent health check, every half of
+/// `max_inactive`, until the run stops (§Health Checks).
+fn flush_inactive(shared: &Arc<Shared>, mut stop: watch::Receiver<bool>, max_inactive: Duration) {
+    let shared = Arc::clone(shared);
+    let every = (max_inactive / 2).max(Duration::from_millis(10));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let flushed = shared
+                .policies
+                .flush_inactive(std::time::SystemTime::now(), max_inactive);
+            if !flushed.is_empty() {
+                tracing::info!(?flushed, "flushed inactive policy clients");
+            }
+        }
+    });
 }

@@ -55,7 +55,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::bootstrap::{ApiVariant, Bootstrap, ChannelCreds, ServerConfig};
+use crate::bootstrap::{ApiVariant, Bootstrap, ChannelCreds, ServerConfig, ServerProtocol};
 use crate::name::{NameError, ResourceName, authority_of};
 
 /// Why a name or target could not be mapped to servers.
@@ -160,7 +160,8 @@ impl fmt::Display for Partition {
 /// gRFC A47 keys servers by "target URI, channel creds, and all known server
 /// features"; unknown features are dropped, so that a feature this client
 /// ignores cannot split a stream. The transport variant is part of the key
-/// too: a delta and a SotW stream cannot be one stream.
+/// too: a delta and a SotW stream cannot be one stream, nor an ADS stream
+/// and a policy stream.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ServerKey {
     /// The target URI.
@@ -173,6 +174,8 @@ pub struct ServerKey {
     pub api: ApiVariant,
     /// Whether the variant is pinned.
     pub api_pinned: bool,
+    /// ADS or the policy stream (with its timers).
+    pub protocol: ServerProtocol,
 }
 
 impl ServerKey {
@@ -184,6 +187,7 @@ impl ServerKey {
             features: server.behaviour_features(),
             api: server.api,
             api_pinned: server.api_pinned,
+            protocol: server.protocol,
         }
     }
 }
@@ -200,6 +204,9 @@ impl fmt::Display for ServerKey {
         write!(f, "{} ({}", self.server_uri, self.channel_creds.type_name())?;
         for feature in &self.features {
             write!(f, ", {feature}")?;
+        }
+        if let ServerProtocol::PolicyStream(_) = self.protocol {
+            return f.write_str(", policy stream)");
         }
         match (self.api, self.api_pinned) {
             (ApiVariant::Delta, false) => {}

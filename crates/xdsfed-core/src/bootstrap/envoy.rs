@@ -7,6 +7,8 @@
 //! config_sources[i].api_config_source ───┴──► authorities[name].xds_servers
 //! api_config_source.grpc_services[k] ───────► one ServerConfig each, in order
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
+//!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
+//!   api_config_source.refresh_delay ─────────►   polled every refresh_delay
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -19,8 +21,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::AuthorityConfig;
+use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
-use super::server::{ApiVariant, ChannelCreds, ServerConfig};
+use super::server::{ApiVariant, ChannelCreds, PolicyStreamTiming, ServerConfig, ServerProtocol};
 use super::target::check_server_uri;
 use super::walk::{At, Result};
 
@@ -68,9 +71,12 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
         ));
     };
     api.object()?;
-    let (variant, pinned) = match api.get("api_type")? {
-        Some(t) => (ApiVariant::from_api_type(&t)?, true),
-        None => (ApiVariant::Delta, false),
+    let (variant, pinned, protocol) = match api.get("api_type")? {
+        Some(t) if t.str()? == POLICY_STREAM_API_TYPE => {
+            (ApiVariant::Sotw, true, policy_stream(&api)?)
+        }
+        Some(t) => (ApiVariant::from_api_type(&t)?, true, ServerProtocol::Ads),
+        None => (ApiVariant::Delta, false, ServerProtocol::Ads),
     };
     if let Some(version) = api.get("transport_api_version")?
         && version.str()? != "V3"
@@ -92,9 +98,23 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
                 server_features: Vec::new(),
                 api: variant,
                 api_pinned: pinned,
+                protocol,
             })
         })
         .collect()
+}
+
+/// The `api_type` of a policy-distribution stream (an xdsfed extension).
+const POLICY_STREAM_API_TYPE: &str = "POLICY_STREAM_GRPC";
+
+/// A policy stream's timers: `refresh_delay` is the poll interval (Envoy's
+/// field for how often a REST source polls).
+fn policy_stream(api: &At<'_>) -> Result<ServerProtocol> {
+    let mut timing = PolicyStreamTiming::default();
+    if let Some(delay) = api.get("refresh_delay")? {
+        timing.poll_interval = parse_duration(&delay)?;
+    }
+    Ok(ServerProtocol::PolicyStream(timing))
 }
 
 fn parse_grpc_service(service: &At<'_>, root: &At<'_>) -> Result<(String, ChannelCreds)> {

@@ -2,7 +2,9 @@
 //! variant, and how a gRPC `xds_servers` entry is read.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use super::certs::parse_duration;
 use super::target::check_server_uri;
 use super::walk::{At, Result};
 
@@ -27,6 +29,48 @@ impl ApiVariant {
             other => Err(at.error(format!(
                 "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\" or \"AGGREGATED_GRPC\""
             ))),
+        }
+    }
+}
+
+/// Which protocol the client speaks with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ServerProtocol {
+    /// xDS over ADS (delta or SotW, see [`ApiVariant`]). The default.
+    #[default]
+    Ads,
+    /// The policy-distribution stream (`kyverno.http.v1alpha1`): full
+    /// snapshots of `ValidatingPolicy` resources (see
+    /// [`crate::policy_stream`]).
+    PolicyStream(PolicyStreamTiming),
+}
+
+impl ServerProtocol {
+    /// `ads` or `policy_stream`, as the bootstrap spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerProtocol::Ads => "ads",
+            ServerProtocol::PolicyStream(_) => "policy_stream",
+        }
+    }
+}
+
+/// The timers of a policy stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PolicyStreamTiming {
+    /// How often the client asks again by re-sending its last ACK or NACK
+    /// (the protocol's server answers only requests; default 10 s).
+    pub poll_interval: Duration,
+    /// How often the client calls `HealthCheck` (default 30 s).
+    pub health_check_interval: Duration,
+}
+
+impl Default for PolicyStreamTiming {
+    fn default() -> Self {
+        PolicyStreamTiming {
+            poll_interval: Duration::from_secs(10),
+            health_check_interval: Duration::from_secs(30),
         }
     }
 }
@@ -94,6 +138,8 @@ pub struct ServerConfig {
     pub api: ApiVariant,
     /// Whether `api` was given explicitly (no automatic fall back to SotW).
     pub api_pinned: bool,
+    /// ADS, or another protocol.
+    pub protocol: ServerProtocol,
 }
 
 impl ServerConfig {
@@ -105,6 +151,7 @@ impl ServerConfig {
             server_features: Vec::new(),
             api: ApiVariant::Delta,
             api_pinned: false,
+            protocol: ServerProtocol::Ads,
         }
     }
 
@@ -128,8 +175,9 @@ impl ServerConfig {
 const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 
 /// Reads one gRPC `xds_servers` entry:
-/// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type"}`.
-/// `api_type` is an xdsfed extension (gRPC ignores it as an unknown field).
+/// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type",
+/// "protocol", "policy_stream"}`. `api_type`, `protocol` and `policy_stream`
+/// are xdsfed extensions (gRPC ignores them as unknown fields).
 pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     at.object()?;
     let uri_at = at.require("server_uri", "a non-empty string")?;
@@ -151,13 +199,53 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
         Some(api_type) => (ApiVariant::from_api_type(&api_type)?, true),
         None => (ApiVariant::Delta, false),
     };
+    let protocol = parse_protocol(at)?;
     Ok(ServerConfig {
         server_uri,
         channel_creds,
         server_features,
         api,
         api_pinned,
+        protocol,
     })
+}
+
+/// `"protocol": "ads" | "policy_stream"`, with the policy stream's timers
+/// in `"policy_stream": {"poll_interval", "health_check_interval"}`.
+fn parse_protocol(at: &At<'_>) -> Result<ServerProtocol> {
+    let timing = at.get("policy_stream")?;
+    let Some(protocol) = at.get("protocol")? else {
+        return match timing {
+            Some(t) => Err(t.error("only for a server with \"protocol\": \"policy_stream\"")),
+            None => Ok(ServerProtocol::Ads),
+        };
+    };
+    match protocol.str()? {
+        "ads" => match timing {
+            Some(t) => Err(t.error("only for a server with \"protocol\": \"policy_stream\"")),
+            None => Ok(ServerProtocol::Ads),
+        },
+        "policy_stream" => Ok(ServerProtocol::PolicyStream(match timing {
+            Some(t) => parse_timing(&t)?,
+            None => PolicyStreamTiming::default(),
+        })),
+        other => Err(protocol.error(format!(
+            "unsupported protocol {other:?}: expected \"ads\" or \"policy_stream\""
+        ))),
+    }
+}
+
+/// The policy stream's timers; each has a default.
+fn parse_timing(at: &At<'_>) -> Result<PolicyStreamTiming> {
+    at.object()?;
+    let mut timing = PolicyStreamTiming::default();
+    if let Some(d) = at.get("poll_interval")? {
+        timing.poll_interval = parse_duration(&d)?;
+    }
+    if let Some(d) = at.get("health_check_interval")? {
+        timing.health_check_interval = parse_duration(&d)?;
+    }
+    Ok(timing)
 }
 
 /// The first supported entry wins; unsupported types before it are skipped,

@@ -85,6 +85,11 @@ impl Inner {
         let opening = Opening {
             server,
             authorities: self.authority_filter(key),
+            authority_names: self
+                .registry
+                .authorities_for(key)
+                .map(str::to_owned)
+                .collect(),
             types: Arc::clone(&self.types),
             sink,
             options: self.transport.clone(),

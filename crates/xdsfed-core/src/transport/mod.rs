@@ -31,7 +31,7 @@
 //!   resets it, so a stream that had one reconnects after at most the
 //!   initial delay, and never more often than once per delay.
 
-mod backoff;
+pub(crate) mod backoff;
 mod channel;
 mod driver;
 #[cfg(test)]

@@ -208,6 +208,7 @@ mod route;
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests_support;
+mod validating_policy;
 
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
 pub use collection::{
@@ -217,10 +218,15 @@ pub(crate) use collection::{anonymous_key, entry_key};
 pub use endpoint::EndpointType;
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
+pub use validating_policy::{
+    VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL, ValidatingPolicyType,
+    validate as validate_policy,
+};
 
 impl TypeRegistry {
-    /// A registry holding the four built-in types: [`ListenerType`],
-    /// [`RouteConfigurationType`], [`ClusterType`] and [`EndpointType`], and
+    /// A registry holding the built-in types: [`ListenerType`],
+    /// [`RouteConfigurationType`], [`ClusterType`], [`EndpointType`] and
+    /// [`ValidatingPolicyType`] (what policy-stream servers deliver), and
     /// the list collections of listeners and clusters.
     pub fn with_builtin() -> Self {
         let mut registry = TypeRegistry::new();
@@ -229,6 +235,7 @@ impl TypeRegistry {
             .register::<RouteConfigurationType>()
             .register::<ClusterType>()
             .register::<EndpointType>()
+            .register::<ValidatingPolicyType>()
             .register_list_collection::<ListenerType>(LISTENER_COLLECTION_TYPE_URL)
             .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL);
         registry

@@ -5,6 +5,9 @@
 //!   - name: cloud
 //!     authorities: [cloud.example]
 //!     port: 0                   # optional; 0 (the default) picks a free port
+//!   - name: policies
+//!     authorities: [policies.example]
+//!     protocol: policy_stream   # optional; `ads` by default
 //! backends:                     # optional gRPC health servers on 127.0.0.1:0
 //!   - name: greeter
 //! resources:                    # Envoy resources through the protobuf JSON mapping
@@ -18,6 +21,9 @@
 //!   - name: rate-limits         # any type, as bytes
 //!     server: cloud
 //!     encoded: {type_url: type.googleapis.com/xdsfed.policy.v1.Policy, hex: "0a0b726174652d6c696d697473"}
+//!   - name: require-auth        # a ValidatingPolicy, for a policy-stream server
+//!     server: policies
+//!     policy: {validations: [{expression: "true"}]}
 //! generators:
 //!   - server: cloud
 //!     clusters: {count: 1000, endpoints_per_cluster: 10}
@@ -53,6 +59,7 @@ mod json;
 mod model;
 mod nesting;
 mod own_name;
+mod policy;
 mod read;
 mod run;
 
@@ -407,6 +414,10 @@ fn check_servers(entries: Vec<model::ServerEntry>) -> Result<Vec<ServerSpec>, Sc
             authorities: entry.authorities,
             port: entry.port,
             tls: None,
+            protocol: match entry.protocol {
+                model::ProtocolEntry::Ads => crate::Protocol::Ads,
+                model::ProtocolEntry::PolicyStream => crate::Protocol::policy_stream(),
+            },
         });
     }
     Ok(servers)
@@ -529,12 +540,16 @@ impl Context<'_> {
         entry: model::ResourceEntry,
     ) -> Result<Planned, ScenarioError> {
         let server = self.server(&path, entry.server, &entry.name)?;
-        let (source, any, body) = match (entry.resource, entry.encoded) {
-            (Some(value), None) => {
+        let (source, any, body) = match (entry.resource, entry.encoded, entry.policy) {
+            (None, None, Some(policy)) => {
+                let any = policy.to_any(&entry.name);
+                (Source::Encoded(any.clone()), any, "policy")
+            }
+            (Some(value), None, None) => {
                 let any = self.dry_any(&format!("{path}.resource"), &value)?;
                 (Source::Yaml(value), any, "resource")
             }
-            (None, Some(encoded)) => {
+            (None, Some(encoded), None) => {
                 let value = hex::decode(&encoded.hex)
                     .map_err(|e| invalid(format!("{path}.encoded.hex"), e.to_string()))?;
                 let any = Any {
@@ -546,7 +561,7 @@ impl Context<'_> {
             _ => {
                 return Err(invalid(
                     path,
-                    "give exactly one of `resource` (YAML) and `encoded` (type_url + hex)",
+                    "give exactly one of `resource` (YAML), `encoded` (type_url + hex) and `policy`",
                 ));
             }
         };

@@ -52,6 +52,18 @@ pub(crate) struct ServerEntry {
     pub(crate) authorities: Vec<String>,
     #[serde(default)]
     pub(crate) port: u16,
+    /// `ads` (the default) or `policy_stream`.
+    #[serde(default)]
+    pub(crate) protocol: ProtocolEntry,
+}
+
+/// What a scenario server speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ProtocolEntry {
+    #[default]
+    Ads,
+    PolicyStream,
 }
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +82,8 @@ pub(crate) struct ResourceEntry {
     pub(crate) resource: Option<Value>,
     #[serde(default)]
     pub(crate) encoded: Option<Encoded>,
+    #[serde(default)]
+    pub(crate) policy: Option<super::policy::PolicyEntry>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -187,7 +187,14 @@ async fn first_request(testbed: &Testbed) {
     let mut waits: JoinSet<()> = JoinSet::new();
     for server in testbed.servers() {
         let server = Arc::clone(server);
-        waits.spawn(async move { server.recording().wait_for_request().await });
+        waits.spawn(async move {
+            // A policy-stream server records no xDS streams: its plane
+            // says when a client first asked.
+            tokio::select! {
+                () = server.recording().wait_for_request() => {}
+                () = server.policies().wait_for_request() => {}
+            }
+        });
     }
     // The first to finish is enough; the others end with the set.
     waits.join_next().await;

@@ -1,0 +1,70 @@
+//! How a [`PolicySession`](super::PolicySession) is set up.
+
+use std::time::Duration;
+
+use crate::bootstrap::PolicyStreamTiming;
+use crate::protocol::{AuthorityFilter, DEFAULT_HANDSHAKE_TIMEOUT};
+
+/// The configuration of one policy session.
+#[derive(Debug, Clone)]
+pub struct PolicySessionConfig {
+    /// `client_address` of every request and health check: the identity
+    /// the control plane tracks ACKs and liveness by, so it must be unique
+    /// among its clients.
+    pub client_address: String,
+    /// The authorities policies are keyed under:
+    /// `xdstp://{authority}/kyverno.http.v1alpha1.ValidatingPolicy/{name}`.
+    pub authorities: Vec<String>,
+    /// Which names the server may deliver; old-style names (the bare policy
+    /// name) only when it allows them.
+    pub filter: AuthorityFilter,
+    /// The poll and health-check intervals.
+    pub timing: PolicyStreamTiming,
+    /// How long a new stream may take to be accepted or answered.
+    pub handshake_timeout: Duration,
+    /// How long an established stream may wait for its first response. The
+    /// protocol's server answers the first request at once, so silence is a
+    /// failure (the default is the handshake timeout).
+    pub first_response_timeout: Duration,
+}
+
+impl PolicySessionConfig {
+    /// A session for `client_address` keying policies under `authorities`
+    /// (old-style names too), with the default timers.
+    pub fn new(
+        client_address: impl Into<String>,
+        authorities: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let authorities: Vec<String> = authorities.into_iter().map(Into::into).collect();
+        let mut filter = AuthorityFilter::new().with_old_style(true);
+        for authority in &authorities {
+            filter = filter.with_authority(authority.clone());
+        }
+        PolicySessionConfig {
+            client_address: client_address.into(),
+            authorities,
+            filter,
+            timing: PolicyStreamTiming::default(),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            first_response_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+        }
+    }
+
+    /// The same, with `timing`.
+    pub fn with_timing(mut self, timing: PolicyStreamTiming) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// The same, keying old-style (bare) names only if `allowed`.
+    pub fn with_old_style(mut self, allowed: bool) -> Self {
+        self.filter = self.filter.with_old_style(allowed);
+        self
+    }
+
+    /// Whether bare policy names are keys too.
+    pub(crate) fn old_style(&self) -> bool {
+        // A name without an authority is old-style: the filter's own rule.
+        self.filter.allows("policy")
+    }
+}
