@@ -8,7 +8,7 @@
 use std::path::Path;
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/kyverno.http.v1alpha1.rs"));
-const COPY: &str = "crates/xdsfed-core/src/policy_stream/wire/kyverno.http.v1alpha1.rs";
+const COPY: &str = "crates/xdsfed-core/generated/kyverno.http.v1alpha1.rs";
 
 #[test]
 fn core_copy_of_the_policy_stream_code_is_what_build_rs_generates() {
