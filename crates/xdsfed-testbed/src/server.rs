@@ -18,6 +18,7 @@ use tokio::{
 };
 use tokio_stream::{StreamExt, wrappers::TcpListenerStream};
 use xdsfed_core::name::{authority_of, canonical_key};
+use xdsfed_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 use crate::{
     ack::{AckReport, AckTracker, ClientInfo},
@@ -461,7 +462,14 @@ async fn serve(
     let server_name = name.to_owned();
     let task = tokio::spawn(async move {
         let result = builder
-            .add_service(AggregatedDiscoveryServiceServer::new(ads))
+            .add_service(
+                // The client's limit both ways: tonic's own default (4 MiB
+                // decoded) would refuse a client subscribing to 100 000
+                // names in one request.
+                AggregatedDiscoveryServiceServer::new(ads)
+                    .max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE)
+                    .max_encoding_message_size(DEFAULT_MAX_MESSAGE_SIZE),
+            )
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stopped.wait_for(|s| *s).await;
             })
