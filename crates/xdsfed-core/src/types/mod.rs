@@ -214,14 +214,15 @@ pub use collection::{
     CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
 };
 pub(crate) use collection::{anonymous_key, entry_key};
-pub use endpoint::EndpointType;
+pub use endpoint::{EndpointType, LbEndpointType};
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
 
 impl TypeRegistry {
-    /// A registry holding the four built-in types: [`ListenerType`],
-    /// [`RouteConfigurationType`], [`ClusterType`] and [`EndpointType`], and
-    /// the list collections of listeners and clusters.
+    /// A registry holding the built-in types: [`ListenerType`],
+    /// [`RouteConfigurationType`], [`ClusterType`], [`EndpointType`] and
+    /// [`LbEndpointType`] (LEDS), and the list collections of listeners and
+    /// clusters.
     pub fn with_builtin() -> Self {
         let mut registry = TypeRegistry::new();
         registry
@@ -229,6 +230,7 @@ impl TypeRegistry {
             .register::<RouteConfigurationType>()
             .register::<ClusterType>()
             .register::<EndpointType>()
+            .register::<LbEndpointType>()
             .register_list_collection::<ListenerType>(LISTENER_COLLECTION_TYPE_URL)
             .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL);
         registry
