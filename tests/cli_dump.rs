@@ -406,7 +406,7 @@ fn dump_many(count: usize) -> usize {
     let fx = Fixture::start();
     let cloud = fx.testbed.server("cloud").unwrap();
     // Short names and no EDS service name: about 110 bytes a cluster on
-    // the wire, so 100 000 fit the client's 16 MiB message limit.
+    // the wire, 11 MB in all (the client's limit is 256 MiB).
     for i in 0..count {
         let name = format!("b{i:06}");
         cloud.set_message(&name, &cluster(&name, "")).unwrap();

@@ -75,5 +75,7 @@ pub use error::{ErrorKind, XdsError};
 pub use protocol::ResourceKey;
 pub use status::ClientStatus;
 pub use transport::TransportOptions;
-pub use types::{ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType};
+pub use types::{
+    ClusterType, EndpointType, LbEndpointType, ListenerType, ResourceType, RouteConfigurationType,
+};
 pub use watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};

@@ -36,6 +36,9 @@
 //!   the `ConfigSource` nor the bootstrap) is fed back to the engine as
 //!   [`Update::Error`] for that resource: the error lands on that edge only.
 //! - `Unwatch` drops the [`Watch`], which unsubscribes.
+//! - `Watch` of an LEDS collection (kind [`ResourceKind::LbEndpoint`]) →
+//!   [`XdsClient::watch_collection`] through the bootstrap, its events fed
+//!   with [`GraphEngine::on_leds`].
 //! - `WatchAll` → [`XdsClient::watch_wildcard`].
 //! - `WatchCollection` → [`XdsClient::watch_collection`] for a glob (a name
 //!   ending in `/*`), [`XdsClient::watch_list_collection`] otherwise; the
@@ -98,7 +101,9 @@ use tokio::task::JoinHandle;
 use xdsfed_core::authority::ServerKey;
 use xdsfed_core::client::{WatchError, XdsClient};
 use xdsfed_core::name::ResourceName;
-use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
+use xdsfed_core::types::{
+    ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
+};
 
 use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
 use crate::edges::Via;
@@ -351,6 +356,7 @@ impl Driver {
                     }
                     ResourceKind::Cluster => self.open::<ClusterType>(&name, &via),
                     ResourceKind::ClusterLoadAssignment => self.open::<EndpointType>(&name, &via),
+                    ResourceKind::LbEndpoint => self.open_leds(&name),
                 };
                 match opened {
                     Ok(stream) => {
@@ -379,7 +385,9 @@ impl Driver {
                     ResourceKind::Listener => self.open_wildcard::<ListenerType>(),
                     ResourceKind::Cluster => self.open_wildcard::<ClusterType>(),
                     // The engine asks only for wildcard LDS and CDS.
-                    ResourceKind::RouteConfiguration | ResourceKind::ClusterLoadAssignment => {
+                    ResourceKind::RouteConfiguration
+                    | ResourceKind::ClusterLoadAssignment
+                    | ResourceKind::LbEndpoint => {
                         return;
                     }
                 };
@@ -407,7 +415,9 @@ impl Driver {
             ResourceKind::Listener => self.open_collection::<ListenerType>(&name),
             ResourceKind::Cluster => self.open_collection::<ClusterType>(&name),
             // The roots hold listener and cluster collections only.
-            ResourceKind::RouteConfiguration | ResourceKind::ClusterLoadAssignment => return,
+            ResourceKind::RouteConfiguration
+            | ResourceKind::ClusterLoadAssignment
+            | ResourceKind::LbEndpoint => return,
         };
         match opened {
             Ok(stream) => {
@@ -462,6 +472,15 @@ impl Driver {
             None => self.client.watch::<T>(name)?,
         };
         Ok(watch_stream(Arc::clone(name), watch))
+    }
+
+    /// An LEDS glob collection, through the bootstrap: the client watches
+    /// glob collections by their authority only, so a `leds_config` that
+    /// names a server of its own is not dialled (the authority must be in
+    /// the bootstrap).
+    fn open_leds(&self, name: &Arc<str>) -> Result<BoxStream<'static, Input>, WatchError> {
+        let watch = self.client.watch_collection::<LbEndpointType>(name)?;
+        Ok(collection_stream(Arc::clone(name), watch))
     }
 
     fn open_wildcard<T: Followed>(&self) -> Result<BoxStream<'static, Input>, WatchError> {

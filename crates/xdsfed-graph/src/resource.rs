@@ -4,11 +4,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// The four xDS resource types the graph follows.
+/// The xDS resource types the graph follows.
 ///
 /// The order is the order of the graph's edges: a listener points at route
 /// configurations, a route configuration at clusters, a cluster at its
-/// endpoints (or, when aggregate, at other clusters).
+/// endpoints (or, when aggregate, at other clusters), and a locality of
+/// endpoints at an LEDS collection of single endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ResourceKind {
     /// `envoy.config.listener.v3.Listener` (LDS).
@@ -19,6 +20,10 @@ pub enum ResourceKind {
     Cluster,
     /// `envoy.config.endpoint.v3.ClusterLoadAssignment` (EDS).
     ClusterLoadAssignment,
+    /// `envoy.config.endpoint.v3.LbEndpoint` (LEDS, xDS TP1). In the graph
+    /// a node of this kind is a whole glob collection of endpoints, named
+    /// by its glob (`xdstp://…/envoy.config.endpoint.v3.LbEndpoint/…/*`).
+    LbEndpoint,
 }
 
 impl ResourceKind {
@@ -29,6 +34,7 @@ impl ResourceKind {
             Self::RouteConfiguration => "envoy.config.route.v3.RouteConfiguration",
             Self::Cluster => "envoy.config.cluster.v3.Cluster",
             Self::ClusterLoadAssignment => "envoy.config.endpoint.v3.ClusterLoadAssignment",
+            Self::LbEndpoint => "envoy.config.endpoint.v3.LbEndpoint",
         }
     }
 }
@@ -40,6 +46,7 @@ impl fmt::Display for ResourceKind {
             Self::RouteConfiguration => "RouteConfiguration",
             Self::Cluster => "Cluster",
             Self::ClusterLoadAssignment => "ClusterLoadAssignment",
+            Self::LbEndpoint => "LbEndpoint",
         })
     }
 }

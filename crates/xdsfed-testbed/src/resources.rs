@@ -1,6 +1,7 @@
 //! Builders of valid Envoy resources, for scenarios written in Rust, tests
 //! and benchmarks: an API listener fetching its routes through RDS, a route
-//! configuration, an EDS cluster, its endpoints, and TP1 list collections.
+//! configuration, an EDS cluster, its endpoints (inline or through LEDS),
+//! and TP1 list collections.
 //!
 //! ```
 //! use xdsfed_testbed::resources::{api_listener, cluster, endpoints, route_config};
@@ -22,7 +23,8 @@ use envoy_types::pb::envoy::config::core::v3::{
     config_source, socket_address,
 };
 use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
+    ClusterLoadAssignment, Endpoint, LbEndpoint, LedsClusterLocalityConfig, LocalityLbEndpoints,
+    lb_endpoint, locality_lb_endpoints,
 };
 use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener, ListenerCollection};
 use envoy_types::pb::envoy::config::route::v3::{
@@ -45,6 +47,8 @@ pub const EDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadA
 pub const LDS: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
 /// The RouteConfiguration type URL (RDS).
 pub const RDS: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+/// The LbEndpoint type URL (LEDS, delta xDS only).
+pub const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
 
 /// `m` packed in an `Any` with its type URL.
 pub fn pack<M: Message + Name>(m: &M) -> Any {
@@ -78,24 +82,51 @@ pub fn cluster(name: &str, service: &str) -> Cluster {
     }
 }
 
+/// One endpoint, `host:port`: an entry of a locality's `lb_endpoints`, and
+/// on its own a LEDS resource (`envoy.config.endpoint.v3.LbEndpoint`).
+pub fn lb_endpoint(host: &str, port: u32) -> LbEndpoint {
+    LbEndpoint {
+        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+            address: Some(Address {
+                address: Some(address::Address::SocketAddress(SocketAddress {
+                    address: host.into(),
+                    port_specifier: Some(socket_address::PortSpecifier::PortValue(port)),
+                    ..Default::default()
+                })),
+            }),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+/// A ClusterLoadAssignment named `cluster` whose one locality takes its
+/// endpoints from the LEDS glob collection `collection`
+/// (`xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/*`, xDS TP1), over
+/// ADS. Serve the members as `LbEndpoint`s named under the glob; clients
+/// fetch them with delta xDS only.
+pub fn leds_endpoints(cluster: &str, collection: &str) -> ClusterLoadAssignment {
+    ClusterLoadAssignment {
+        cluster_name: cluster.into(),
+        endpoints: vec![LocalityLbEndpoints {
+            lb_config: Some(locality_lb_endpoints::LbConfig::LedsClusterLocalityConfig(
+                LedsClusterLocalityConfig {
+                    leds_config: Some(ads()),
+                    leds_collection_name: collection.into(),
+                },
+            )),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
 /// A ClusterLoadAssignment named `cluster` with one locality holding the
 /// endpoints `addrs` (host, port).
 pub fn endpoints(cluster: &str, addrs: &[(&str, u32)]) -> ClusterLoadAssignment {
     let lb_endpoints = addrs
         .iter()
-        .map(|(host, port)| LbEndpoint {
-            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
-                address: Some(Address {
-                    address: Some(address::Address::SocketAddress(SocketAddress {
-                        address: (*host).into(),
-                        port_specifier: Some(socket_address::PortSpecifier::PortValue(*port)),
-                        ..Default::default()
-                    })),
-                }),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
+        .map(|(host, port)| lb_endpoint(host, *port))
         .collect();
     ClusterLoadAssignment {
         cluster_name: cluster.into(),

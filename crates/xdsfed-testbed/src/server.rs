@@ -21,6 +21,7 @@ use tokio::{
 use tokio_stream::{StreamExt, wrappers::TcpListenerStream};
 use xdsfed_core::name::{authority_of, canonical_key};
 use xdsfed_core::policy_stream::wire::validating_policy_service_server::ValidatingPolicyServiceServer;
+use xdsfed_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 use crate::{
     ack::{AckReport, AckTracker, ClientInfo},
@@ -507,10 +508,17 @@ async fn serve(
     let addr = listener.local_addr().map_err(bind_error)?;
     let (stop, mut stopped) = watch::channel(false);
     let router = match spec.protocol {
-        Protocol::Ads => builder.add_service(AggregatedDiscoveryServiceServer::new(Ads {
-            shared: shared.clone(),
-            shutdown: stop.subscribe(),
-        })),
+        Protocol::Ads => builder.add_service(
+            // The client's limit both ways: tonic's own default (4 MiB
+            // decoded) would refuse a client subscribing to 100 000 names in
+            // one request.
+            AggregatedDiscoveryServiceServer::new(Ads {
+                shared: shared.clone(),
+                shutdown: stop.subscribe(),
+            })
+            .max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(DEFAULT_MAX_MESSAGE_SIZE),
+        ),
         Protocol::PolicyStream {
             max_client_inactive,
         } => {

@@ -187,7 +187,21 @@ impl Subscription {
 
     /// Whether the resource with canonical key `key` is subscribed to.
     pub fn covers(&self, key: &str) -> bool {
-        self.wildcard || self.names.contains_key(key) || self.globs.values().any(|g| g.matches(key))
+        self.wildcard || self.names.contains_key(key) || self.glob_of(key).is_some()
+    }
+
+    /// The subscribed glob collection `key` is a member of, if any. A key
+    /// belongs to one glob at most, `xdstp://auth/T/path/*?params` for
+    /// `xdstp://auth/T/path/id?params` (both canonical), so this is one
+    /// lookup, however many globs are subscribed (a client following LEDS
+    /// subscribes to one per cluster).
+    pub fn glob_of(&self, key: &str) -> Option<(&String, &Glob)> {
+        if self.globs.is_empty() {
+            return None;
+        }
+        self.globs
+            .get_key_value(&xdsfed_core::protocol::glob_of(key)?)
+            .filter(|(_, glob)| glob.matches(key))
     }
 
     /// Whether the stream has anything subscribed for this type.
@@ -307,6 +321,40 @@ mod tests {
         assert!(!glob.matches("xdstp://a/T/foo/bar/baz?some=thing"));
         assert!(!glob.matches("xdstp://b/T/foo/bar?some=thing"));
         assert!(!glob.matches("xdstp://a/T/foobar?some=thing"));
+    }
+
+    #[test]
+    fn glob_of_finds_the_one_glob_a_key_belongs_to() {
+        let mut sub = Subscription::default();
+        sub.apply_delta(
+            &["xdstp://a/T/foo/*?k=v".into(), "xdstp://a/T/bar/*".into()],
+            &[],
+        );
+        let found = |key: &str| sub.glob_of(key).map(|(k, _)| k.clone());
+        assert_eq!(
+            found("xdstp://a/T/foo/x?k=v").as_deref(),
+            Some("xdstp://a/T/foo/*?k=v")
+        );
+        assert_eq!(
+            found("xdstp://a/T/bar/y").as_deref(),
+            Some("xdstp://a/T/bar/*")
+        );
+        assert_eq!(found("xdstp://a/T/foo/x"), None);
+        assert_eq!(found("xdstp://a/T/bar/y/z"), None);
+        assert_eq!(found("xdstp://a/T/baz/y"), None);
+        // The same answer as asking every glob.
+        for key in [
+            "xdstp://a/T/foo/x?k=v",
+            "xdstp://a/T/bar/*",
+            "xdstp://a/T/foo/?k=v",
+        ] {
+            let slow = sub
+                .globs
+                .iter()
+                .find(|(_, g)| g.matches(key))
+                .map(|(k, _)| k.clone());
+            assert_eq!(found(key), slow, "{key}");
+        }
     }
 
     #[test]

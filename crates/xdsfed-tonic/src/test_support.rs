@@ -88,6 +88,8 @@ impl Resources {
             ResourceKind::ClusterLoadAssignment => {
                 engine.on_endpoints(now, name, update(self.assignments.get(name)))
             }
+            // These fixtures carry their endpoints inline, never through LEDS.
+            ResourceKind::LbEndpoint => {}
         }
     }
 }

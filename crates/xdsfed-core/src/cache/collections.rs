@@ -53,11 +53,8 @@ impl Cache {
         let queue = Arc::new(WildcardQueue::default());
         {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
-            for (key, entry) in &inner.entries {
-                if key.type_url == glob.type_url
-                    && glob_of(&key.name).is_some_and(|g| *g == *glob.name)
-                    && entry.tx.borrow().status != ResourceStatus::Requested
-                {
+            for (key, entry) in inner.under_glob(glob) {
+                if entry.tx.borrow().status != ResourceStatus::Requested {
                     dirty.insert(Arc::clone(&key.name));
                 }
             }
@@ -97,21 +94,12 @@ impl Cache {
             return;
         }
         let orphaned: Vec<ResourceKey> = inner
-            .entries
-            .iter()
-            .filter(|(k, e)| {
-                e.watchers == 0
-                    && k.type_url == glob.type_url
-                    && glob_of(&k.name).is_some_and(|g| *g == *glob.name)
-            })
+            .under_glob(glob)
+            .filter(|(_, e)| e.watchers == 0)
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphaned {
-            if let Some(entry) = inner.entries.remove(&key)
-                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
-            {
-                keys.remove(&key);
-            }
+            inner.remove_entry(&key);
         }
     }
 
@@ -170,11 +158,8 @@ impl Cache {
                 && inner.entries.get(&left).is_some_and(|e| e.watchers == 0)
                 && !inner.wildcard.contains_key(&left.type_url)
                 && inner.collection_of(&left).is_none();
-            if orphaned
-                && let Some(entry) = inner.entries.remove(&left)
-                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
-            {
-                keys.remove(&left);
+            if orphaned {
+                inner.remove_entry(&left);
             }
         }
     }
@@ -230,11 +215,7 @@ impl Cache {
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphaned {
-            if let Some(entry) = inner.entries.remove(&key)
-                && let Some(keys) = inner.by_server.get_mut(&entry.provenance.server)
-            {
-                keys.remove(&key);
-            }
+            inner.remove_entry(&key);
         }
         true
     }
@@ -276,16 +257,11 @@ impl Inner {
             {
                 return None;
             }
-            self.by_server
-                .entry(Arc::clone(server))
-                .or_default()
-                .insert(key.clone());
             let provenance = Provenance {
                 authority: crate::name::authority_of(&key.name).map(Arc::from),
                 server: Arc::clone(server),
             };
-            self.entries
-                .insert(key.clone(), Entry::new(provenance, policy));
+            self.insert_entry(key, Entry::new(provenance, policy));
         }
         self.entries.get_mut(key)
     }

@@ -24,7 +24,7 @@ pub use state::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Sour
 
 use crate::error::XdsError;
 use crate::federation::{self, Answers, Context, ReportedNack};
-use crate::protocol::{CoreEvent, ResourceKey};
+use crate::protocol::{CoreEvent, ResourceKey, glob_of};
 
 struct Entry {
     tx: watch::Sender<ResourceState>,
@@ -48,6 +48,10 @@ struct Inner {
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
     /// watched glob get entries, and changes are queued for its watchers.
     collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    /// The entries under each glob they could be a member of, so that a new
+    /// glob watcher finds the members already cached without walking every
+    /// entry (a graph following LEDS watches a glob per cluster).
+    by_glob: HashMap<ResourceKey, HashSet<ResourceKey>>,
     /// List collection members (xDS TP1): each member's collections, and
     /// each collection's members.
     member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
@@ -97,14 +101,7 @@ impl Cache {
         let mut inner = self.lock();
         let inner = &mut *inner;
         if !inner.entries.contains_key(key) {
-            inner
-                .by_server
-                .entry(Arc::clone(&provenance.server))
-                .or_default()
-                .insert(key.clone());
-            inner
-                .entries
-                .insert(key.clone(), Entry::new(provenance, policy));
+            inner.insert_entry(key, Entry::new(provenance, policy));
         }
         let Some(entry) = inner.entries.get_mut(key) else {
             return (
@@ -338,11 +335,43 @@ impl Inner {
         }
     }
 
+    fn insert_entry(&mut self, key: &ResourceKey, entry: Entry) {
+        self.by_server
+            .entry(Arc::clone(&entry.provenance.server))
+            .or_default()
+            .insert(key.clone());
+        if let Some(glob) = glob_of(&key.name) {
+            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+            self.by_glob.entry(glob).or_default().insert(key.clone());
+        }
+        self.entries.insert(key.clone(), entry);
+    }
+
+    /// Removes `key`'s entry and its index entries.
     fn remove_entry(&mut self, key: &ResourceKey) {
-        if let Some(entry) = self.entries.remove(key)
-            && let Some(keys) = self.by_server.get_mut(&entry.provenance.server)
-        {
+        let Some(entry) = self.entries.remove(key) else {
+            return;
+        };
+        if let Some(keys) = self.by_server.get_mut(&entry.provenance.server) {
             keys.remove(key);
         }
+        if let Some(glob) = glob_of(&key.name) {
+            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+            if let Some(members) = self.by_glob.get_mut(&glob) {
+                members.remove(key);
+                if members.is_empty() {
+                    self.by_glob.remove(&glob);
+                }
+            }
+        }
+    }
+
+    /// The cached entries that would be members of glob `glob`.
+    fn under_glob(&self, glob: &ResourceKey) -> impl Iterator<Item = (&ResourceKey, &Entry)> {
+        self.by_glob
+            .get(glob)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.entries.get_key_value(k))
     }
 }

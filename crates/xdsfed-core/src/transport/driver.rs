@@ -450,6 +450,7 @@ impl Driver {
     /// delta→SotW fallback, which is not the server failing).
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
         self.shared.stats().connected = false;
+        let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
             StreamEnd::local(format!("delta ADS unimplemented: {message}"))
         } else {
@@ -534,5 +535,57 @@ impl Driver {
         {
             stats.answered_types.insert(type_url);
         }
+    }
+}
+
+/// tonic refuses a message over the limit with `OUT_OF_RANGE` and a
+/// sentence of its own ("decoded message length too large: found N bytes,
+/// the limit is: M bytes"); this says the same in the client's words and
+/// names the option that raises the limit.
+fn explain_too_large(code: Code, message: &str) -> Option<String> {
+    if code != Code::OutOfRange || !message.contains("message length too large") {
+        return None;
+    }
+    let number_after = |label: &str| -> Option<u64> {
+        let rest = &message[message.find(label)? + label.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let found = number_after("found")?;
+    let limit = number_after("the limit is:")?;
+    let direction = if message.contains("encoded") {
+        "a request"
+    } else {
+        "a response"
+    };
+    Some(format!(
+        "{direction} of {found} bytes is over the message size limit of {limit} bytes \
+         (TransportOptions::max_message_size); the stream was ended"
+    ))
+}
+
+#[cfg(test)]
+mod too_large_tests {
+    use super::*;
+
+    #[test]
+    fn tonic_size_refusal_is_explained_with_both_numbers() {
+        let tonic = "Error, decoded message length too large: found 25165900 bytes, the limit is: 16777216 bytes";
+        assert_eq!(
+            explain_too_large(Code::OutOfRange, tonic).as_deref(),
+            Some(
+                "a response of 25165900 bytes is over the message size limit of 16777216 bytes \
+                 (TransportOptions::max_message_size); the stream was ended"
+            )
+        );
+        assert_eq!(explain_too_large(Code::Unavailable, tonic), None);
+        assert_eq!(
+            explain_too_large(Code::OutOfRange, "index out of range"),
+            None
+        );
     }
 }

@@ -62,6 +62,13 @@ pub trait EventSink: Send + Sync + 'static {
     fn deliver(&self, server: &ServerConfig, events: Vec<CoreEvent>);
 }
 
+/// The default [`TransportOptions::max_message_size`]: 256 MiB. xDS TP1's
+/// design load puts 100 000 clusters (about 24 MB) or a million endpoints
+/// in one delta response; this is ten times the first, and still a bound,
+/// so a broken server cannot make the client buffer gigabytes for one
+/// message.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 256 * 1024 * 1024;
+
 /// How connections behave. The defaults are gRPC's.
 #[derive(Debug, Clone)]
 pub struct TransportOptions {
@@ -78,8 +85,10 @@ pub struct TransportOptions {
     pub keepalive_interval: Option<Duration>,
     /// How long to wait for a keepalive ping's answer.
     pub keepalive_timeout: Option<Duration>,
-    /// The largest message encoded or decoded (default 16 MiB: real CDS
-    /// pushes reach 12 MB).
+    /// The largest message encoded or decoded (default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`], 256 MiB; docs/client.md says why). A
+    /// response over it ends the stream; the error names its size and this
+    /// limit.
     pub max_message_size: usize,
     /// The handshake deadline: how long a connection attempt may take
     /// until the server shows it speaks HTTP/2 (default 20 s, gRPC's
@@ -108,7 +117,7 @@ impl Default for TransportOptions {
             backoff: BackoffConfig::default(),
             keepalive_interval: None,
             keepalive_timeout: None,
-            max_message_size: 16 * 1024 * 1024,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             connect_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             first_response_timeout: None,
         }

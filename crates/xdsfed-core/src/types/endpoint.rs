@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use envoy_types::pb::envoy::config::core::v3::{address::Address, socket_address::PortSpecifier};
 use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, lb_endpoint::HostIdentifier,
+    ClusterLoadAssignment, LbEndpoint, lb_endpoint::HostIdentifier,
 };
 
 use super::{ResourceType, ValidationError, decode_message};
@@ -99,10 +99,54 @@ pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<()
     Ok(())
 }
 
+/// The LEDS resource type (xDS TP1): one `envoy.config.endpoint.v3.LbEndpoint`,
+/// a member of the glob collection a ClusterLoadAssignment's locality names
+/// in `leds_cluster_locality_config`. Delta xDS only: glob collections are
+/// not part of the state-of-the-world variant. An `LbEndpoint` carries no
+/// name of its own; its name is the one on the delta `Resource`.
+///
+/// Validated as an endpoint inside a ClusterLoadAssignment is: a socket
+/// address with a host and a port, and a weight of at least 1 if one is
+/// given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LbEndpointType;
+
+impl ResourceType for LbEndpointType {
+    const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+    const SOTW_FULL_STATE: bool = false;
+    type Resource = LbEndpoint;
+
+    fn decode(bytes: &[u8]) -> Result<LbEndpoint, ValidationError> {
+        let lb: LbEndpoint = decode_message(bytes, "LbEndpoint")?;
+        if lb
+            .load_balancing_weight
+            .as_ref()
+            .is_some_and(|w| w.value == 0)
+        {
+            return Err(ValidationError::field(
+                "load_balancing_weight",
+                "must be at least 1",
+            ));
+        }
+        validate_host(lb.host_identifier.as_ref(), "")?;
+        Ok(lb)
+    }
+
+    fn name(_: &LbEndpoint) -> Option<&str> {
+        None
+    }
+}
+
 fn validate_host(host: Option<&HostIdentifier>, at: &str) -> Result<(), ValidationError> {
+    // A field path below `at`; a bare LbEndpoint (LEDS) has none above it.
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!("{at}.")
+    };
     let Some(HostIdentifier::Endpoint(endpoint)) = host else {
         return Err(ValidationError::field(
-            format_args!("{at}.endpoint"),
+            format_args!("{at}endpoint"),
             "missing",
         ));
     };
@@ -110,24 +154,24 @@ fn validate_host(host: Option<&HostIdentifier>, at: &str) -> Result<(), Validati
         endpoint.address.as_ref().and_then(|a| a.address.as_ref())
     else {
         return Err(ValidationError::field(
-            format_args!("{at}.endpoint.address.socket_address"),
+            format_args!("{at}endpoint.address.socket_address"),
             "missing",
         ));
     };
     if sa.address.is_empty() {
         return Err(ValidationError::field(
-            format_args!("{at}.endpoint.address.socket_address.address"),
+            format_args!("{at}endpoint.address.socket_address.address"),
             "empty",
         ));
     }
     match sa.port_specifier {
         Some(PortSpecifier::PortValue(p)) if p <= 65535 => Ok(()),
         Some(PortSpecifier::PortValue(p)) => Err(ValidationError::field(
-            format_args!("{at}.endpoint.address.socket_address.port_value"),
+            format_args!("{at}endpoint.address.socket_address.port_value"),
             format_args!("{p} is not a port"),
         )),
         _ => Err(ValidationError::field(
-            format_args!("{at}.endpoint.address.socket_address.port_value"),
+            format_args!("{at}endpoint.address.socket_address.port_value"),
             "missing",
         )),
     }
@@ -153,6 +197,20 @@ mod tests {
         assert_eq!(
             err.0,
             "endpoints[0].lb_endpoints[1].endpoint.address.socket_address.port_value: 70000 is not a port"
+        );
+    }
+
+    #[test]
+    fn lb_endpoint_decodes_and_a_bad_port_is_named_from_its_root() {
+        let cla = load_assignment("c1", &[("10.0.0.1", 80), ("10.0.0.2", 70000)]);
+        let good = &cla.endpoints[0].lb_endpoints[0];
+        let out = LbEndpointType::decode(&good.encode_to_vec()).expect("valid");
+        assert_eq!(&out, good);
+        let bad = &cla.endpoints[0].lb_endpoints[1];
+        let err = LbEndpointType::decode(&bad.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "endpoint.address.socket_address.port_value: 70000 is not a port"
         );
     }
 

@@ -215,7 +215,7 @@ pub use collection::{
     CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
 };
 pub(crate) use collection::{anonymous_key, entry_key};
-pub use endpoint::EndpointType;
+pub use endpoint::{EndpointType, LbEndpointType};
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
 pub use validating_policy::{
@@ -226,8 +226,9 @@ pub use validating_policy::{
 impl TypeRegistry {
     /// A registry holding the built-in types: [`ListenerType`],
     /// [`RouteConfigurationType`], [`ClusterType`], [`EndpointType`] and
-    /// [`ValidatingPolicyType`] (what policy-stream servers deliver), and
-    /// the list collections of listeners and clusters.
+    /// [`LbEndpointType`] (LEDS), [`ValidatingPolicyType`] (what
+    /// policy-stream servers deliver), and the list collections of
+    /// listeners and clusters.
     pub fn with_builtin() -> Self {
         let mut registry = TypeRegistry::new();
         registry
@@ -235,6 +236,7 @@ impl TypeRegistry {
             .register::<RouteConfigurationType>()
             .register::<ClusterType>()
             .register::<EndpointType>()
+            .register::<LbEndpointType>()
             .register::<ValidatingPolicyType>()
             .register_list_collection::<ListenerType>(LISTENER_COLLECTION_TYPE_URL)
             .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL);

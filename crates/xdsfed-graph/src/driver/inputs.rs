@@ -10,11 +10,13 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
-use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
+use xdsfed_core::types::{
+    ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
+};
 use xdsfed_core::watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};
 
 use crate::engine::GraphEngine;
@@ -29,6 +31,8 @@ pub(crate) enum Input {
     Endpoints(Arc<str>, Update<ClusterLoadAssignment>),
     ListenerCollection(Arc<str>, CollectionUpdate<Listener>),
     ClusterCollection(Arc<str>, CollectionUpdate<Cluster>),
+    /// An LEDS glob collection a ClusterLoadAssignment names.
+    Leds(Arc<str>, CollectionUpdate<LbEndpoint>),
 }
 
 impl Input {
@@ -45,6 +49,7 @@ impl Input {
             Input::ClusterCollection(name, update) => {
                 engine.on_cluster_collection(now, &name, update)
             }
+            Input::Leds(name, update) => engine.on_leds(now, &name, update),
         }
     }
 
@@ -55,6 +60,7 @@ impl Input {
             ResourceKind::RouteConfiguration => Input::RouteConfig(name, Update::Error(message)),
             ResourceKind::Cluster => Input::Cluster(name, Update::Error(message)),
             ResourceKind::ClusterLoadAssignment => Input::Endpoints(name, Update::Error(message)),
+            ResourceKind::LbEndpoint => Input::Leds(name, CollectionUpdate::Error(message)),
         }
     }
 }
@@ -71,8 +77,9 @@ impl Followed for ListenerType {
     }
 }
 
-/// The types whose collections can be roots: listeners and clusters.
-pub(crate) trait CollectionFollowed: Followed {
+/// The types whose glob or list collections the graph follows: listeners
+/// and clusters (as roots), and LEDS endpoints.
+pub(crate) trait CollectionFollowed: xdsfed_core::types::ResourceType {
     /// Wraps an update of a collection of this type.
     fn collection_input(collection: Arc<str>, update: CollectionUpdate<Self::Resource>) -> Input;
 }
@@ -86,6 +93,12 @@ impl CollectionFollowed for ListenerType {
 impl CollectionFollowed for ClusterType {
     fn collection_input(collection: Arc<str>, update: CollectionUpdate<Cluster>) -> Input {
         Input::ClusterCollection(collection, update)
+    }
+}
+
+impl CollectionFollowed for LbEndpointType {
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<LbEndpoint>) -> Input {
+        Input::Leds(collection, update)
     }
 }
 

@@ -6,6 +6,7 @@
 //! Cluster(EDS) ──(eds_cluster_config.service_name, default: the cluster's name)──► ClusterLoadAssignment
 //! Cluster(aggregate) ──(ClusterConfig.clusters, in priority order)──► Cluster
 //! Cluster(STATIC, STRICT_DNS, LOGICAL_DNS, …) : a leaf with its inline load_assignment
+//! ClusterLoadAssignment ──(locality leds_cluster_locality_config.leds_collection_name)──► LbEndpoint glob collection
 //! ```
 //!
 //! Each edge also says how its target is fetched ([`Via`]). xDS TP1 lets a
@@ -18,6 +19,7 @@
 //! rest of the graph is unaffected.
 
 mod cluster;
+mod endpoints;
 mod listener;
 mod route;
 
@@ -30,6 +32,7 @@ use crate::options::KnownAuthorities;
 use crate::resource::ResourceKind;
 
 pub(crate) use cluster::{ClusterShape, parse_cluster};
+pub(crate) use endpoints::{leds_edges, leds_key, leds_localities};
 pub(crate) use listener::{ListenerShape, parse_listener};
 pub(crate) use route::{RouteScan, scan_route_config};
 

@@ -10,7 +10,9 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 
 use super::node::{Node, State, Value};
 use super::{GraphEngine, Listing};
-use crate::edges::{Edge, Key, ParseCx, parse_cluster, parse_listener, scan_route_config};
+use crate::edges::{
+    Edge, Key, ParseCx, leds_edges, parse_cluster, parse_listener, scan_route_config,
+};
 use crate::error::GraphError;
 use crate::resource::{Provenance, ResourceKind, Update};
 
@@ -68,8 +70,14 @@ impl GraphResource for Cluster {
 }
 
 impl GraphResource for ClusterLoadAssignment {
-    fn read(res: Arc<Self>, _: &Arc<str>, _: &Provenance, _: ParseCx<'_>) -> (Value, Vec<Edge>) {
-        (Value::Endpoints { res }, Vec::new())
+    fn read(
+        res: Arc<Self>,
+        name: &Arc<str>,
+        _: &Provenance,
+        cx: ParseCx<'_>,
+    ) -> (Value, Vec<Edge>) {
+        let edges = leds_edges(cx, name, &res);
+        (Value::Endpoints { res }, edges)
     }
 }
 
@@ -242,6 +250,19 @@ impl GraphEngine {
             }
             ResourceKind::Cluster => self.mark_dirty(key),
             ResourceKind::ClusterLoadAssignment => self.mark_parents(key),
+            ResourceKind::LbEndpoint => self.mark_grandparents(key),
+        }
+    }
+
+    /// Marks the clusters that use an LEDS collection: the parents of the
+    /// assignments that name it.
+    fn mark_grandparents(&mut self, key: &Key) {
+        let parents: Vec<Key> = match self.nodes.get(key) {
+            Some(node) => node.parents.iter().cloned().collect(),
+            None => return,
+        };
+        for parent in &parents {
+            self.mark_parents(parent);
         }
     }
 
@@ -259,7 +280,9 @@ impl GraphEngine {
         match kind {
             ResourceKind::Listener => Some(&mut self.wildcard_listeners),
             ResourceKind::Cluster => Some(&mut self.wildcard_clusters),
-            ResourceKind::RouteConfiguration | ResourceKind::ClusterLoadAssignment => None,
+            ResourceKind::RouteConfiguration
+            | ResourceKind::ClusterLoadAssignment
+            | ResourceKind::LbEndpoint => None,
         }
     }
 }

@@ -43,7 +43,7 @@ impl GraphEngine {
                 ResourceKind::Cluster => {
                     self.out.clusters.remove(&name);
                 }
-                ResourceKind::ClusterLoadAssignment => {}
+                ResourceKind::ClusterLoadAssignment | ResourceKind::LbEndpoint => {}
             }
         }
         for name in std::mem::take(&mut self.dirty_collections) {
@@ -71,7 +71,7 @@ impl GraphEngine {
     }
 
     /// The node's error, if it is not present.
-    fn absence(&self, key: &Key) -> Option<GraphError> {
+    pub(super) fn absence(&self, key: &Key) -> Option<GraphError> {
         match self.nodes.get(key).map(|n| &n.state) {
             Some(State::Present { .. }) => None,
             Some(State::Absent(e)) => Some(e.clone()),
@@ -173,14 +173,15 @@ impl GraphEngine {
                         provenance,
                         ambient,
                         ..
-                    }) => (
-                        Some(Versioned {
-                            value: Arc::clone(res),
+                    }) => {
+                        let (value, leds_error) = self.with_leds_endpoints(res);
+                        let assignment = Versioned {
+                            value,
                             provenance: provenance.clone(),
                             ambient_error: ambient.clone(),
-                        }),
-                        None,
-                    ),
+                        };
+                        (Some(assignment), leds_error)
+                    }
                     _ => (None, self.absence(&eds)),
                 };
                 let endpoints = ClusterEndpoints::Eds {

@@ -38,6 +38,10 @@
 //!   its members a root while it is a member (module `collections`); the
 //!   first snapshot waits for the collection's first answer and for every
 //!   member a list collection names.
+//! - **LEDS.** A ClusterLoadAssignment's locality may name an `LbEndpoint`
+//!   glob collection (module `leds`): the collection is one node, watched
+//!   like any resource the graph reaches and warm at its first answer; the
+//!   snapshot shows its members as that locality's `lb_endpoints`.
 //! - **Work in proportion to change.** An update dirties the snapshot
 //!   entries that depend on it (endpoints → their clusters; a cluster →
 //!   itself and, if its aggregate children changed, its aggregate
@@ -47,6 +51,7 @@
 mod apply;
 mod build;
 mod collections;
+mod leds;
 mod links;
 mod node;
 #[cfg(test)]
@@ -57,7 +62,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use imbl::OrdMap;
@@ -303,6 +308,19 @@ impl GraphEngine {
         self.on_update(now, ResourceKind::ClusterLoadAssignment, name, update);
     }
 
+    /// The client reported on the LEDS glob collection `collection` (xDS
+    /// TP1), which the engine asked for with a
+    /// [`WatchChange::Watch`] of kind [`ResourceKind::LbEndpoint`]: a
+    /// ClusterLoadAssignment's locality takes its endpoints from it.
+    pub fn on_leds(
+        &mut self,
+        now: Instant,
+        collection: &str,
+        update: CollectionUpdate<LbEndpoint>,
+    ) {
+        self.on_leds_update(now, collection, update);
+    }
+
     /// The client reported on the listener collection `collection`, a root
     /// given to [`Roots::listener_collection`].
     pub fn on_listener_collection(
@@ -453,9 +471,12 @@ impl GraphEngine {
     }
 
     /// Records that the snapshot entry of `key` must be rebuilt. Endpoints
-    /// have no entry of their own.
+    /// and LEDS collections have no entry of their own.
     fn mark_dirty(&mut self, key: &Key) {
-        if key.kind != ResourceKind::ClusterLoadAssignment {
+        if !matches!(
+            key.kind,
+            ResourceKind::ClusterLoadAssignment | ResourceKind::LbEndpoint
+        ) {
             self.dirty.insert(key.clone());
         }
     }

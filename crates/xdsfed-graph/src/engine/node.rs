@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 
@@ -45,6 +45,11 @@ pub(super) enum Value {
     },
     Endpoints {
         res: Arc<ClusterLoadAssignment>,
+    },
+    /// An LEDS glob collection: its members now, by name. Persistent, so a
+    /// member's update copies O(log n) nodes, not the collection.
+    Leds {
+        members: imbl::OrdMap<Arc<str>, Arc<LbEndpoint>>,
     },
 }
 

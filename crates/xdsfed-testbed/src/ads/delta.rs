@@ -387,12 +387,7 @@ fn diff_changed(
                 state.reported_absent.remove(key);
             }
         }
-        touched_globs.extend(
-            sub.globs
-                .iter()
-                .filter(|(_, glob)| glob.matches(key))
-                .map(|(glob_key, _)| glob_key),
-        );
+        touched_globs.extend(sub.glob_of(key).map(|(glob_key, _)| glob_key));
     }
     // The same order as a full comparison: absent names, then empty globs.
     for (key, wire) in absent_names {

@@ -255,10 +255,9 @@ pub(crate) fn select(
             continue;
         }
         let globs: Vec<&String> = sub
-            .globs
-            .iter()
-            .filter(|(_, glob)| glob.matches(&key))
+            .glob_of(&key)
             .map(|(glob_key, _)| glob_key)
+            .into_iter()
             .collect();
         if globs.is_empty() {
             continue;

@@ -8,6 +8,7 @@ mod authority;
 mod collections;
 mod errors;
 mod gc;
+mod leds;
 mod routes;
 mod sharing;
 mod warming;

@@ -1,0 +1,81 @@
+//! ClusterLoadAssignment → LEDS collections (xDS TP1).
+//!
+//! A locality whose `leds_cluster_locality_config` is set takes its
+//! endpoints from an `LbEndpoint` glob collection
+//! (`xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/*`), one edge per
+//! distinct collection; its own `lb_endpoints` are ignored, as Envoy ignores
+//! them. The collection is resolved like any name: through the
+//! `leds_config` ConfigSource when it lists the authority, otherwise
+//! through the bootstrap. A name that is not an `LbEndpoint` glob is an
+//! error on that edge, which the cluster using the assignment reports.
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::endpoint::v3::LedsClusterLocalityConfig;
+use envoy_types::pb::envoy::config::endpoint::v3::locality_lb_endpoints::LbConfig;
+
+use super::{Edge, Key, ParseCx, canonical_name};
+use crate::error::GraphError;
+use crate::resource::ResourceKind;
+
+/// The LEDS configuration of each locality that has one, by locality index.
+pub(crate) fn leds_localities(
+    cla: &ClusterLoadAssignment,
+) -> impl Iterator<Item = (usize, &LedsClusterLocalityConfig)> {
+    cla.endpoints
+        .iter()
+        .enumerate()
+        .filter_map(|(i, locality)| match &locality.lb_config {
+            Some(LbConfig::LedsClusterLocalityConfig(leds)) => Some((i, leds)),
+            _ => None,
+        })
+}
+
+/// The key of the LEDS collection a locality names, or why it cannot be
+/// followed.
+pub(crate) fn leds_key(leds: &LedsClusterLocalityConfig) -> Result<Key, (Key, GraphError)> {
+    let kind = ResourceKind::LbEndpoint;
+    let raw = leds.leds_collection_name.as_str();
+    let name = canonical_name(kind, raw).map_err(|e| (Key::new(kind, Arc::from(raw)), e))?;
+    let glob = xdsfed_core::name::ResourceName::parse_user_supplied(&name).is_ok_and(|n| {
+        n.as_xdstp()
+            .is_some_and(|x| x.is_glob() && x.resource_type() == kind.message_name())
+    });
+    if !glob {
+        let why = "a LEDS collection must be an xdstp:// glob of LbEndpoint (…/LbEndpoint/…/*)";
+        let error = GraphError::InvalidName {
+            kind,
+            name: Arc::clone(&name),
+            why: Arc::from(why),
+        };
+        return Err((Key::new(kind, name), error));
+    }
+    Ok(Key::new(kind, name))
+}
+
+/// The edges of ClusterLoadAssignment `name`: one per distinct LEDS
+/// collection its localities name.
+pub(crate) fn leds_edges(
+    cx: ParseCx<'_>,
+    name: &Arc<str>,
+    cla: &ClusterLoadAssignment,
+) -> Vec<Edge> {
+    let mut edges: Vec<Edge> = Vec::new();
+    for (_, leds) in leds_localities(cla) {
+        let edge = match leds_key(leds) {
+            Ok(target) => Edge {
+                via: cx.resolve(target.kind, &target.name, leds.leds_config.as_ref(), name),
+                target,
+            },
+            Err((target, error)) => Edge {
+                target,
+                via: Err(error),
+            },
+        };
+        if !edges.iter().any(|e| e.target == edge.target) {
+            edges.push(edge);
+        }
+    }
+    edges
+}

@@ -1,0 +1,168 @@
+//! LEDS (xDS TP1): localities whose endpoints are the members of an
+//! `LbEndpoint` glob collection.
+//!
+//! ```text
+//! Cluster ─► ClusterLoadAssignment ─┬─ locality 0: lb_endpoints inline
+//!                                   └─ locality 1: leds_collection_name ─► LbEndpoint glob ─► members
+//! ```
+//!
+//! A collection is one node of kind [`ResourceKind::LbEndpoint`], keyed by
+//! its glob: watched once however many localities name it, cold until the
+//! collection's first answer of any kind (a member, a removal, `Empty`),
+//! then present with its members in a persistent map. A member that joins,
+//! changes or leaves costs one map update, and dirties only the clusters
+//! whose assignment names the collection; their entries are rebuilt with
+//! the members as that locality's `lb_endpoints`, so the snapshot's shape
+//! is the same as for endpoints inline in the assignment.
+//!
+//! Errors: the collection itself failing before its first answer makes the
+//! node absent, and the cluster shows that error as it would a missing
+//! assignment; after it, the error is ambient and the members keep
+//! serving. A member that cannot be used (rejected, with no earlier copy)
+//! is left out; a member's ambient error is recorded on the collection.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
+use imbl::OrdMap;
+
+use super::GraphEngine;
+use super::node::{State, Value};
+use crate::edges::{Key, leds_key, leds_localities};
+use crate::error::GraphError;
+use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
+
+type Members = OrdMap<Arc<str>, Arc<LbEndpoint>>;
+
+impl GraphEngine {
+    /// Applies `update` to LEDS collection `collection`, live or retired
+    /// (a retired one is still watched until the next publication).
+    pub(super) fn on_leds_update(
+        &mut self,
+        _now: Instant,
+        collection: &str,
+        update: CollectionUpdate<LbEndpoint>,
+    ) {
+        let key = Key::new(ResourceKind::LbEndpoint, Arc::from(collection));
+        let Some(node) = self.nodes.get(&key).or_else(|| self.retired.get(&key)) else {
+            tracing::debug!(%collection, "update for a LEDS collection the graph does not reach");
+            return;
+        };
+        let Some(state) = next_state(&key, &node.state, update) else {
+            return;
+        };
+        if let Some(node) = self.retired.get_mut(&key) {
+            node.state = state;
+            return;
+        }
+        self.set_state(&key, state);
+        self.mark_changed(&key, false);
+    }
+
+    /// `cla` as the snapshot shows it: each LEDS locality's `lb_endpoints`
+    /// are its collection's members, in name order. Shared, not copied,
+    /// when no locality uses LEDS. The error is that of the first
+    /// collection that cannot be used.
+    pub(super) fn with_leds_endpoints(
+        &self,
+        cla: &Arc<ClusterLoadAssignment>,
+    ) -> (Arc<ClusterLoadAssignment>, Option<GraphError>) {
+        if leds_localities(cla).next().is_none() {
+            return (Arc::clone(cla), None);
+        }
+        let mut merged = ClusterLoadAssignment::clone(cla);
+        let mut error = None;
+        let mut filled = Vec::new();
+        for (i, leds) in leds_localities(cla) {
+            let members = match leds_key(leds) {
+                Ok(key) => match self.nodes.get(&key).map(|n| &n.state) {
+                    Some(State::Present {
+                        value: Value::Leds { members },
+                        ..
+                    }) => Some(members),
+                    _ => {
+                        error = error.or_else(|| self.absence(&key));
+                        None
+                    }
+                },
+                Err((_, e)) => {
+                    error = error.or(Some(e));
+                    None
+                }
+            };
+            let endpoints = members.map_or_else(Vec::new, |m| {
+                m.values().map(|e| LbEndpoint::clone(e)).collect()
+            });
+            filled.push((i, endpoints));
+        }
+        for (i, endpoints) in filled {
+            if let Some(locality) = merged.endpoints.get_mut(i) {
+                locality.lb_endpoints = endpoints;
+            }
+        }
+        (Arc::new(merged), error)
+    }
+}
+
+/// The state `update` moves collection `key` to from `state`; `None` when
+/// nothing changes.
+fn next_state(key: &Key, state: &State, update: CollectionUpdate<LbEndpoint>) -> Option<State> {
+    let (members, provenance, ambient) = match state {
+        State::Present {
+            value: Value::Leds { members },
+            provenance,
+            ambient,
+            ..
+        } => (members.clone(), provenance.clone(), ambient.clone()),
+        // First answer (or an answer after a definite failure).
+        _ => (Members::new(), first_provenance(&key.name), None),
+    };
+    let present = |members: Members, provenance: Provenance, ambient: Option<Arc<str>>| {
+        Some(State::Present {
+            value: Value::Leds { members },
+            provenance,
+            ambient,
+            edges: Arc::new([]),
+        })
+    };
+    let was_present = matches!(state, State::Present { .. });
+    match update {
+        CollectionUpdate::Member(name, Update::Changed(endpoint, from)) => {
+            let mut members = members;
+            members.insert(name, endpoint);
+            present(members, from, None)
+        }
+        CollectionUpdate::Member(name, Update::DoesNotExist | Update::Error(_))
+        | CollectionUpdate::Removed(name) => {
+            let mut members = members;
+            let had = members.remove(&name).is_some();
+            if had || !was_present {
+                present(members, provenance, ambient)
+            } else {
+                None
+            }
+        }
+        CollectionUpdate::Member(_, Update::AmbientError(message))
+        | CollectionUpdate::Error(message)
+            if was_present =>
+        {
+            present(members, provenance, Some(Arc::from(message)))
+        }
+        CollectionUpdate::Member(_, Update::AmbientError(_)) => None,
+        CollectionUpdate::Error(message) => Some(State::Absent(GraphError::Resource {
+            kind: ResourceKind::LbEndpoint,
+            name: Arc::clone(&key.name),
+            message: Arc::from(message),
+        })),
+        CollectionUpdate::Empty => present(Members::new(), provenance, None),
+        // Glob collections list no members.
+        CollectionUpdate::Listed(_) => None,
+    }
+}
+
+/// The provenance of a collection that answered without a member: its
+/// authority, and no server or version yet.
+fn first_provenance(name: &str) -> Provenance {
+    Provenance::new(xdsfed_core::name::authority_of(name), "", "")
+}

@@ -1,0 +1,198 @@
+//! LEDS: a locality's endpoints from an `LbEndpoint` glob collection.
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::endpoint::v3::locality_lb_endpoints::LbConfig;
+use envoy_types::pb::envoy::config::endpoint::v3::{
+    ClusterLoadAssignment, LbEndpoint, LedsClusterLocalityConfig, LocalityLbEndpoints,
+};
+use envoy_types::pb::google::protobuf::UInt32Value;
+
+use super::*;
+use crate::{ClusterEndpoints, CollectionUpdate, GraphError};
+
+const GLOB: &str = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/c1/*";
+
+fn member(id: &str) -> String {
+    GLOB.replace('*', id)
+}
+
+/// An assignment with an inline locality of one endpoint and a LEDS
+/// locality naming `collection`.
+fn leds_cla(name: &str, collection: &str) -> ClusterLoadAssignment {
+    let mut cla = cla(name, 1);
+    cla.endpoints.push(LocalityLbEndpoints {
+        priority: 0,
+        lb_config: Some(LbConfig::LedsClusterLocalityConfig(
+            LedsClusterLocalityConfig {
+                leds_config: None,
+                leds_collection_name: collection.into(),
+            },
+        )),
+        ..Default::default()
+    });
+    cla
+}
+
+fn weighted(weight: u32) -> Arc<LbEndpoint> {
+    Arc::new(LbEndpoint {
+        load_balancing_weight: Some(UInt32Value { value: weight }),
+        ..Default::default()
+    })
+}
+
+fn leds(h: &mut Harness, update: CollectionUpdate<LbEndpoint>) {
+    h.engine.on_leds(h.now, GLOB, update);
+}
+
+fn changed(id: &str, weight: u32) -> CollectionUpdate<LbEndpoint> {
+    let p = Harness::provenance(GLOB, "1");
+    CollectionUpdate::Member(Arc::from(member(id)), Update::Changed(weighted(weight), p))
+}
+
+/// The weights of the LEDS locality (the second) of cluster `c1`.
+fn leds_weights(s: &Snapshot) -> Vec<u32> {
+    let c = s.cluster("c1").expect("c1 in the snapshot");
+    let ClusterEndpoints::Eds {
+        assignment: Some(a),
+        ..
+    } = &c.endpoints
+    else {
+        panic!("no assignment: {c:?}");
+    };
+    a.value.endpoints[1]
+        .lb_endpoints
+        .iter()
+        .map(|e| e.load_balancing_weight.as_ref().map_or(0, |w| w.value))
+        .collect()
+}
+
+fn leds_graph() -> Harness {
+    let mut h = Harness::new(Roots::new().cluster("c1"));
+    h.cluster(eds_cluster("c1", None), "1");
+    h.endpoints(leds_cla("c1", GLOB), "1");
+    h
+}
+
+#[test]
+fn leds_collection_is_watched_and_holds_the_snapshot_until_its_first_answer() {
+    let mut h = leds_graph();
+    let log = h.watch_changes();
+    assert!(log.watched.contains(&key(ResourceKind::LbEndpoint, GLOB)));
+    assert!(
+        h.snapshot().is_none(),
+        "cold LEDS collection must hold back"
+    );
+    leds(&mut h, changed("e1", 3));
+    leds(&mut h, changed("e2", 4));
+    let s = h.ready();
+    assert_eq!(leds_weights(&s), vec![3, 4]);
+    // The inline locality is untouched.
+    let c = s.cluster("c1").unwrap();
+    assert!(c.is_ok());
+}
+
+#[test]
+fn leds_member_join_change_and_leave_reach_the_snapshot() {
+    let mut h = leds_graph();
+    leds(&mut h, changed("e1", 3));
+    let first = h.ready();
+    leds(&mut h, changed("e2", 5));
+    let joined = h.ready();
+    assert_eq!(leds_weights(&joined), vec![3, 5]);
+    leds(&mut h, changed("e1", 7));
+    let changed_one = h.ready();
+    assert_eq!(leds_weights(&changed_one), vec![7, 5]);
+    leds(
+        &mut h,
+        CollectionUpdate::Member(Arc::from(member("e2")), Update::DoesNotExist),
+    );
+    let left = h.ready();
+    assert_eq!(leds_weights(&left), vec![7]);
+    assert!(!Arc::ptr_eq(
+        first.cluster("c1").unwrap(),
+        left.cluster("c1").unwrap()
+    ));
+    // Removing what is not there changes nothing.
+    leds(
+        &mut h,
+        CollectionUpdate::Member(Arc::from(member("zz")), Update::DoesNotExist),
+    );
+    assert!(h.snapshot().is_none());
+}
+
+#[test]
+fn empty_leds_collection_is_warm_with_no_endpoints() {
+    let mut h = leds_graph();
+    leds(&mut h, CollectionUpdate::Empty);
+    assert_eq!(leds_weights(&h.ready()), Vec::<u32>::new());
+}
+
+#[test]
+fn leds_collection_failing_before_any_answer_is_the_cluster_error() {
+    let mut h = leds_graph();
+    leds(&mut h, CollectionUpdate::Error("refused".into()));
+    let s = h.ready();
+    let c = s.cluster("c1").unwrap();
+    assert!(
+        matches!(
+            &c.error,
+            Some(GraphError::Resource {
+                kind: ResourceKind::LbEndpoint,
+                ..
+            })
+        ),
+        "{:?}",
+        c.error
+    );
+}
+
+#[test]
+fn leds_error_after_an_answer_is_ambient_and_members_keep_serving() {
+    let mut h = leds_graph();
+    leds(&mut h, changed("e1", 3));
+    let _ = h.ready();
+    leds(&mut h, CollectionUpdate::Error("server gone".into()));
+    let s = h.ready();
+    assert_eq!(leds_weights(&s), vec![3]);
+    assert!(s.cluster("c1").unwrap().is_ok());
+}
+
+#[test]
+fn non_glob_leds_name_is_an_error_on_the_cluster_and_not_watched() {
+    let mut h = Harness::new(Roots::new().cluster("c1"));
+    h.cluster(eds_cluster("c1", None), "1");
+    let list = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/c1/one";
+    h.endpoints(leds_cla("c1", list), "1");
+    let log = h.watch_changes();
+    assert!(
+        !log.watched
+            .iter()
+            .any(|(k, _)| *k == ResourceKind::LbEndpoint)
+    );
+    let s = h.ready();
+    let c = s.cluster("c1").unwrap();
+    assert!(
+        matches!(
+            &c.error,
+            Some(GraphError::InvalidName {
+                kind: ResourceKind::LbEndpoint,
+                ..
+            })
+        ),
+        "{:?}",
+        c.error
+    );
+}
+
+#[test]
+fn assignment_dropping_its_leds_locality_unwatches_the_collection() {
+    let mut h = leds_graph();
+    leds(&mut h, changed("e1", 3));
+    let _ = h.ready();
+    let _ = h.watch_changes();
+    h.endpoints(cla("c1", 2), "2");
+    let _ = h.ready();
+    let log = h.watch_changes();
+    assert_eq!(log.unwatched, vec![key(ResourceKind::LbEndpoint, GLOB)]);
+}
