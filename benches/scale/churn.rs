@@ -1,0 +1,180 @@
+//! Scenario 3: from the ready state, every ClusterLoadAssignment (EDS:
+//! 10 000 a second) or every endpoint resource (LEDS: 100 000 a second)
+//! changes once every 10 s, spread evenly, for 60 s. The updater runs on the testbed's runtime (building
+//! and storing resources is the server's work); the bench's thread reads
+//! snapshots and times sampled updates from `set_message` to the first
+//! snapshot that has them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
+use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
+use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
+use tokio::runtime::Runtime;
+use xdsfed::graph::{ClusterEndpoints, Snapshot};
+
+use crate::cold::Warm;
+use crate::fleet::{self, Mode, Shape};
+use crate::probe::{self, CpuMark};
+
+pub const PERIOD: Duration = Duration::from_secs(10);
+pub const LENGTH: Duration = Duration::from_secs(60);
+const TICK: Duration = Duration::from_millis(10);
+/// One update in this many is timed.
+const SAMPLE_EVERY: usize = 100;
+
+#[derive(Debug, Clone)]
+pub struct Churn {
+    pub mode: Mode,
+    /// Resources set per second, as achieved.
+    pub rate: f64,
+    pub client_share: f64,
+    pub testbed_share: f64,
+    pub latencies: Vec<Duration>,
+    pub rss: Vec<usize>,
+    pub load: f64,
+}
+
+/// Resources that change per cluster: its assignment (EDS), or each of
+/// its endpoints (LEDS: 100 000 endpoint resources a second).
+fn per_cluster(mode: Mode) -> usize {
+    match mode {
+        Mode::Eds => 1,
+        Mode::Leds => fleet::ENDPOINTS,
+    }
+}
+
+/// Sampled updates not yet seen: cluster → (port, when set).
+type Pending = Arc<Mutex<HashMap<usize, (u32, Instant)>>>;
+
+pub fn run(rt_server: &Runtime, rt_client: &Runtime, warm: &mut Warm, shape: Shape) -> Churn {
+    let pending: Pending = Arc::default();
+    let per_tick = shape.clusters * per_cluster(shape.mode) * TICK.as_millis() as usize
+        / PERIOD.as_millis() as usize;
+    let mark = CpuMark::now();
+    let start = Instant::now();
+    let updater = rt_server.spawn(update(
+        warm.testbed.servers().to_vec(),
+        shape,
+        per_tick,
+        Arc::clone(&pending),
+    ));
+    let (latencies, rss) = rt_client.block_on(watch(warm, shape, Arc::clone(&pending), start));
+    let sent = rt_server.block_on(updater).unwrap_or(0);
+    let elapsed = start.elapsed().as_secs_f64();
+    let (client, testbed) = mark.since();
+    Churn {
+        mode: shape.mode,
+        rate: sent as f64 / elapsed,
+        client_share: client.as_secs_f64() / elapsed,
+        testbed_share: testbed.as_secs_f64() / elapsed,
+        latencies,
+        rss,
+        load: probe::load(),
+    }
+}
+
+/// Sets `per_tick` resources every tick, round robin over the clusters,
+/// until `LENGTH` is over; returns how many it set.
+async fn update(
+    servers: Vec<Arc<xdsfed::testbed::Server>>,
+    shape: Shape,
+    per_tick: usize,
+    pending: Pending,
+) -> usize {
+    let start = Instant::now();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut next = 0usize;
+    let mut sent = 0usize;
+    while start.elapsed() < LENGTH {
+        tick.tick().await;
+        for _ in 0..per_tick {
+            // A cluster's resources change one after the other.
+            let k = per_cluster(shape.mode);
+            let (unit, e) = (next / k, next % k);
+            let i = unit % shape.clusters;
+            let round = unit / shape.clusters;
+            let port = 10_000 + (round % 50_000) as u32 + 1;
+            let server = &servers[(i % shape.authorities) % shape.servers];
+            if e == 0 && unit % SAMPLE_EVERY == 0 {
+                pending
+                    .lock()
+                    .map(|mut p| p.insert(i, (port, Instant::now())))
+                    .ok();
+            }
+            let stored = match shape.mode {
+                Mode::Eds => {
+                    let cla = fleet::assignment(&shape, i, port);
+                    server.set_message(&cla.cluster_name, &cla)
+                }
+                Mode::Leds => server.set_message(
+                    &fleet::member_name(&shape, i, e),
+                    &fleet::endpoint(i, e, port),
+                ),
+            };
+            sent += usize::from(stored.is_ok());
+            next += 1;
+        }
+    }
+    sent
+}
+
+/// Reads snapshots until the churn is over (and a little after), timing
+/// the sampled updates and sampling RSS every second.
+async fn watch(
+    warm: &mut Warm,
+    shape: Shape,
+    pending: Pending,
+    start: Instant,
+) -> (Vec<Duration>, Vec<usize>) {
+    let mut latencies = Vec::new();
+    let mut rss = Vec::new();
+    let mut next_rss = start;
+    let end = start + LENGTH + Duration::from_secs(2);
+    while Instant::now() < end {
+        let changed = tokio::time::timeout(Duration::from_millis(200), warm.graph.changed()).await;
+        let seen_at = Instant::now();
+        if let Ok(Ok(snapshot)) = changed {
+            let mut p = pending.lock().expect("not poisoned");
+            p.retain(|i, (port, set)| {
+                if port_of(&snapshot, &shape, *i) == Some(*port) {
+                    latencies.push(seen_at.duration_since(*set));
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        if Instant::now() >= next_rss {
+            rss.push(probe::rss());
+            next_rss += Duration::from_secs(1);
+        }
+    }
+    (latencies, rss)
+}
+
+/// The port of cluster `i`'s first endpoint.
+fn port_of(snapshot: &Snapshot, shape: &Shape, i: usize) -> Option<u32> {
+    let cluster = snapshot.cluster(&fleet::cluster_name(shape, i))?;
+    let ClusterEndpoints::Eds {
+        assignment: Some(a),
+        ..
+    } = &cluster.endpoints
+    else {
+        return None;
+    };
+    let endpoint = a.value.endpoints.first()?.lb_endpoints.first()?;
+    let Some(HostIdentifier::Endpoint(endpoint)) = &endpoint.host_identifier else {
+        return None;
+    };
+    match endpoint.address.as_ref()?.address.as_ref()? {
+        AddressKind::SocketAddress(sa) => match sa.port_specifier {
+            Some(PortSpecifier::PortValue(port)) => Some(port),
+            _ => None,
+        },
+        _ => None,
+    }
+}

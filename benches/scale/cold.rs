@@ -1,0 +1,121 @@
+//! Scenarios 1, 2, 5 and 6: cold start to the first ready snapshot, and
+//! what the client holds once there.
+
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+use xdsfed::graph::ConfigGraph;
+use xdsfed::testbed::Testbed;
+
+use crate::fleet::{self, Encoded, Shape};
+use crate::probe::{self, CpuMark};
+
+/// What one cold start measured.
+#[derive(Debug, Clone)]
+pub struct Cold {
+    pub shape: Shape,
+    pub ready: Duration,
+    pub floor: Duration,
+    pub client_cpu: Duration,
+    pub testbed_cpu: Duration,
+    /// Process peak RSS, testbed included.
+    pub peak_rss: usize,
+    /// Heap the client and graph hold once the servers are gone.
+    pub client_heap: usize,
+    pub load: f64,
+    pub wire_bytes: usize,
+}
+
+/// A warm client and graph, and the servers, for the churn scenario.
+pub struct Warm {
+    pub testbed: Testbed,
+    pub graph: ConfigGraph,
+    pub client: xdsfed::core::client::XdsClient,
+}
+
+/// Loads the servers, starts a client and its graph, and waits for the
+/// first snapshot holding every cluster with all its endpoints.
+pub fn start(rt_server: &Runtime, rt_client: &Runtime, shape: Shape) -> (Cold, Warm) {
+    let encoded = Encoded::of(&shape);
+    let floor = encoded.decode_floor();
+    let wire_bytes = encoded.bytes();
+    drop(encoded);
+    let testbed = rt_server.block_on(fleet::serve(&shape));
+    let mark = CpuMark::now();
+    let start = Instant::now();
+    let (client, graph, ready) = rt_client.block_on(async {
+        let client = fleet::client(&testbed, &shape);
+        let mut graph = fleet::graph(&client, &shape);
+        let mut snapshot = graph.ready().await.expect("graph runs");
+        // Ready can come before the last endpoints of a large glob are fed:
+        // the figure is the first snapshot that holds everything.
+        while !fleet::complete(&snapshot, &shape) {
+            snapshot = graph.changed().await.expect("graph runs");
+        }
+        (client, graph, start.elapsed())
+    });
+    let (client_cpu, testbed_cpu) = mark.since();
+    let cold = Cold {
+        shape,
+        ready,
+        floor,
+        client_cpu,
+        testbed_cpu,
+        peak_rss: probe::peak_rss(),
+        client_heap: 0,
+        load: probe::load(),
+        wire_bytes,
+    };
+    let warm = Warm {
+        testbed,
+        graph,
+        client,
+    };
+    (cold, warm)
+}
+
+/// Scenario 5: the heap the client and graph hold. The servers are shut
+/// down (their store and per-stream state freed); what is left above the
+/// baseline taken before anything was loaded is the client's cache, its
+/// watch channels and the graph's engine and snapshot. It includes the
+/// ambient error each resource then carries (the servers are gone).
+///
+/// The client and graph are returned, not dropped: dropping them makes the
+/// client unsubscribe every glob, and each glob's unsubscription walks all
+/// the resources of its type (`TypeState::unsubscribe`), which with 100 000
+/// LEDS globs keeps the client's threads busy for a long time and would
+/// skew every later scenario. The caller keeps them until the process
+/// exits.
+pub fn client_heap(
+    rt_server: &Runtime,
+    rt_client: &Runtime,
+    warm: Warm,
+    baseline: usize,
+) -> (usize, Kept) {
+    let Warm {
+        testbed,
+        graph,
+        client,
+    } = warm;
+    rt_server.block_on(testbed.shutdown());
+    rt_client.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
+    (probe::heap().saturating_sub(baseline), (graph, client))
+}
+
+/// A client and graph kept alive until the process exits.
+pub type Kept = (ConfigGraph, xdsfed::core::client::XdsClient);
+
+/// One cold start measured end to end, memory included; servers gone after.
+pub fn measure(
+    rt_server: &Runtime,
+    rt_client: &Runtime,
+    shape: Shape,
+    kept: &mut Vec<Kept>,
+) -> Cold {
+    let baseline = probe::heap();
+    let (mut cold, warm) = start(rt_server, rt_client, shape);
+    let (heap, client) = client_heap(rt_server, rt_client, warm, baseline);
+    cold.client_heap = heap;
+    kept.push(client);
+    cold
+}

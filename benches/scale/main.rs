@@ -1,0 +1,311 @@
+//! The scale benchmark: xDS TP1's design load (a million endpoints,
+//! churning) on the real client, graph and testbed over loopback delta ADS.
+//!
+//! Six scenarios, each figure printed beside its target and the decode
+//! floor (prost decode of the same bytes, measured in the same run):
+//! 1. cold start, 100 000 clusters × 10 endpoints over two authorities on
+//!    two servers (EDS);
+//! 2. the same through LEDS (1 000 000 `LbEndpoint` resources);
+//! 3. churn from the ready state, EDS and LEDS, 60 s each;
+//! 4. ingest in process of 1 000 … 1 000 000 clusters;
+//! 5. heap held by cache + graph per cluster and per endpoint (counting
+//!    allocator);
+//! 6. 100 authorities over 10 servers.
+//!
+//! It also writes docs/scale.svg: cold start, client CPU and heap from
+//! 1 000 to 1 000 000 endpoints.
+//!
+//! Run: `cargo bench --bench scale` (all six; `-- curve|eds|leds|ingest|authorities`
+//! runs only those groups, for profiling). The testbed runs in this process on a
+//! runtime whose threads are named `testbed`, the client and graph on one
+//! named `client`; CPU time is read per thread from /proc (module `probe`).
+
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod chart;
+mod churn;
+mod cold;
+mod fleet;
+mod ingest;
+mod probe;
+
+use std::time::Duration;
+
+use tokio::runtime::{Builder, Runtime};
+
+use cold::Cold;
+use fleet::{ENDPOINTS, Mode, Shape};
+
+fn runtime(name: &str) -> Runtime {
+    Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+fn mb(bytes: usize) -> String {
+    format!("{:.0} MB", bytes as f64 / 1e6)
+}
+
+/// One line of the table: measure, result, target, floor, load.
+fn row(measure: &str, result: &str, target: &str, floor: &str, load: f64) {
+    println!("| {measure} | {result} | {target} | {floor} | {load:.1} |");
+}
+
+fn two_servers(clusters: usize, mode: Mode) -> Shape {
+    Shape {
+        clusters,
+        authorities: 2,
+        servers: 2,
+        mode,
+    }
+}
+
+fn print_cold(label: &str, c: &Cold) {
+    let ratio = c.ready.as_secs_f64() / c.floor.as_secs_f64();
+    row(
+        &format!("{label}: time to the first complete snapshot"),
+        &format!("{} ({ratio:.1}× floor)", ms(c.ready)),
+        "≤ 2 s, ≤ 3× floor",
+        &format!("{} ({})", ms(c.floor), mb(c.wire_bytes)),
+        c.load,
+    );
+    row(
+        &format!("{label}: CPU, client / testbed"),
+        &format!("{} / {}", ms(c.client_cpu), ms(c.testbed_cpu)),
+        "",
+        "",
+        c.load,
+    );
+    row(
+        &format!("{label}: process peak RSS (testbed in process)"),
+        &mb(c.peak_rss),
+        "",
+        "",
+        c.load,
+    );
+}
+
+fn print_churn(c: &churn::Churn) {
+    let mut l = c.latencies.clone();
+    l.sort();
+    let at = |q: f64| {
+        l.get(((l.len() as f64 * q) as usize).min(l.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    let (label, rate) = match c.mode {
+        Mode::Eds => ("churn EDS (ClusterLoadAssignments/s)", "10 000/s"),
+        Mode::Leds => ("churn LEDS (LbEndpoints/s)", "100 000/s"),
+    };
+    row(label, &format!("{:.0}/s set", c.rate), rate, "", c.load);
+    row(
+        &format!("{label}: CPU share of one core, client / testbed"),
+        &format!(
+            "{:.0} % / {:.0} %",
+            c.client_share * 100.0,
+            c.testbed_share * 100.0
+        ),
+        "client ≤ 25 %",
+        "",
+        c.load,
+    );
+    row(
+        &format!(
+            "{label}: update → snapshot p50 / p99 / max ({} sampled)",
+            l.len()
+        ),
+        &format!(
+            "{} / {} / {}",
+            ms(at(0.5)),
+            ms(at(0.99)),
+            ms(l.last().copied().unwrap_or_default())
+        ),
+        "p99 ≤ 50 ms",
+        "",
+        c.load,
+    );
+    let warm: Vec<String> = c
+        .rss
+        .iter()
+        .map(|r| format!("{:.0}", *r as f64 / 1e6))
+        .collect();
+    row(
+        &format!("{label}: RSS each second (MB)"),
+        &warm.join(" "),
+        "flat after warm-up",
+        "",
+        c.load,
+    );
+}
+
+/// Scenarios 1, 3 (EDS or LEDS) and the memory of 5, on one warm client.
+fn design_load(server: &Runtime, client: &Runtime, mode: Mode, kept: &mut Vec<cold::Kept>) -> Cold {
+    let shape = two_servers(100_000, mode);
+    let baseline = probe::heap();
+    let (mut cold, mut warm) = cold::start(server, client, shape);
+    print_cold(&format!("{mode:?} 100 000 × 10"), &cold);
+    let churn = churn::run(server, client, &mut warm, shape);
+    print_churn(&churn);
+    let (heap, held) = cold::client_heap(server, client, warm, baseline);
+    cold.client_heap = heap;
+    kept.push(held);
+    cold
+}
+
+fn print_memory(eds: &Cold, leds: &Cold) {
+    let per_cluster = eds.client_heap as f64 / eds.shape.clusters as f64;
+    let endpoints = (eds.shape.clusters * ENDPOINTS) as f64;
+    row(
+        "heap of cache + graph, EDS, after churn",
+        &mb(eds.client_heap),
+        "",
+        "",
+        eds.load,
+    );
+    row(
+        "  per cluster (with its assignment of 10 endpoints)",
+        &format!("{per_cluster:.0} B"),
+        "≤ 4 KB",
+        "",
+        eds.load,
+    );
+    row(
+        "heap of cache + graph, LEDS, after churn",
+        &mb(leds.client_heap),
+        "",
+        "",
+        leds.load,
+    );
+    let per_endpoint = leds.client_heap.saturating_sub(eds.client_heap) as f64 / endpoints;
+    row(
+        "  per endpoint as its own resource (LEDS − EDS) / 1 000 000",
+        &format!("{per_endpoint:.0} B"),
+        "≤ 200 B",
+        "",
+        leds.load,
+    );
+}
+
+fn ingest_rows() {
+    let mut last = None;
+    for count in [1_000, 10_000, 100_000, 1_000_000] {
+        let i = ingest::run(count);
+        let growth = last.map_or(String::new(), |p: ingest::Ingest| {
+            format!(
+                ", {:.1}× the previous",
+                i.time.as_secs_f64() / p.time.as_secs_f64()
+            )
+        });
+        row(
+            &format!("ingest in process, {count} clusters"),
+            &format!(
+                "{}{growth} ({:.1}× floor)",
+                ms(i.time),
+                i.time.as_secs_f64() / i.floor.as_secs_f64()
+            ),
+            if count == 1_000_000 {
+                "≤ 12× the 100 000 cost"
+            } else {
+                "linear"
+            },
+            &ms(i.floor),
+            probe::load(),
+        );
+        last = Some(i);
+    }
+}
+
+fn chart(points: &[Cold]) {
+    let series = |f: &dyn Fn(&Cold) -> f64| -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .map(|c| ((c.shape.clusters * ENDPOINTS) as f64, f(c)))
+            .collect()
+    };
+    let panels = [
+        chart::Panel {
+            title: "cold start",
+            unit: "s",
+            points: series(&|c| c.ready.as_secs_f64()),
+        },
+        chart::Panel {
+            title: "client CPU",
+            unit: "s",
+            points: series(&|c| c.client_cpu.as_secs_f64().max(0.01)),
+        },
+        chart::Panel {
+            title: "client heap",
+            unit: "MB",
+            points: series(&|c| c.client_heap as f64 / 1e6),
+        },
+    ];
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scale.svg");
+    match std::fs::write(path, chart::svg(&panels)) {
+        Ok(()) => println!("chart written to {path}"),
+        Err(e) => println!("chart not written to {path}: {e}"),
+    }
+}
+
+/// Whether scenario group `name` runs: all of them without arguments, or
+/// those named (`cargo bench --bench scale -- eds`, for profiling one).
+fn wanted(name: &str) -> bool {
+    let names: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    names.is_empty() || names.iter().any(|n| n == name)
+}
+
+fn main() {
+    let server = runtime("testbed");
+    let client = runtime("client");
+    println!("| measure | result | target | decode floor | load (1 min) |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut curve = Vec::new();
+    let mut kept = Vec::new();
+    if wanted("curve") {
+        for clusters in [100, 1_000, 10_000] {
+            let c = cold::measure(
+                &server,
+                &client,
+                two_servers(clusters, Mode::Eds),
+                &mut kept,
+            );
+            print_cold(&format!("EDS {clusters} × 10"), &c);
+            curve.push(c);
+        }
+    }
+    let eds = wanted("eds").then(|| design_load(&server, &client, Mode::Eds, &mut kept));
+    curve.extend(eds.clone());
+    let leds = wanted("leds").then(|| design_load(&server, &client, Mode::Leds, &mut kept));
+    if let (Some(eds), Some(leds)) = (&eds, &leds) {
+        print_memory(eds, leds);
+    }
+    if wanted("ingest") {
+        ingest_rows();
+    }
+    if wanted("authorities") {
+        let many = Shape {
+            clusters: 100_000,
+            authorities: 100,
+            servers: 10,
+            mode: Mode::Eds,
+        };
+        let c = cold::measure(&server, &client, many, &mut kept);
+        print_cold("100 authorities on 10 servers, 100 000 × 10", &c);
+    }
+    if curve.len() == 4 {
+        chart(&curve);
+    }
+    // Without tearing the kept clients down (see `cold::client_heap`).
+    std::process::exit(0);
+}

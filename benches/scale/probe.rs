@@ -1,0 +1,101 @@
+//! What the benchmark reads about the process: CPU time per thread group,
+//! resident memory, and live heap bytes.
+//!
+//! CPU: the client and the testbed run on tokio runtimes of their own whose
+//! threads are named `client` and `testbed`, so `/proc/self/task/*/stat`
+//! (utime + stime of each thread) splits the process's CPU time between
+//! them honestly; the bench's own thread (setup, snapshot reading) is
+//! neither. Heap: a counting global allocator (`cap`) gives the bytes live
+//! at any moment, for the whole process; the scenarios take differences.
+
+use std::time::Duration;
+
+use cap::Cap;
+
+#[global_allocator]
+static ALLOCATOR: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+
+/// Heap bytes live now, whole process.
+pub fn heap() -> usize {
+    ALLOCATOR.allocated()
+}
+
+/// Clock ticks per second of `/proc` CPU times (`USER_HZ`, 100 on Linux).
+const TICKS: f64 = 100.0;
+
+/// CPU time so far of every thread whose name starts with `prefix`.
+pub fn cpu(prefix: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut ticks = 0u64;
+    for task in tasks.flatten() {
+        let path = task.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if !comm.trim_end().starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        ticks += field(14).unwrap_or(0) + field(15).unwrap_or(0);
+    }
+    Duration::from_secs_f64(ticks as f64 / TICKS)
+}
+
+/// A `/proc/self/status` figure in bytes (`VmRSS`, `VmHWM`).
+fn status_kb(key: &str) -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Resident memory now, bytes.
+pub fn rss() -> usize {
+    status_kb("VmRSS:")
+}
+
+/// Peak resident memory so far, bytes.
+pub fn peak_rss() -> usize {
+    status_kb("VmHWM:")
+}
+
+/// The 1-minute load average, recorded next to every figure.
+pub fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// CPU of the client and the testbed threads between two moments.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMark {
+    client: Duration,
+    testbed: Duration,
+}
+
+impl CpuMark {
+    pub fn now() -> Self {
+        Self {
+            client: cpu("client"),
+            testbed: cpu("testbed"),
+        }
+    }
+
+    /// (client, testbed) CPU since `self`.
+    pub fn since(self) -> (Duration, Duration) {
+        let now = Self::now();
+        (
+            now.client.saturating_sub(self.client),
+            now.testbed.saturating_sub(self.testbed),
+        )
+    }
+}
