@@ -14,24 +14,26 @@ use crate::transport::EventSink;
 use crate::watch::Release;
 
 impl Inner {
-    /// Applies every action the federation core has queued, in order;
-    /// deliveries in a row go to the cache as one batch. `policy` is that
-    /// of the server whose events are being applied.
+    /// Applies every action the federation core has queued, in order.
+    /// Deliveries in a row, and events in a row that no entry reads, go to
+    /// the cache as one batch each, under one lock: a watcher woken by the
+    /// first of a response's copies finds the rest of the response in the
+    /// cache already (what `xdsfed dump` relies on). `policy` is that of the
+    /// server whose events are being applied.
     pub(super) fn run(&self, state: &mut State, policy: DataErrorPolicy) {
-        let mut routed: Vec<(CoreEvent, Source)> = Vec::new();
+        let mut batch = Batch::default();
         while let Some(action) = state.federation.poll_action() {
-            if let Action::Deliver { event, source } = action {
-                routed.push((event, source));
+            let Some(action) = batch.take(action) else {
                 continue;
-            }
-            if !routed.is_empty() {
-                self.cache.apply_routed(policy, std::mem::take(&mut routed));
-            }
+            };
+            batch.flush(&self.cache, policy);
+            // An empty batch takes any delivery; anything else is applied.
+            let Some(action) = batch.take(action) else {
+                continue;
+            };
             self.apply(state, action, policy);
         }
-        if !routed.is_empty() {
-            self.cache.apply_routed(policy, routed);
-        }
+        batch.flush(&self.cache, policy);
     }
 
     fn apply(&self, state: &mut State, action: Action, policy: DataErrorPolicy) {
@@ -207,4 +209,48 @@ fn hold_entry(
         .map(|c| DataErrorPolicy::from_features(&c.server_features))
         .unwrap_or_default();
     let _ = cache.add_watcher(key, provenance, policy);
+}
+
+/// Deliveries, or events no entry reads, gathered to go to the cache at once.
+#[derive(Default)]
+struct Batch {
+    routed: Vec<(CoreEvent, Source)>,
+    unrouted: Option<(Arc<str>, Vec<CoreEvent>)>,
+}
+
+impl Batch {
+    /// Takes `action` into the batch if it belongs there; otherwise gives
+    /// it back. A delivery after unrouted events (or the reverse, or events
+    /// of another server) flushes what is gathered first, keeping the order.
+    fn take(&mut self, action: Action) -> Option<Action> {
+        match action {
+            Action::Deliver { event, source } if self.unrouted.is_none() => {
+                self.routed.push((event, source));
+                None
+            }
+            Action::Unrouted { server, event } if self.routed.is_empty() => {
+                match &mut self.unrouted {
+                    Some((batch_server, events)) if *batch_server == server => {
+                        events.push(event);
+                        None
+                    }
+                    Some(_) => Some(Action::Unrouted { server, event }),
+                    None => {
+                        self.unrouted = Some((server, vec![event]));
+                        None
+                    }
+                }
+            }
+            other => Some(other),
+        }
+    }
+
+    fn flush(&mut self, cache: &Cache, policy: DataErrorPolicy) {
+        if !self.routed.is_empty() {
+            cache.apply_routed(policy, std::mem::take(&mut self.routed));
+        }
+        if let Some((server, events)) = self.unrouted.take() {
+            cache.apply(&server, policy, events);
+        }
+    }
 }
