@@ -189,6 +189,14 @@ impl GrpcCode {
             .unwrap_or(GrpcCode::Other(code))
     }
 
+    /// The code gRPC names `name`, in any case (`NOT_FOUND`, `unavailable`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .and_then(|i| CODES.get(i).copied())
+    }
+
     /// The number on the wire.
     pub fn as_i32(self) -> i32 {
         match self {
@@ -322,5 +330,10 @@ mod tests {
         assert_eq!(GrpcCode::from_i32(7), GrpcCode::PermissionDenied);
         assert_eq!(GrpcCode::NotFound.to_string(), "NOT_FOUND (5)");
         assert_eq!(GrpcCode::from_i32(99).name(), "UNKNOWN_CODE");
+        assert_eq!(
+            GrpcCode::from_name("unavailable"),
+            Some(GrpcCode::Unavailable)
+        );
+        assert_eq!(GrpcCode::from_name("NOPE"), None);
     }
 }

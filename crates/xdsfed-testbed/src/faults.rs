@@ -123,31 +123,9 @@ impl Faults {
 /// The gRPC status code named `name`: its name in any case (`OK`,
 /// `unavailable`) or its number (`0`–`16`).
 pub fn parse_code(name: &str) -> Option<Code> {
-    const NAMES: [&str; 17] = [
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    ];
     let number = match name.parse::<i32>() {
         Ok(n) => n,
-        Err(_) => NAMES
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(name))
-            .and_then(|i| i32::try_from(i).ok())?,
+        Err(_) => xdsfed_core::error::GrpcCode::from_name(name)?.as_i32(),
     };
     (0..=16).contains(&number).then(|| Code::from_i32(number))
 }

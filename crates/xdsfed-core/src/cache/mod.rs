@@ -172,11 +172,7 @@ impl Cache {
     pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
         let mut inner = self.lock();
         for (event, source) in events {
-            let server = if source.fetched_as.is_empty() {
-                Arc::clone(&source.server)
-            } else {
-                Arc::from(format!("{} (as {})", source.server, source.fetched_as))
-            };
+            let server = federation::named_server(&source);
             inner.apply_one(&server, policy, &event, Some(source));
         }
     }

@@ -266,6 +266,16 @@ pub(crate) fn healthy_again(state: &mut ResourceState) -> bool {
     stale
 }
 
+/// How messages name the server of `source`: with `(as NAME)` when the copy
+/// stood in for the entry (an `#alt`, a redirect target, a list's entry).
+pub(crate) fn named_server(source: &Source) -> Arc<str> {
+    if source.fetched_as.is_empty() {
+        Arc::clone(&source.server)
+    } else {
+        Arc::from(format!("{} (as {})", source.server, source.fetched_as))
+    }
+}
+
 /// Whether `state` answers its entry (gRFC A71's "cached"): a copy, or a
 /// known absence. A glob holds no copy of its own: a member answers for it.
 pub(crate) fn is_answered(key: &ResourceKey, state: &ResourceState) -> bool {

@@ -109,7 +109,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 pub(crate) use a88::{Context, ReportedNack, short_type};
-pub(crate) use a88::{apply as apply_event, data_error, healthy_again, is_answered, transient};
+pub(crate) use a88::{
+    apply as apply_event, data_error, healthy_again, is_answered, named_server, transient,
+};
 pub(crate) use actions::{Action, Answers};
 pub(crate) use route::key_of;
 pub(crate) use state::Home;

@@ -85,18 +85,8 @@ impl Model {
         let Some(entry) = self.entries.get_mut(key) else {
             return;
         };
-        let server = if source.fetched_as.is_empty() {
-            Arc::clone(&source.server)
-        } else {
-            Arc::from(format!("{} (as {})", source.server, source.fetched_as))
-        };
-        let cx = Context {
-            server: &server,
-            policy: DataErrorPolicy::default(),
-            now: SystemTime::UNIX_EPOCH,
-        };
         let state = entry.state.get_or_insert_with(ResourceState::requested);
-        if super::super::apply_event(state, &mut entry.reported, event, source, &cx) {
+        if apply_delivery(state, &mut entry.reported, event, source) {
             entry.wakes += 1;
         }
     }
@@ -109,6 +99,23 @@ impl Model {
             }
         }
     }
+}
+
+/// Runs the cache's transition of a delivery on a model entry, under the
+/// default server features. Returns whether its watchers would wake.
+pub(crate) fn apply_delivery(
+    state: &mut ResourceState,
+    reported: &mut ReportedNack,
+    event: &CoreEvent,
+    source: Source,
+) -> bool {
+    let server = super::super::named_server(&source);
+    let cx = Context {
+        server: &server,
+        policy: DataErrorPolicy::default(),
+        now: SystemTime::UNIX_EPOCH,
+    };
+    super::super::apply_event(state, reported, event, source, &cx)
 }
 
 /// A federation core, its model cache and the wire as the core left it.

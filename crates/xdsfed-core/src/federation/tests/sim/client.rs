@@ -14,9 +14,9 @@ use super::server::{Body, ModelServer};
 use super::{MAX_REQUESTS_PER_SECOND, SETTLE};
 use crate::authority::{AuthorityRegistry, Partition, ServerKey};
 use crate::bootstrap::{ApiVariant, Bootstrap};
-use crate::cache::{DataErrorPolicy, ResourceState, Source};
+use crate::cache::{ResourceState, Source};
 use crate::federation::tests::support::{BOOTSTRAP, CDS};
-use crate::federation::{self, Action, Context, Federation, Home};
+use crate::federation::{self, Action, Federation, Home};
 use crate::name::{ResourceName, authority_of};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd,

@@ -2,15 +2,13 @@
 //! the end of a run.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::SystemTime;
 
 use super::{
-    Action, Cluster, Context, CoreEvent, DataErrorPolicy, Entry, ResourceKey, Source, World,
-    authority_of, federation,
+    Action, Cluster, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation,
 };
 use crate::cache::ResourceStatus;
 use crate::federation::tests::sim::server::Body;
+use crate::federation::tests::support::apply_delivery;
 
 /// What the federation core asks of the cache, read off the model.
 pub(super) struct Answers<'a>(pub(super) &'a BTreeMap<ResourceKey, Entry>);
@@ -83,18 +81,8 @@ impl World {
         let Some(entry) = self.entries.get_mut(&key) else {
             return;
         };
-        let server = if source.fetched_as.is_empty() {
-            Arc::clone(&source.server)
-        } else {
-            Arc::from(format!("{} (as {})", source.server, source.fetched_as))
-        };
-        let cx = Context {
-            server: &server,
-            policy: DataErrorPolicy::default(),
-            now: SystemTime::UNIX_EPOCH,
-        };
         let had_copy = entry.state.resource.is_some();
-        federation::apply_event(&mut entry.state, &mut entry.reported, event, source, &cx);
+        apply_delivery(&mut entry.state, &mut entry.reported, event, source);
         if had_copy && entry.state.resource.is_none() {
             assert!(
                 matches!(event, CoreEvent::Removed { .. }),
