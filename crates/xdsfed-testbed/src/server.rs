@@ -507,29 +507,7 @@ async fn serve(
     let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (stop, mut stopped) = watch::channel(false);
-    let router = match spec.protocol {
-        Protocol::Ads => builder.add_service(
-            // The client's limit both ways: tonic's own default (4 MiB
-            // decoded) would refuse a client subscribing to 100 000 names in
-            // one request.
-            AggregatedDiscoveryServiceServer::new(Ads {
-                shared: shared.clone(),
-                shutdown: stop.subscribe(),
-            })
-            .max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE)
-            .max_encoding_message_size(DEFAULT_MAX_MESSAGE_SIZE),
-        ),
-        Protocol::PolicyStream {
-            max_client_inactive,
-        } => {
-            flush_inactive(&shared, stop.subscribe(), max_client_inactive);
-            builder.add_service(ValidatingPolicyServiceServer::new(PolicyService {
-                shared: shared.clone(),
-                shutdown: stop.subscribe(),
-                streams: AtomicU64::new(0),
-            }))
-        }
-    };
+    let router = add_protocol(&mut builder, &spec.protocol, &shared, &stop);
     let refusing = shared.clone();
     // Refusing a connection means closing it right after accept: the client
     // sees the connection fail before any HTTP/2 exchange.
@@ -557,6 +535,38 @@ async fn serve(
         }
     });
     Ok((addr, Run { stop, task }))
+}
+
+/// The service `protocol` speaks, on `builder`.
+fn add_protocol(
+    builder: &mut tonic::transport::Server,
+    protocol: &Protocol,
+    shared: &Arc<Shared>,
+    stop: &watch::Sender<bool>,
+) -> tonic::transport::server::Router {
+    match protocol {
+        Protocol::Ads => builder.add_service(
+            // The client's limit both ways: tonic's own default (4 MiB
+            // decoded) would refuse a client subscribing to 100 000 names in
+            // one request.
+            AggregatedDiscoveryServiceServer::new(Ads {
+                shared: shared.clone(),
+                shutdown: stop.subscribe(),
+            })
+            .max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(DEFAULT_MAX_MESSAGE_SIZE),
+        ),
+        Protocol::PolicyStream {
+            max_client_inactive,
+        } => {
+            flush_inactive(shared, stop.subscribe(), *max_client_inactive);
+            builder.add_service(ValidatingPolicyServiceServer::new(PolicyService {
+                shared: shared.clone(),
+                shutdown: stop.subscribe(),
+                streams: AtomicU64::new(0),
+            }))
+        }
+    }
 }
 
 /// Flushes the policy clients without a recent health check, every half of
