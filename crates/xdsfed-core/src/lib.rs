@@ -59,6 +59,7 @@ mod federation;
 mod file;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod json;
 pub mod name;
 pub mod policy_stream;
 pub mod protocol;

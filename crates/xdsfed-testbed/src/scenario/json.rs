@@ -1,23 +1,7 @@
 //! Envoy resources written in YAML through the protobuf JSON mapping.
 //!
-//! The JSON mapping needs the descriptors of every Envoy, xds and google type
-//! that `envoy-types` generates. They are loaded into a `prost-reflect` pool on
-//! first use from `descriptors/envoy-types.bin`, a file of this crate: the
-//! descriptor set `envoy-types` ships, with its source comments stripped.
-//!
-//! Why a file of our own. `envoy-types` keeps its descriptor set as a package
-//! file, not as an API, and a crate cannot name a dependency's package
-//! directory: only cargo knows it, and asking cargo (`cargo metadata`) from a
-//! build script needs every package of the lock file, dev-dependencies of
-//! every workspace member included, which a fresh offline build has never
-//! downloaded. A file inside this crate is an input of the build like any
-//! source file: the same bytes offline and online, from a registry, a vendor
-//! directory or a git checkout, with no build script at all.
-//!
-//! The file is pinned to the `envoy-types` version in `Cargo.lock`: the test
-//! `tests/envoy_descriptors.rs` fails when the two disagree, and
-//! `cargo run -p xdsfed-testbed --example update_envoy_descriptors` writes
-//! both again after an upgrade.
+//! The mapping reads the descriptors of every Envoy type from
+//! [`xdsfed_core::json::envoy_pool`].
 //!
 //! A resource is an object whose `"@type"` names its type, exactly like an
 //! `Any` in Envoy's YAML configuration; nested `Any`s (typed configs such as
@@ -27,25 +11,13 @@
 //! `${backend.NAME.host}`, `${backend.NAME.port}` and `${backend.NAME.address}`
 //! (`host:port`). A string that is exactly a port reference becomes a number.
 
-use std::{collections::HashMap, sync::LazyLock};
+use std::collections::HashMap;
 
 use envoy_types::pb::google::protobuf::Any;
 use prost_reflect::{DescriptorPool, DynamicMessage};
 use serde_norway::Value;
 
-static ENVOY_DESCRIPTORS: &[u8] = include_bytes!("../../descriptors/envoy-types.bin");
-
-static ENVOY_POOL: LazyLock<Result<DescriptorPool, String>> =
-    LazyLock::new(|| DescriptorPool::decode(ENVOY_DESCRIPTORS).map_err(|e| e.to_string()));
-
-/// The descriptor pool of every type `envoy-types` generates. Add your own
-/// types to a clone of it to write them in scenarios too.
-pub fn envoy_pool() -> Result<DescriptorPool, String> {
-    ENVOY_POOL
-        .as_ref()
-        .map(Clone::clone)
-        .map_err(|e| format!("the envoy-types descriptor set does not load: {e}"))
-}
+pub use xdsfed_core::json::envoy_pool;
 
 /// Where backends listen, by name.
 pub(crate) type BackendPorts = HashMap<String, u16>;

@@ -42,7 +42,7 @@ fn descriptor_set_matches_the_locked_envoy_types_version() {
         VERSION_FILE.trim(),
         format!("envoy-types {locked}"),
         "descriptors/envoy-types.bin is of another envoy-types than Cargo.lock's; run \
-         `cargo run -p xdsfed-testbed --example update_envoy_descriptors`"
+         `cargo run -p xdsfed-core --example update_envoy_descriptors`"
     );
 }
 
@@ -61,7 +61,7 @@ fn descriptor_set_is_in_the_form_the_update_tool_writes() {
 /// Decodes `any` through the pool and encodes it again: the same bytes, no
 /// unknown field.
 fn assert_round_trips(any: &Any) {
-    let pool = xdsfed_testbed::scenario::envoy_pool().expect("the pool loads");
+    let pool = xdsfed_core::json::envoy_pool().expect("the pool loads");
     let name = any.type_url.trim_start_matches("type.googleapis.com/");
     let descriptor = pool
         .get_message_by_name(name)

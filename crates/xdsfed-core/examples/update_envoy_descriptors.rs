@@ -2,12 +2,12 @@
 //! again from the `envoy-types` package in use, after an upgrade:
 //!
 //! ```sh
-//! cargo run -p xdsfed-testbed --example update_envoy_descriptors
+//! cargo run -p xdsfed-core --example update_envoy_descriptors
 //! ```
 //!
 //! This is a maintainer's tool, run by hand with the network at hand, so it
 //! may ask cargo where the package lives; the build itself never does (see
-//! the module doc of `scenario::json`). Source comments are stripped: the
+//! the module doc of `xdsfed_core::json`). Source comments are stripped: the
 //! JSON mapping needs names and numbers only, and the file shrinks from
 //! 3.4 MB to 0.7 MB.
 
