@@ -205,8 +205,10 @@ impl fmt::Display for ServerKey {
         for feature in &self.features {
             write!(f, ", {feature}")?;
         }
-        if let ServerProtocol::PolicyStream(_) = self.protocol {
-            return f.write_str(", policy stream)");
+        match self.protocol {
+            ServerProtocol::PolicyStream(_) => return f.write_str(", policy stream)"),
+            ServerProtocol::HttpCdn(_) => return f.write_str(", http cdn)"),
+            ServerProtocol::Ads => {}
         }
         match (self.api, self.api_pinned) {
             (ApiVariant::Delta, false) => {}

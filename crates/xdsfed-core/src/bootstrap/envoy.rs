@@ -9,6 +9,9 @@
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
 //!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
 //!   api_config_source.refresh_delay ─────────►   polled every refresh_delay
+//!   "HTTP_CDN" ──────────────────────────────► ServerConfig.protocol: HTTP CDN delivery,
+//!   google_grpc.target_uri ──────────────────►   the base URL (http[s]://host[:port][/path]),
+//!   refresh_delay, request_timeout ──────────►   its timers
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -23,7 +26,10 @@ use std::path::PathBuf;
 use super::AuthorityConfig;
 use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
-use super::server::{ApiVariant, ChannelCreds, PolicyStreamTiming, ServerConfig, ServerProtocol};
+use super::server::{
+    ApiVariant, ChannelCreds, HTTP_CDN_API_TYPE, PolicyStreamTiming, ServerConfig, ServerProtocol,
+    cdn_timing, check_cdn_uri,
+};
 use super::target::check_server_uri;
 use super::walk::{At, Result};
 
@@ -75,6 +81,11 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
         Some(t) if t.str()? == POLICY_STREAM_API_TYPE => {
             (ApiVariant::Sotw, true, policy_stream(&api)?)
         }
+        Some(t) if t.str()? == HTTP_CDN_API_TYPE => (
+            ApiVariant::Sotw,
+            true,
+            ServerProtocol::HttpCdn(cdn_timing(&api)?),
+        ),
         Some(t) => (ApiVariant::from_api_type(&t)?, true, ServerProtocol::Ads),
         None => (ApiVariant::Delta, false, ServerProtocol::Ads),
     };
@@ -91,7 +102,8 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
     items
         .iter()
         .map(|service| {
-            let (server_uri, channel_creds) = parse_grpc_service(service, root)?;
+            let cdn = matches!(protocol, ServerProtocol::HttpCdn(_));
+            let (server_uri, channel_creds) = parse_grpc_service(service, root, cdn)?;
             Ok(ServerConfig {
                 server_uri,
                 channel_creds,
@@ -117,12 +129,23 @@ fn policy_stream(api: &At<'_>) -> Result<ServerProtocol> {
     Ok(ServerProtocol::PolicyStream(timing))
 }
 
-fn parse_grpc_service(service: &At<'_>, root: &At<'_>) -> Result<(String, ChannelCreds)> {
+/// One `grpc_service`; for an `HTTP_CDN` source (`cdn`), only a
+/// `google_grpc` whose `target_uri` is the CDN's base URL.
+fn parse_grpc_service(
+    service: &At<'_>,
+    root: &At<'_>,
+    cdn: bool,
+) -> Result<(String, ChannelCreds)> {
     service.object()?;
     if let Some(google) = service.get("google_grpc")? {
         let uri_at = google.require("target_uri", "a non-empty string")?;
         let uri = uri_at.non_empty_str()?;
-        check_server_uri(uri).map_err(|problem| uri_at.error(problem))?;
+        let checked = if cdn {
+            check_cdn_uri(uri)
+        } else {
+            check_server_uri(uri)
+        };
+        checked.map_err(|problem| uri_at.error(problem))?;
         let creds = match google.get("channel_credentials")? {
             Some(c) => parse_google_creds(&c)?,
             None => ChannelCreds::Insecure,
@@ -130,6 +153,11 @@ fn parse_grpc_service(service: &At<'_>, root: &At<'_>) -> Result<(String, Channe
         return Ok((uri.to_owned(), creds));
     }
     if let Some(envoy) = service.get("envoy_grpc")? {
+        if cdn {
+            return Err(envoy.error(format!(
+                "an {HTTP_CDN_API_TYPE} source is a URL: use google_grpc.target_uri"
+            )));
+        }
         let name_at = envoy.require("cluster_name", "a non-empty string")?;
         return resolve_static_cluster(root, &name_at);
     }

@@ -44,6 +44,10 @@ pub enum ServerProtocol {
     /// snapshots of `ValidatingPolicy` resources (see
     /// [`crate::policy_stream`]).
     PolicyStream(PolicyStreamTiming),
+    /// HTTP CDN delivery (xDS TP1 "Use cases"): each resource is a file
+    /// fetched with a plain `GET` from a static file host, polled every
+    /// `refresh_delay` (see [`crate::source::cdn`]).
+    HttpCdn(CdnTiming),
 }
 
 impl ServerProtocol {
@@ -52,6 +56,7 @@ impl ServerProtocol {
         match self {
             ServerProtocol::Ads => "ads",
             ServerProtocol::PolicyStream(_) => "policy_stream",
+            ServerProtocol::HttpCdn(_) => "http_cdn",
         }
     }
 }
@@ -74,6 +79,29 @@ impl Default for PolicyStreamTiming {
         }
     }
 }
+
+/// The timers of an HTTP CDN source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CdnTiming {
+    /// How often each subscribed resource is fetched again (default 30 s).
+    pub refresh_delay: Duration,
+    /// How long one fetch may take, from connecting to the last byte of
+    /// the body (default 5 s).
+    pub request_timeout: Duration,
+}
+
+impl Default for CdnTiming {
+    fn default() -> Self {
+        CdnTiming {
+            refresh_delay: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The `api_type` of an HTTP CDN server (an xdsfed extension, in both
+/// bootstrap formats).
+pub(crate) const HTTP_CDN_API_TYPE: &str = "HTTP_CDN";
 
 /// Credentials for the channel to a management server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -176,13 +204,23 @@ const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 
 /// Reads one gRPC `xds_servers` entry:
 /// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type",
-/// "protocol", "policy_stream"}`. `api_type`, `protocol` and `policy_stream`
-/// are xdsfed extensions (gRPC ignores them as unknown fields).
+/// "protocol", "policy_stream", "refresh_delay", "request_timeout"}`.
+/// `api_type`, `protocol`, `policy_stream` and the CDN timers are xdsfed
+/// extensions (gRPC ignores them as unknown fields).
 pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     at.object()?;
+    let cdn = match at.get("api_type")? {
+        Some(t) => t.str()? == HTTP_CDN_API_TYPE,
+        None => false,
+    };
     let uri_at = at.require("server_uri", "a non-empty string")?;
     let server_uri = uri_at.non_empty_str()?.to_owned();
-    check_server_uri(&server_uri).map_err(|problem| uri_at.error(problem))?;
+    let checked = if cdn {
+        check_cdn_uri(&server_uri)
+    } else {
+        check_server_uri(&server_uri)
+    };
+    checked.map_err(|problem| uri_at.error(problem))?;
     let creds = at.require("channel_creds", "an array of {\"type\": ...} objects")?;
     let channel_creds = parse_channel_creds(&creds)?;
     let server_features = match at.get("server_features")? {
@@ -195,11 +233,27 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
             .collect(),
         None => Vec::new(),
     };
-    let (api, api_pinned) = match at.get("api_type")? {
-        Some(api_type) => (ApiVariant::from_api_type(&api_type)?, true),
-        None => (ApiVariant::Delta, false),
+    let (api, api_pinned, protocol) = if cdn {
+        // Each file holds a whole `DiscoveryResponse`: the nearest of the
+        // two ADS variants is state-of-the-world.
+        (ApiVariant::Sotw, true, parse_cdn(at)?)
+    } else {
+        for field in CDN_FIELDS {
+            if let Some(t) = at.get(field)? {
+                return Err(t.error(format!(
+                    "only for a server with \"api_type\": \"{HTTP_CDN_API_TYPE}\""
+                )));
+            }
+        }
+        match at.get("api_type")? {
+            Some(api_type) => (
+                ApiVariant::from_api_type(&api_type)?,
+                true,
+                parse_protocol(at)?,
+            ),
+            None => (ApiVariant::Delta, false, parse_protocol(at)?),
+        }
     };
-    let protocol = parse_protocol(at)?;
     Ok(ServerConfig {
         server_uri,
         channel_creds,
@@ -233,6 +287,54 @@ fn parse_protocol(at: &At<'_>) -> Result<ServerProtocol> {
             "unsupported protocol {other:?}: expected \"ads\" or \"policy_stream\""
         ))),
     }
+}
+
+/// The fields of an `HTTP_CDN` server entry that no other entry has.
+const CDN_FIELDS: [&str; 2] = ["refresh_delay", "request_timeout"];
+
+/// An `HTTP_CDN` entry's timers, `"refresh_delay"` and `"request_timeout"`
+/// (protobuf JSON durations); it speaks no other protocol.
+fn parse_cdn(at: &At<'_>) -> Result<ServerProtocol> {
+    for field in ["protocol", "policy_stream"] {
+        if let Some(t) = at.get(field)? {
+            return Err(t.error(format!(
+                "not for a server with \"api_type\": \"{HTTP_CDN_API_TYPE}\""
+            )));
+        }
+    }
+    cdn_timing(at).map(ServerProtocol::HttpCdn)
+}
+
+/// `refresh_delay` and `request_timeout` of `at`, each with its default.
+pub(crate) fn cdn_timing(at: &At<'_>) -> Result<CdnTiming> {
+    let mut timing = CdnTiming::default();
+    if let Some(d) = at.get("refresh_delay")? {
+        timing.refresh_delay = parse_duration(&d)?;
+    }
+    if let Some(d) = at.get("request_timeout")? {
+        timing.request_timeout = parse_duration(&d)?;
+    }
+    Ok(timing)
+}
+
+/// An HTTP CDN's `server_uri`: `http://` or `https://`, a host and port as
+/// for any server, then an optional base path; no query, fragment or user.
+pub(crate) fn check_cdn_uri(uri: &str) -> std::result::Result<(), String> {
+    const EXPECTED: &str = "expected http://host[:port][/base/path] or https://…";
+    let Some((scheme, rest)) = uri.split_once("://") else {
+        return Err(format!("has no scheme: {EXPECTED}"));
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("the {scheme:?} scheme is not HTTP: {EXPECTED}"));
+    }
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if path.contains(['?', '#']) {
+        return Err(format!("has a query or fragment: {EXPECTED}"));
+    }
+    if let Some(c) = path.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("contains {c:?}: {EXPECTED}"));
+    }
+    check_server_uri(&format!("{scheme}://{authority}"))
 }
 
 /// The policy stream's timers; each has a default.

@@ -231,3 +231,115 @@ fn file_format_follows_the_extension() {
     assert_eq!(format_of(Path::new("a.json")), Format::Json);
     assert_eq!(format_of(Path::new("bootstrap")), Format::Json);
 }
+
+/// A bootstrap error's message, for the HTTP CDN entries below.
+fn error_of(result: Result<Bootstrap, BootstrapError>) -> String {
+    match result {
+        Ok(b) => panic!("should fail: {b:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn http_cdn_entry_takes_a_base_url_and_its_timers() {
+    let b = ok(Bootstrap::from_yaml_str(
+        r#"
+xds_servers: [{server_uri: "s:1", channel_creds: [{type: insecure}]}]
+authorities:
+  cdn.example:
+    xds_servers:
+      - server_uri: "http://127.0.0.1:8080/xds/v1"
+        channel_creds: [{type: insecure}]
+        api_type: HTTP_CDN
+        refresh_delay: 2s
+        request_timeout: 0.5s
+  edge.example:
+    xds_servers:
+      - {server_uri: "https://cdn.example.com", channel_creds: [{type: insecure}], api_type: HTTP_CDN}
+"#,
+    ));
+    let cdn = &b.authorities["cdn.example"].xds_servers[0];
+    assert_eq!(cdn.server_uri, "http://127.0.0.1:8080/xds/v1");
+    assert_eq!(
+        cdn.protocol,
+        ServerProtocol::HttpCdn(CdnTiming {
+            refresh_delay: std::time::Duration::from_secs(2),
+            request_timeout: std::time::Duration::from_millis(500),
+        })
+    );
+    assert_eq!(cdn.protocol.name(), "http_cdn");
+    let edge = &b.authorities["edge.example"].xds_servers[0];
+    assert_eq!(edge.protocol, ServerProtocol::HttpCdn(CdnTiming::default()));
+}
+
+#[test]
+fn http_cdn_entry_errors_name_the_field() {
+    let server = |fields: &str| {
+        Bootstrap::from_json_str(&format!(
+            r#"{{"xds_servers": [{{"channel_creds": [{{"type": "insecure"}}], {fields}}}]}}"#
+        ))
+    };
+    let cases = [
+        (
+            r#""server_uri": "s:1", "refresh_delay": "1s""#,
+            "xds_servers[0].refresh_delay",
+        ),
+        (
+            r#""server_uri": "127.0.0.1:80", "api_type": "HTTP_CDN""#,
+            "xds_servers[0].server_uri",
+        ),
+        (
+            r#""server_uri": "http://h:1/x?y=1", "api_type": "HTTP_CDN""#,
+            "xds_servers[0].server_uri",
+        ),
+        (
+            r#""server_uri": "http://h:1", "api_type": "HTTP_CDN", "request_timeout": "0s""#,
+            "xds_servers[0].request_timeout",
+        ),
+        (
+            r#""server_uri": "http://h:1", "api_type": "HTTP_CDN", "protocol": "ads""#,
+            "xds_servers[0].protocol",
+        ),
+    ];
+    for (fields, path) in cases {
+        let message = error_of(server(fields));
+        assert!(message.starts_with(path), "{fields}: {message}");
+    }
+    // A base path is only for a CDN.
+    let message = error_of(server(r#""server_uri": "http://h:1/x""#));
+    assert!(message.contains("has a path"), "{message}");
+}
+
+#[test]
+fn envoy_style_http_cdn_source_reads_the_target_uri_as_the_base_url() {
+    let b = ok(Bootstrap::from_yaml_str(
+        r#"
+config_sources:
+  - authorities: [{name: cdn.example}]
+    api_config_source:
+      api_type: HTTP_CDN
+      refresh_delay: 3s
+      grpc_services: [{google_grpc: {target_uri: "http://127.0.0.1:9000/base"}}]
+"#,
+    ));
+    let server = &b.authorities["cdn.example"].xds_servers[0];
+    assert_eq!(server.server_uri, "http://127.0.0.1:9000/base");
+    let ServerProtocol::HttpCdn(timing) = server.protocol else {
+        panic!("{server:?}");
+    };
+    assert_eq!(timing.refresh_delay, std::time::Duration::from_secs(3));
+    assert_eq!(timing.request_timeout, CdnTiming::default().request_timeout);
+    let message = error_of(Bootstrap::from_yaml_str(
+        r#"
+config_sources:
+  - authorities: [{name: cdn.example}]
+    api_config_source:
+      api_type: HTTP_CDN
+      grpc_services: [{envoy_grpc: {cluster_name: cdn}}]
+"#,
+    ));
+    assert!(
+        message.contains("envoy_grpc") && message.contains("target_uri"),
+        "{message}"
+    );
+}

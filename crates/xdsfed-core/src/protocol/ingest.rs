@@ -46,14 +46,14 @@ use super::event::{CoreEvent, RemovedReason, ResourceKey};
 use super::session::Session;
 use super::timers::Timer;
 use crate::name::{NameError, canonical_key};
-use crate::types::{Decoded, ValidationError};
+use crate::types::{Decoded, TypeRegistry, ValidationError};
 
 /// The type URL of a redirect (xDS TP1 "Server redirects").
 pub const RESOURCE_LOCATOR_TYPE_URL: &str = "type.googleapis.com/xds.core.v3.ResourceLocator";
 
 /// The canonical key a `ResourceLocator`'s bytes point at. Only `xdstp`
 /// locators are followed; directives in a locator are not supported.
-fn locator_target(bytes: &[u8]) -> Result<Arc<str>, ValidationError> {
+pub(crate) fn locator_target(bytes: &[u8]) -> Result<Arc<str>, ValidationError> {
     use envoy_types::pb::xds::core::v3::ResourceLocator;
     use prost::Message as _;
 
@@ -109,7 +109,11 @@ pub(crate) fn locator_key(
 /// parameter order and percent-encoding do not matter), old-style names
 /// exactly. A resource that carries no name inside (an empty name, a list
 /// collection) has only the wire name, and nothing to disagree with.
-fn same_name(key: &str, wire: &str, resource: Decoded) -> Result<Decoded, ValidationError> {
+pub(crate) fn same_name(
+    key: &str,
+    wire: &str,
+    resource: Decoded,
+) -> Result<Decoded, ValidationError> {
     let Some(inner) = resource.name() else {
         return Ok(resource);
     };
@@ -193,6 +197,28 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
         .checked_add(Duration::from_nanos(nanos))
         .map(Some)
         .ok_or_else(|| ValidationError::field("ttl", "out of range"))
+}
+
+/// Decodes and validates the bytes of an `Any` whose type URL is
+/// `any_type_url`, answering for `type_url`, with the type `types` has for
+/// it.
+pub(crate) fn decode_registered(
+    types: &TypeRegistry,
+    type_url: &str,
+    any_type_url: &str,
+    raw: Bytes,
+) -> Result<Decoded, ValidationError> {
+    if any_type_url != type_url {
+        return Err(ValidationError(format!(
+            "type {any_type_url} in a response of type {type_url}"
+        )));
+    }
+    let Some(ty) = types.get(type_url) else {
+        return Err(ValidationError(format!(
+            "no resource type registered for {type_url}"
+        )));
+    };
+    ty.decode(raw)
 }
 
 impl Session {
@@ -335,17 +361,7 @@ impl Session {
         any_type_url: &str,
         raw: Bytes,
     ) -> Result<Decoded, ValidationError> {
-        if any_type_url != type_url {
-            return Err(ValidationError(format!(
-                "type {any_type_url} in a response of type {type_url}"
-            )));
-        }
-        let Some(ty) = self.types.get(type_url) else {
-            return Err(ValidationError(format!(
-                "no resource type registered for {type_url}"
-            )));
-        };
-        ty.decode(raw)
+        decode_registered(&self.types, type_url, any_type_url, raw)
     }
 
     /// A redirect: held like a resource (it answers the subscription, and

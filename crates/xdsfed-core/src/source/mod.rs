@@ -10,6 +10,8 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
+pub mod cdn;
+
 use std::sync::Arc;
 
 use crate::bootstrap::{ServerConfig, ServerProtocol};
@@ -78,8 +80,17 @@ pub(crate) struct Opening {
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime: ADS, or the policy stream when the bootstrap names it.
+/// runtime: ADS, or the policy stream or an HTTP CDN when the bootstrap
+/// names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    if let ServerProtocol::HttpCdn(_) = opening.server.protocol {
+        return Arc::new(cdn::CdnConnection::spawn(
+            opening.server,
+            opening.types,
+            opening.sink,
+            opening.options,
+        ));
+    }
     if let ServerProtocol::PolicyStream(_) = opening.server.protocol {
         return Arc::new(PolicyConnection::spawn(
             opening.server,

@@ -1,0 +1,209 @@
+//! [`CdnConnection`]: the handle on one CDN source's driver task, as the
+//! client's executor sees it (a [`SourceConnection`]), and the driver: it
+//! issues the session's fetches, feeds their answers back, and sleeps
+//! until the next is due. It never looks at a status code or an ETag.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::http::HttpClient;
+use super::session::{CdnConfig, CdnSession, Fetch, Fetched};
+use crate::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
+use crate::protocol::{CoreEvent, ResourceKey};
+use crate::source::SourceConnection;
+use crate::transport::{ConnectionStats, EventSink, TransportOptions};
+use crate::types::TypeRegistry;
+
+/// What the handle asks of the driver.
+#[derive(Debug)]
+enum Command {
+    Subscribe(ResourceKey),
+    Unsubscribe(ResourceKey),
+    ForgetVersion(ResourceKey),
+    Shutdown,
+}
+
+/// A handle on an HTTP CDN source. Nothing is fetched until the first
+/// subscription; the driver task ends on [`SourceConnection::shutdown`] or
+/// when every handle is dropped, and its fetches in flight with it.
+#[derive(Debug, Clone)]
+pub struct CdnConnection {
+    commands: mpsc::UnboundedSender<Command>,
+    stats: Arc<Mutex<ConnectionStats>>,
+}
+
+impl CdnConnection {
+    /// Spawns the driver for `server` on the current tokio runtime (panics
+    /// outside one, like `tokio::spawn`). TLS credentials that cannot be
+    /// read fail every fetch, each failure naming the file.
+    pub fn spawn(
+        server: ServerConfig,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn EventSink>,
+        opts: TransportOptions,
+    ) -> Self {
+        let mut cfg = CdnConfig::new(server.server_uri.clone());
+        if let ServerProtocol::HttpCdn(timing) = server.protocol {
+            cfg.timing = timing;
+        }
+        cfg.backoff = opts.backoff;
+        let client = HttpClient::new(&server, cfg.timing.request_timeout, opts.max_message_size);
+        let stats = Arc::new(Mutex::new(ConnectionStats {
+            connected: false,
+            server_failure: 0,
+            resource_updates_valid: 0,
+            resource_updates_invalid: 0,
+            updates_by_type: BTreeMap::new(),
+            foreign_names_ignored: 0,
+            streams_opened: 0,
+            // Whole files: the nearest of the two ADS variants.
+            variant: ApiVariant::Sotw,
+            answered_types: BTreeSet::new(),
+        }));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let driver = Driver {
+            session: CdnSession::new(cfg, types),
+            client: client.map_err(Arc::from),
+            server,
+            sink,
+            commands: rx,
+            fetches: JoinSet::new(),
+            stats: Arc::clone(&stats),
+        };
+        tokio::spawn(driver.run());
+        CdnConnection {
+            commands: tx,
+            stats,
+        }
+    }
+
+    fn send(&self, command: Command) {
+        // The driver is gone only after a shutdown; then there is nothing
+        // left to do with the command.
+        let _ = self.commands.send(command);
+    }
+}
+
+fn lock(stats: &Mutex<ConnectionStats>) -> MutexGuard<'_, ConnectionStats> {
+    stats.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SourceConnection for CdnConnection {
+    fn subscribe(&self, key: ResourceKey) {
+        self.send(Command::Subscribe(key));
+    }
+    fn unsubscribe(&self, key: ResourceKey) {
+        self.send(Command::Unsubscribe(key));
+    }
+    fn forget_version(&self, key: ResourceKey) {
+        self.send(Command::ForgetVersion(key));
+    }
+    fn subscribe_wildcard(&self, type_url: &str) {
+        // A file host cannot list what it holds.
+        tracing::warn!(
+            type_url,
+            "an HTTP CDN source cannot serve a wildcard subscription; ignored"
+        );
+    }
+    fn unsubscribe_wildcard(&self, _type_url: &str) {}
+    fn stats(&self) -> ConnectionStats {
+        lock(&self.stats).clone()
+    }
+    fn shutdown(&self) {
+        self.send(Command::Shutdown);
+    }
+}
+
+/// The driver task of one CDN source.
+struct Driver {
+    session: CdnSession,
+    /// The client, or why it could not be set up.
+    client: Result<HttpClient, Arc<str>>,
+    server: ServerConfig,
+    sink: Arc<dyn EventSink>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    /// The fetches in flight; dropped (aborted) with the driver.
+    fetches: JoinSet<(Fetch, Fetched)>,
+    stats: Arc<Mutex<ConnectionStats>>,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        loop {
+            self.issue(Instant::now());
+            self.deliver();
+            let deadline = self.session.poll_timeout();
+            let sleep = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                command = self.commands.recv() => match command {
+                    None | Some(Command::Shutdown) => return,
+                    Some(Command::Subscribe(key)) => self.session.subscribe(key),
+                    Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
+                    Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
+                },
+                Some(done) = self.fetches.join_next(), if !self.fetches.is_empty() => {
+                    match done {
+                        Ok((fetch, fetched)) => {
+                            self.session.handle_fetched(fetch.id, &fetch.key, fetched, Instant::now());
+                        }
+                        // Fetch tasks do not panic; a cancelled one is
+                        // the runtime shutting down.
+                        Err(e) => tracing::warn!(error = %e, "CDN fetch task ended abnormally"),
+                    }
+                }
+                () = sleep => {}
+            }
+        }
+    }
+
+    /// Starts every fetch the session asks for.
+    fn issue(&mut self, now: Instant) {
+        while let Some(fetch) = self.session.poll_fetch(now) {
+            let client = self.client.clone();
+            self.fetches.spawn(async move {
+                let fetched = match client {
+                    Ok(client) => client.get(&fetch.url, fetch.etag.as_deref()).await,
+                    Err(why) => Fetched::Failed(why),
+                };
+                (fetch, fetched)
+            });
+        }
+    }
+
+    /// Hands the session's events to the sink and refreshes the counters.
+    fn deliver(&mut self) {
+        let mut events = Vec::new();
+        while let Some(event) = self.session.poll_event() {
+            events.push(event);
+        }
+        let answered: Vec<String> = events
+            .iter()
+            .filter_map(|event| match event {
+                CoreEvent::Upsert { key, .. } | CoreEvent::Invalid { key, .. } => {
+                    Some(key.type_url.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        if !events.is_empty() {
+            self.sink.deliver(&self.server, events);
+        }
+        let s = self.session.stats();
+        let mut stats = lock(&self.stats);
+        stats.connected = self.session.is_healthy();
+        stats.server_failure = s.failed;
+        stats.resource_updates_valid = s.valid;
+        stats.resource_updates_invalid = s.invalid;
+        // Recorded once the events reached the cache, as the field says.
+        stats.answered_types.extend(answered);
+    }
+}

@@ -1,0 +1,485 @@
+//! [`CdnSession`]: the sans-IO core of an HTTP CDN source. It decides which
+//! file to `GET` when, and what each answer means for the cache; the driver
+//! (`connection.rs`) does the HTTP and the sleeping.
+//!
+//! ```text
+//!  subscribe / unsubscribe / forget_version ──►┐            ┌─► poll_fetch   ─► GET url (If-None-Match: etag)
+//!  handle_fetched(id, reply | failure, now) ──►│ CdnSession ├─► poll_event   ─► CoreEvent ─► EventSink
+//!                                              ┘            └─► poll_timeout ─► the driver's sleep
+//! ```
+//!
+//! Polling order: after any input, drain `poll_fetch(now)` (issue each
+//! fetch), then `poll_event`, then sleep until `poll_timeout` or the next
+//! input.
+//!
+//! # Rules
+//!
+//! 1. A new subscription is fetched at once; after each answer it is
+//!    fetched again `refresh_delay` later. A resource has at most one fetch
+//!    in flight, and the source at most `max_in_flight`.
+//! 2. A glob collection has no file (a CDN cannot list): it is reported
+//!    `NotRequested`, never fetched.
+//! 3. A fetch names the last `ETag` in `If-None-Match`; `304 Not Modified`
+//!    means unchanged: no event.
+//! 4. A `200` body is a `DiscoveryResponse` (JSON when the `Content-Type`
+//!    is `application/json`, else binary protobuf) holding exactly the one
+//!    resource, of the key's type, bare or wrapped, naming the key; its
+//!    version is `version_info`, or the `ETag` when that is empty.
+//! 5. A valid resource is reported `Upsert` (not again while its version
+//!    and bytes stay the same); an invalid one `Invalid`, and the held copy
+//!    keeps serving. A `ResourceLocator` is a `Redirect`.
+//! 6. `404` (or `410`) is the server's answer that the resource does not
+//!    exist: `Removed` at once, for a held copy and for a resource never
+//!    seen alike (no does-not-exist timer: the server answered), once.
+//! 7. No answer (refused, timed out, too large), any other status, a body
+//!    that is not a `DiscoveryResponse`, or a `304` to an unconditional
+//!    fetch is a failure of the source: the copy keeps serving, and
+//!    `StreamFailed` gives watchers an ambient error: once when the outage
+//!    begins, and once more for each resource first failing during it. The
+//!    resource is fetched again after the reconnect backoff (never in a
+//!    tight loop); the next answer resets the backoff and reports
+//!    `StreamHealthy`.
+//! 8. An unsubscribed resource is forgotten; the answer to a fetch still in
+//!    flight for it is dropped (fetches carry an id, so a resubscription
+//!    does not take an old answer for its own).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::reply::{Answer, answer, is_json, parse};
+use super::url::resource_url;
+use crate::bootstrap::CdnTiming;
+use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, is_glob};
+use crate::transport::BackoffConfig;
+use crate::transport::backoff::Backoff;
+use crate::types::TypeRegistry;
+
+/// How a [`CdnSession`] is set up.
+#[derive(Debug, Clone)]
+pub struct CdnConfig {
+    /// The server's URI: every file's URL starts with it.
+    pub base: String,
+    /// How often to fetch again, and how long a fetch may take.
+    pub timing: CdnTiming,
+    /// The delay after a failed fetch before the next.
+    pub backoff: BackoffConfig,
+    /// The most fetches in flight at once.
+    pub max_in_flight: usize,
+}
+
+impl CdnConfig {
+    /// A session fetching under `base`, with the default timers.
+    pub fn new(base: impl Into<String>) -> Self {
+        CdnConfig {
+            base: base.into(),
+            timing: CdnTiming::default(),
+            backoff: BackoffConfig::default(),
+            max_in_flight: 32,
+        }
+    }
+}
+
+/// One `GET` the driver is to issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetch {
+    /// Names this fetch in [`CdnSession::handle_fetched`].
+    pub id: u64,
+    /// The resource it is for.
+    pub key: ResourceKey,
+    /// Its URL.
+    pub url: Arc<str>,
+    /// The `ETag` for `If-None-Match`, if a copy is held.
+    pub etag: Option<Arc<str>>,
+}
+
+/// What the server said to a fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpReply {
+    /// The status code.
+    pub status: u16,
+    /// The `ETag` header.
+    pub etag: Option<Arc<str>>,
+    /// The `Content-Type` header.
+    pub content_type: Option<String>,
+    /// The body, at most the message size limit.
+    pub body: Bytes,
+}
+
+/// What came of a fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// The server answered.
+    Reply(HttpReply),
+    /// It did not: why (refused, timed out, body over the limit, …).
+    Failed(Arc<str>),
+}
+
+/// The session's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CdnStats {
+    /// Fetches answered `200` with a valid resource.
+    pub valid: u64,
+    /// Fetches answered `200` with an invalid one.
+    pub invalid: u64,
+    /// Fetches answered `304`.
+    pub not_modified: u64,
+    /// Fetches that failed.
+    pub failed: u64,
+}
+
+/// What the session holds of one resource.
+#[derive(Debug, Clone, PartialEq)]
+enum Held {
+    /// Nothing yet.
+    Nothing,
+    /// A copy: its version and bytes (rule 5 compares them).
+    Copy { version: Arc<str>, raw: Bytes },
+    /// The last answer was invalid (the copy the cache holds stays).
+    Invalid,
+    /// The server said it does not exist.
+    Absent,
+}
+
+/// One subscribed resource.
+#[derive(Debug)]
+struct Tracked {
+    url: Arc<str>,
+    etag: Option<Arc<str>>,
+    held: Held,
+    /// The id of the fetch in flight.
+    in_flight: Option<u64>,
+    /// When the next fetch is due; `None` while one is in flight.
+    due: Option<Instant>,
+    /// Delays after failures; reset by an answer.
+    backoff: Backoff,
+}
+
+/// The source's health, for `StreamFailed` and `StreamHealthy` (rule 7).
+#[derive(Debug)]
+enum Health {
+    /// No fetch has finished yet.
+    Unknown,
+    /// The last fetch to finish was answered.
+    Healthy,
+    /// In an outage: the resources already reported failing in it.
+    Failing(HashSet<ResourceKey>),
+}
+
+/// The sans-IO core of one HTTP CDN source (see the module docs).
+#[derive(Debug)]
+pub struct CdnSession {
+    cfg: CdnConfig,
+    types: Arc<TypeRegistry>,
+    tracked: BTreeMap<ResourceKey, Tracked>,
+    /// Subscribed and not yet fetched: fetched before anything due.
+    fresh: VecDeque<ResourceKey>,
+    /// Refreshes and retries, by due time.
+    due: BTreeSet<(Instant, ResourceKey)>,
+    events: VecDeque<CoreEvent>,
+    health: Health,
+    next_id: u64,
+    in_flight: usize,
+    stats: CdnStats,
+}
+
+impl CdnSession {
+    /// A session with no subscriptions; `types` validates what it fetches.
+    pub fn new(cfg: CdnConfig, types: Arc<TypeRegistry>) -> Self {
+        CdnSession {
+            cfg,
+            types,
+            tracked: BTreeMap::new(),
+            fresh: VecDeque::new(),
+            due: BTreeSet::new(),
+            events: VecDeque::new(),
+            health: Health::Unknown,
+            next_id: 0,
+            in_flight: 0,
+            stats: CdnStats::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> CdnStats {
+        self.stats
+    }
+
+    /// Whether the last fetch to finish was answered.
+    pub fn is_healthy(&self) -> bool {
+        matches!(self.health, Health::Healthy)
+    }
+
+    /// Whether anything is subscribed.
+    pub fn has_subscriptions(&self) -> bool {
+        !self.tracked.is_empty()
+    }
+
+    /// Asks for `key`: fetched at once (rule 1), unless it is a glob
+    /// collection (rule 2). Subscribing twice is a no-op.
+    pub fn subscribe(&mut self, key: ResourceKey) {
+        if self.tracked.contains_key(&key) {
+            return;
+        }
+        let url = match resource_url(&self.cfg.base, &key.type_url, &key.name) {
+            Some(url) if !is_glob(&key.name) => url,
+            _ => {
+                self.events.push_back(CoreEvent::NotRequested {
+                    key,
+                    reason: Arc::from(
+                        "an HTTP CDN serves files, one per resource, and cannot list a glob collection",
+                    ),
+                });
+                return;
+            }
+        };
+        self.tracked.insert(
+            key.clone(),
+            Tracked {
+                url: Arc::from(url),
+                etag: None,
+                held: Held::Nothing,
+                in_flight: None,
+                due: None,
+                backoff: Backoff::new(self.cfg.backoff),
+            },
+        );
+        self.fresh.push_back(key);
+    }
+
+    /// Stops asking for `key` (rule 8).
+    pub fn unsubscribe(&mut self, key: &ResourceKey) {
+        let Some(t) = self.tracked.remove(key) else {
+            return;
+        };
+        if let Some(due) = t.due {
+            self.due.remove(&(due, key.clone()));
+        }
+        if t.in_flight.is_some() {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        self.fresh.retain(|k| k != key);
+        if let Health::Failing(reported) = &mut self.health {
+            reported.remove(key);
+        }
+    }
+
+    /// The copy the client serves of `key` came from elsewhere: the next
+    /// fetch is unconditional, and its answer reported even if unchanged.
+    pub fn forget_version(&mut self, key: &ResourceKey) {
+        if let Some(t) = self.tracked.get_mut(key) {
+            t.etag = None;
+            t.held = Held::Nothing;
+        }
+    }
+
+    /// The next fetch to issue at `now`, if any (rule 1).
+    #[must_use]
+    pub fn poll_fetch(&mut self, now: Instant) -> Option<Fetch> {
+        if self.in_flight >= self.cfg.max_in_flight {
+            return None;
+        }
+        let key = match self.fresh.pop_front() {
+            Some(key) => key,
+            None => {
+                let first = self.due.first().filter(|(at, _)| *at <= now)?.clone();
+                self.due.remove(&first);
+                first.1
+            }
+        };
+        let t = self.tracked.get_mut(&key)?;
+        self.next_id += 1;
+        t.in_flight = Some(self.next_id);
+        t.due = None;
+        self.in_flight += 1;
+        Some(Fetch {
+            id: self.next_id,
+            key,
+            url: Arc::clone(&t.url),
+            etag: t.etag.clone(),
+        })
+    }
+
+    /// The next event for the cache.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<CoreEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`poll_fetch`](Self::poll_fetch) next has something; `None`
+    /// while nothing is due or the fetches in flight are at their limit
+    /// (an answer is then the next input).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.in_flight >= self.cfg.max_in_flight || !self.fresh.is_empty() {
+            return None;
+        }
+        self.due.first().map(|(at, _)| *at)
+    }
+
+    /// What came of the fetch `id` of `key`, at `now`.
+    pub fn handle_fetched(&mut self, id: u64, key: &ResourceKey, fetched: Fetched, now: Instant) {
+        let Some(t) = self.tracked.get_mut(key) else {
+            return;
+        };
+        if t.in_flight != Some(id) {
+            return;
+        }
+        t.in_flight = None;
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match self.outcome(key, fetched) {
+            Ok(event) => {
+                self.answered(key, now);
+                self.events.extend(event);
+            }
+            Err(why) => self.failed(key, &why, now),
+        }
+    }
+
+    /// The event (if any) an answer means, or why it is a failure (rule 7).
+    fn outcome(
+        &mut self,
+        key: &ResourceKey,
+        fetched: Fetched,
+    ) -> Result<Option<CoreEvent>, String> {
+        let Some(t) = self.tracked.get_mut(key) else {
+            return Ok(None);
+        };
+        let reply = match fetched {
+            Fetched::Failed(why) => return Err(format!("GET {}: {why}", t.url)),
+            Fetched::Reply(reply) => reply,
+        };
+        match reply.status {
+            200 => {}
+            304 if t.etag.is_some() => {
+                self.stats.not_modified += 1;
+                return Ok(None);
+            }
+            304 => {
+                return Err(format!(
+                    "GET {}: 304 to a fetch without If-None-Match",
+                    t.url
+                ));
+            }
+            404 | 410 => {
+                t.etag = None;
+                let before = std::mem::replace(&mut t.held, Held::Absent);
+                return Ok((before != Held::Absent).then(|| CoreEvent::Removed {
+                    key: key.clone(),
+                    reason: RemovedReason::Deleted,
+                }));
+            }
+            status => return Err(format!("GET {}: HTTP status {status}", t.url)),
+        }
+        let json = is_json(reply.content_type.as_deref());
+        let response = match parse(&reply.body, json) {
+            Ok(response) => response,
+            Err(why) => return Err(format!("GET {}: {why}", t.url)),
+        };
+        let version: Arc<str> = match (&response.version_info, &reply.etag) {
+            (v, Some(etag)) if v.is_empty() => Arc::clone(etag),
+            (v, _) => Arc::from(v.as_str()),
+        };
+        t.etag = reply.etag;
+        Ok(self.resource_event(key, response, version))
+    }
+
+    /// The event a parsed `DiscoveryResponse` means for `key` (rules 4–5).
+    fn resource_event(
+        &mut self,
+        key: &ResourceKey,
+        response: envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse,
+        version: Arc<str>,
+    ) -> Option<CoreEvent> {
+        let result = answer(&self.types, key, response);
+        let t = self.tracked.get_mut(key)?;
+        match result {
+            Ok(Answer::Resource(resource)) => {
+                self.stats.valid += 1;
+                let copy = Held::Copy {
+                    version: Arc::clone(&version),
+                    raw: resource.raw().clone(),
+                };
+                if t.held == copy {
+                    return None;
+                }
+                t.held = copy;
+                Some(CoreEvent::Upsert {
+                    key: key.clone(),
+                    resource,
+                    version,
+                    ttl: None,
+                })
+            }
+            Ok(Answer::Redirect(target)) => {
+                self.stats.valid += 1;
+                t.held = Held::Nothing;
+                Some(CoreEvent::Redirect {
+                    key: key.clone(),
+                    target,
+                    version,
+                })
+            }
+            Err(error) => {
+                self.stats.invalid += 1;
+                t.held = Held::Invalid;
+                tracing::warn!(resource = %key, url = %t.url, %error, "rejected resource");
+                Some(CoreEvent::Invalid {
+                    key: key.clone(),
+                    error,
+                    version,
+                })
+            }
+        }
+    }
+
+    /// An answer: the source is healthy; fetch again after `refresh_delay`.
+    fn answered(&mut self, key: &ResourceKey, now: Instant) {
+        if !self.is_healthy() {
+            self.health = Health::Healthy;
+            self.events.push_back(CoreEvent::StreamHealthy);
+        }
+        let delay = self.cfg.timing.refresh_delay;
+        if let Some(t) = self.tracked.get_mut(key) {
+            t.backoff.reset();
+        }
+        self.schedule(key, now, delay);
+    }
+
+    /// A failure: report it (rule 7); fetch again after the backoff.
+    fn failed(&mut self, key: &ResourceKey, why: &str, now: Instant) {
+        self.stats.failed += 1;
+        tracing::debug!(resource = %key, error = why, "CDN fetch failed");
+        let report = match &mut self.health {
+            Health::Failing(reported) => reported.insert(key.clone()),
+            _ => {
+                self.health = Health::Failing(HashSet::from([key.clone()]));
+                true
+            }
+        };
+        if report {
+            self.events.push_back(CoreEvent::StreamFailed {
+                error: Arc::from(why),
+            });
+        }
+        let Some(delay) = self.tracked.get_mut(key).map(|t| t.backoff.next_delay()) else {
+            return;
+        };
+        self.schedule(key, now, delay);
+    }
+
+    fn schedule(&mut self, key: &ResourceKey, now: Instant, delay: Duration) {
+        let Some(t) = self.tracked.get_mut(key) else {
+            return;
+        };
+        let at = now.checked_add(delay).unwrap_or(now);
+        t.due = Some(at);
+        self.due.insert((at, key.clone()));
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
