@@ -148,6 +148,9 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
         inject,
         redirects: faults.redirects.into_iter().collect::<BTreeMap<_, _>>(),
         delta_unimplemented: faults.delta_unimplemented,
+        // The control API has no fields for the HTTP CDN faults: none.
+        cdn_status: None,
+        cdn_malformed_body: false,
     })
 }
 

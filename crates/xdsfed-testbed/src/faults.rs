@@ -17,6 +17,8 @@
 //! | `inject` | these resources (typically of an authority the server does not serve) ride along in every response of their type |
 //! | `redirects` | a subscribed name (or a name matching a subscribed glob) is answered with an `xds.core.v3.ResourceLocator` pointing at another name |
 //! | `delta_unimplemented` | `DeltaAggregatedResources` answers `UNIMPLEMENTED` |
+//! | `cdn_status` | an HTTP CDN server answers every `GET` with this status and no body |
+//! | `cdn_malformed_body` | an HTTP CDN server answers `200` with a body that is not a `DiscoveryResponse` |
 //!
 //! Restarting on the same port, keeping or dropping state, is
 //! [`crate::Server::restart`]. A server that accepts TCP connections and
@@ -89,6 +91,11 @@ pub struct Faults {
     pub redirects: BTreeMap<String, String>,
     /// Answer `DeltaAggregatedResources` with `UNIMPLEMENTED`.
     pub delta_unimplemented: bool,
+    /// An HTTP CDN server ([`crate::cdn`]) answers every `GET` with this
+    /// status (e.g. 503) and an empty body.
+    pub cdn_status: Option<u16>,
+    /// An HTTP CDN server answers `200` with a body that does not decode.
+    pub cdn_malformed_body: bool,
 }
 
 fn contains(set: &BTreeSet<String>, key: &str) -> bool {

@@ -51,6 +51,7 @@
 mod ack;
 mod ads;
 pub mod backend;
+pub mod cdn;
 pub mod faults;
 pub mod policy;
 pub mod recording;

@@ -26,6 +26,7 @@ use xdsfed_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::{
     ack::{AckReport, AckTracker, ClientInfo},
     ads::Ads,
+    cdn::{CdnLog, CdnRequest},
     faults::Faults,
     policy::{PolicyPlane, PolicyService, policies_of},
     recording::Recorder,
@@ -64,6 +65,9 @@ pub enum Protocol {
         /// (checked every half of it).
         max_client_inactive: Duration,
     },
+    /// A static file host for HTTP CDN sources: HTTP/1.1 `GET`s of the
+    /// store's resources (see [`crate::cdn`]). Plaintext only.
+    HttpCdn,
 }
 
 impl Protocol {
@@ -193,6 +197,8 @@ pub(crate) struct Shared {
     pub(crate) recorder: Recorder,
     /// The policy control plane (used by policy-stream servers only).
     pub(crate) policies: PolicyPlane,
+    /// The requests an HTTP CDN server answered.
+    pub(crate) cdn_log: CdnLog,
     faults: watch::Sender<Arc<Faults>>,
 }
 
@@ -234,6 +240,7 @@ impl Server {
             tracker: AckTracker::default(),
             recorder: Recorder::default(),
             policies: PolicyPlane::default(),
+            cdn_log: CdnLog::default(),
             faults: watch::Sender::new(Arc::new(Faults::default())),
         });
         let wanted = SocketAddr::from(([127, 0, 0, 1], spec.port));
@@ -294,6 +301,12 @@ impl Server {
         if let Protocol::PolicyStream { .. } = self.spec.protocol {
             self.shared.policies.load(policies_of(&self.shared.store));
         }
+    }
+
+    /// The `GET`s an HTTP CDN server answered, oldest first (the last
+    /// 10 000).
+    pub fn cdn_requests(&self) -> Vec<CdnRequest> {
+        self.shared.cdn_log.all()
     }
 
     /// The recording of every stream.
@@ -483,6 +496,18 @@ async fn serve(
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
     let name = spec.name.as_str();
+    let bind_error = |source| ServerError::Bind {
+        server: name.to_owned(),
+        addr,
+        source,
+    };
+    if let Protocol::HttpCdn = spec.protocol {
+        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let addr = listener.local_addr().map_err(bind_error)?;
+        let (stop, stopped) = watch::channel(false);
+        let task = crate::cdn::serve(listener, shared, stopped);
+        return Ok((addr, Run { stop, task }));
+    }
     let tls = spec.tls.as_ref();
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
@@ -499,11 +524,6 @@ async fn serve(
                 source,
             })?;
     }
-    let bind_error = |source| ServerError::Bind {
-        server: name.to_owned(),
-        addr,
-        source,
-    };
     let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (stop, mut stopped) = watch::channel(false);
@@ -545,7 +565,9 @@ fn add_protocol(
     stop: &watch::Sender<bool>,
 ) -> tonic::transport::server::Router {
     match protocol {
-        Protocol::Ads => builder.add_service(
+        // An HTTP CDN server is served by `crate::cdn`, never here (see
+        // `serve`).
+        Protocol::Ads | Protocol::HttpCdn => builder.add_service(
             // The client's limit both ways: tonic's own default (4 MiB
             // decoded) would refuse a client subscribing to 100 000 names in
             // one request.

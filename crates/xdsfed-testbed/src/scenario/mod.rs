@@ -758,6 +758,9 @@ impl Context<'_> {
             inject: Vec::new(),
             redirects: entry.redirects,
             delta_unimplemented: entry.delta_unimplemented,
+            // Scenario files have no fields for the HTTP CDN faults: none.
+            cdn_status: None,
+            cdn_malformed_body: false,
         };
         Ok(Action::Faults {
             server,

@@ -1,0 +1,349 @@
+//! HTTP CDN delivery (xDS TP1 "Use cases"), end to end over loopback: a
+//! list collection served by the testbed's static file host, its locator
+//! entries fetched from two ADS servers of their own authorities.
+
+// Helpers of tests and benchmarks state their expectations with unwrap,
+// expect and panic, like the tests themselves (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use futures::FutureExt as _;
+use xdsfed_core::bootstrap::Bootstrap;
+use xdsfed_core::client::XdsClient;
+use xdsfed_core::transport::{BackoffConfig, TransportOptions};
+use xdsfed_core::types::ClusterType;
+use xdsfed_core::watch::{CollectionEvent, CollectionWatch};
+use xdsfed_testbed::resources::{cluster, cluster_collection, locator};
+use xdsfed_testbed::{Faults, Protocol, Server, ServerSpec, Testbed};
+
+/// Bounds how long a failure takes to show; never a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+const CDN: &str = "cdn.example";
+const MESH_A: &str = "a.example";
+const MESH_B: &str = "b.example";
+
+fn cluster_name(authority: &str, id: &str) -> String {
+    format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
+}
+
+fn collection_name(id: &str) -> String {
+    format!("xdstp://{CDN}/envoy.config.cluster.v3.ClusterCollection/{id}")
+}
+
+fn collection_path(id: &str) -> String {
+    format!("/{CDN}/envoy.config.cluster.v3.ClusterCollection/{id}")
+}
+
+/// A CDN server for `cdn.example` and two ADS servers for the meshes.
+struct Setup {
+    testbed: Testbed,
+    client: XdsClient,
+}
+
+impl Setup {
+    async fn start() -> Self {
+        let testbed = Testbed::start([
+            ServerSpec::new("cdn", [CDN]).with_protocol(Protocol::HttpCdn),
+            ServerSpec::new("mesh-a", [MESH_A]),
+            ServerSpec::new("mesh-b", [MESH_B]),
+        ])
+        .await
+        .unwrap();
+        let [cdn, a, b] = [0, 1, 2].map(|i| testbed.servers()[i].uri());
+        let ads = |uri: &str| {
+            format!(r#"{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}"#)
+        };
+        let bootstrap = format!(
+            r#"{{"node": {{"id": "cdn-e2e"}},
+                "xds_servers": [{a_server}],
+                "authorities": {{
+                  "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn}", "channel_creds": [{{"type": "insecure"}}],
+                            "api_type": "HTTP_CDN", "refresh_delay": "0.05s", "request_timeout": "2s"}}]}},
+                  "{MESH_A}": {{"xds_servers": [{a_server}]}},
+                  "{MESH_B}": {{"xds_servers": [{b_server}]}}}}}}"#,
+            a_server = ads(&a),
+            b_server = ads(&b),
+        );
+        let defaults = TransportOptions::default();
+        let options = TransportOptions {
+            does_not_exist_timeout: Duration::from_millis(500),
+            backoff: BackoffConfig {
+                initial: Duration::from_millis(20),
+                max: Duration::from_millis(200),
+                ..defaults.backoff
+            },
+            ..defaults
+        };
+        let client = XdsClient::builder(Bootstrap::from_json_str(&bootstrap).unwrap())
+            .transport_options(options)
+            .build()
+            .unwrap();
+        Setup { testbed, client }
+    }
+
+    fn server(&self, i: usize) -> &Server {
+        &self.testbed.servers()[i]
+    }
+
+    fn cdn(&self) -> &Server {
+        self.server(0)
+    }
+
+    /// Publishes the collection `id` on the CDN with locators to `members`.
+    fn publish(&self, id: &str, members: &[&str]) {
+        let entries = members.iter().map(|m| locator(m)).collect();
+        self.cdn()
+            .set_resource(&collection_name(id), cluster_collection(entries))
+            .unwrap();
+    }
+
+    /// Serves the cluster `id` of `authority` (on its mesh's ADS server).
+    fn serve_cluster(&self, authority: &str, id: &str, service: &str) {
+        let server = if authority == MESH_A { 1 } else { 2 };
+        let name = cluster_name(authority, id);
+        self.server(server)
+            .set_message(&name, &cluster(&name, service))
+            .unwrap();
+    }
+
+    /// The CDN server's counter of valid updates, as the client sees it.
+    fn cdn_valid_updates(&self) -> u64 {
+        let status = self.client.status();
+        let cdn = self.cdn().uri();
+        status
+            .servers
+            .iter()
+            .find(|s| s.server.starts_with(&cdn))
+            .map_or(0, |s| s.resource_updates_valid)
+    }
+}
+
+fn service_of(c: &Cluster) -> &str {
+    c.eds_cluster_config
+        .as_ref()
+        .map_or("", |e| e.service_name.as_str())
+}
+
+/// The latest event text per member ("#listed" for the member list,
+/// "#error" for the collection's own error, "#empty" for `Empty`).
+type Seen = HashMap<String, String>;
+
+/// Collects events until `done(seen)`.
+async fn until(
+    watch: &mut CollectionWatch<ClusterType>,
+    seen: &mut Seen,
+    what: &str,
+    done: impl Fn(&Seen) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !done(seen) {
+        let event = match tokio::time::timeout_at(deadline, watch.next()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => panic!("collection watch ended waiting for {what}"),
+            Err(_) => panic!("no {what} within {PATIENCE:?}: {seen:?}"),
+        };
+        record(watch, seen, event);
+    }
+}
+
+fn record(watch: &CollectionWatch<ClusterType>, seen: &mut Seen, event: CollectionEvent<Cluster>) {
+    let collection = watch.key().name.to_string();
+    let (name, text) = match event {
+        CollectionEvent::Upsert { name, resource } => (
+            name.to_string(),
+            format!("upsert {}", service_of(&resource)),
+        ),
+        CollectionEvent::Removed { name } => (name.to_string(), "removed".to_owned()),
+        CollectionEvent::Empty => ("#empty".to_owned(), "empty".to_owned()),
+        CollectionEvent::Error { name, error } if *name == *collection => {
+            ("#error".to_owned(), error.to_string())
+        }
+        CollectionEvent::Error { name, error } => (name.to_string(), format!("error {error}")),
+        CollectionEvent::Listed { members } => ("#listed".to_owned(), members.join(" ")),
+    };
+    seen.insert(name, text);
+}
+
+fn is(seen: &Seen, name: &str, text: &str) -> bool {
+    seen.get(name).is_some_and(|t| t == text)
+}
+
+/// Waits until the collection's own state holds no error (the source
+/// recovered), taking events meanwhile.
+async fn until_recovered(watch: &mut CollectionWatch<ClusterType>, seen: &mut Seen) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while watch.state().error.is_some() {
+        let step = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert!(step < deadline, "no recovery within {PATIENCE:?}: {seen:?}");
+        if let Ok(Some(event)) = tokio::time::timeout_at(step, watch.next()).await {
+            record(watch, seen, event);
+        }
+    }
+}
+
+/// Waits until the CDN's log holds `n` more `304`s for `path` than at `from`.
+async fn until_revalidated(server: &Server, path: &str, n: usize) {
+    let count = || {
+        server
+            .cdn_requests()
+            .iter()
+            .filter(|r| r.path == path && r.status == 304)
+            .count()
+    };
+    let target = count() + n;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while count() < target {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {n} revalidations of {path} within {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// 1 and 2: the members of a CDN-served list collection come from their
+/// own authorities' ADS servers; an unchanged file is revalidated with
+/// `304` (no update counted, no event); a changed one is followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_list_collection_members_come_from_their_own_authorities() {
+    let s = Setup::start().await;
+    let (a, b, c) = (
+        cluster_name(MESH_A, "pay"),
+        cluster_name(MESH_B, "ledger"),
+        cluster_name(MESH_B, "audit"),
+    );
+    s.serve_cluster(MESH_A, "pay", "pay-a");
+    s.serve_cluster(MESH_B, "ledger", "ledger-b");
+    s.serve_cluster(MESH_B, "audit", "audit-b");
+    s.publish("mesh/all", &[&a, &b]);
+    let mut watch = s
+        .client
+        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
+        .unwrap();
+    let mut seen = Seen::new();
+    let both = format!("{a} {b}");
+    until(&mut watch, &mut seen, "both members", |s| {
+        is(s, &a, "upsert pay-a") && is(s, &b, "upsert ledger-b") && is(s, "#listed", &both)
+    })
+    .await;
+    let status = s.client.status();
+    let member = status.resources.iter().find(|r| r.name == b).unwrap();
+    assert_eq!(member.authority.as_deref(), Some(MESH_B));
+    assert!(member.server.starts_with(&s.server(2).uri()), "{member:?}");
+
+    // Unchanged: revalidated with the ETag, answered 304, nothing new.
+    let path = collection_path("mesh/all");
+    let valid = s.cdn_valid_updates();
+    until_revalidated(s.cdn(), &path, 2).await;
+    let last = s
+        .cdn()
+        .cdn_requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.path == path)
+        .unwrap();
+    assert!(last.if_none_match.is_some(), "{last:?}");
+    assert_eq!(s.cdn_valid_updates(), valid, "a 304 is not an update");
+    assert!(watch.next().now_or_never().is_none(), "no event for a 304");
+
+    // A member is added and one removed on the CDN.
+    s.publish("mesh/all", &[&a, &c]);
+    let now = format!("{a} {c}");
+    until(&mut watch, &mut seen, "the new member list", |s| {
+        is(s, &c, "upsert audit-b") && is(s, &b, "removed") && is(s, "#listed", &now)
+    })
+    .await;
+}
+
+/// 3: a 5xx and a malformed body keep the last good collection and give
+/// the watchers an ambient error; the next good answer recovers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_failures_keep_the_collection_and_give_an_ambient_error() {
+    let s = Setup::start().await;
+    let a = cluster_name(MESH_A, "pay");
+    let b = cluster_name(MESH_B, "ledger");
+    s.serve_cluster(MESH_A, "pay", "pay-a");
+    s.serve_cluster(MESH_B, "ledger", "ledger-b");
+    s.publish("mesh/all", &[&a]);
+    let mut watch = s
+        .client
+        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
+        .unwrap();
+    let mut seen = Seen::new();
+    until(&mut watch, &mut seen, "the member", |s| {
+        is(s, &a, "upsert pay-a") && is(s, "#listed", &a)
+    })
+    .await;
+
+    for (what, faults) in [
+        (
+            "503",
+            Faults {
+                cdn_status: Some(503),
+                ..Faults::default()
+            },
+        ),
+        (
+            "malformed body",
+            Faults {
+                cdn_malformed_body: true,
+                ..Faults::default()
+            },
+        ),
+    ] {
+        seen.remove("#error");
+        s.cdn().set_faults(faults);
+        until(&mut watch, &mut seen, what, |s| s.contains_key("#error")).await;
+        let state = watch.state();
+        assert!(state.resource.is_some(), "{what}: the copy keeps serving");
+        assert!(state.error.is_some(), "{what}: {state:?}");
+        assert!(
+            watch.member_state(&a).and_then(|m| m.resource).is_some(),
+            "{what}: the member keeps serving"
+        );
+        s.cdn().set_faults(Faults::default());
+        until_recovered(&mut watch, &mut seen).await;
+    }
+
+    // Recovered: changes are followed again.
+    s.publish("mesh/all", &[&a, &b]);
+    let both = format!("{a} {b}");
+    until(&mut watch, &mut seen, "the change after recovery", |s| {
+        is(s, &b, "upsert ledger-b") && is(s, "#listed", &both)
+    })
+    .await;
+}
+
+/// 4: a `404` for a collection never seen is the server's answer that it
+/// does not exist, at once (no does-not-exist timer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_not_found_for_a_never_seen_collection_is_does_not_exist() {
+    let s = Setup::start().await;
+    let mut watch = s
+        .client
+        .watch_list_collection::<ClusterType>(&collection_name("nowhere"))
+        .unwrap();
+    let mut seen = Seen::new();
+    until(&mut watch, &mut seen, "does-not-exist", |s| {
+        s.contains_key("#empty")
+    })
+    .await;
+    let log = s.cdn().cdn_requests();
+    assert_eq!(
+        log.first().map(|r| (r.path.clone(), r.status)),
+        Some((collection_path("nowhere"), 404))
+    );
+
+    // Published later: the next poll finds it.
+    let a = cluster_name(MESH_A, "pay");
+    s.serve_cluster(MESH_A, "pay", "pay-a");
+    s.publish("nowhere", &[&a]);
+    until(&mut watch, &mut seen, "the published collection", |s| {
+        is(s, &a, "upsert pay-a")
+    })
+    .await;
+}

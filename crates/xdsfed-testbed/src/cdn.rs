@@ -1,0 +1,275 @@
+//! A server started with [`crate::Protocol::HttpCdn`] is a static file
+//! host: it answers HTTP/1.1 `GET`s of the resources in its store at the
+//! URLs an xdsfed HTTP CDN source fetches (docs/federation.md, "HTTP CDN
+//! delivery"), each file a `DiscoveryResponse` holding that one resource.
+//!
+//! ```text
+//! GET /AUTH/TYPE/ID…?params   ─► the store's xdstp://AUTH/TYPE/ID…?params of type.googleapis.com/TYPE
+//! GET /TYPE/NAME              ─► the store's old-style NAME (one percent-encoded segment)
+//!   200  body: DiscoveryResponse (protobuf; JSON when the request accepts application/json)
+//!        ETag: "<the stored version>"
+//!   304  If-None-Match names the current ETag
+//!   404  nothing stored under that name
+//! ```
+//!
+//! Faults that apply: `refuse_connections` (new connections closed at
+//! once), `response_delay` (every answer held back), `malformed_names` (the
+//! resource's bytes do not decode), `redirects` (the file holds a
+//! `ResourceLocator`), and two of the CDN's own: `cdn_status` (every `GET`
+//! answered with that status, empty) and `cdn_malformed_body` (a `200`
+//! whose body is not a `DiscoveryResponse`). Every request is logged:
+//! [`crate::Server::cdn_requests`].
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use prost::Message as _;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use xdsfed_core::name::canonical_key;
+
+use crate::faults::{MALFORMED_BYTES, redirect_any};
+use crate::server::Shared;
+
+/// The most requests the log keeps; older ones are dropped.
+const LOG_LIMIT: usize = 10_000;
+
+/// One `GET` a CDN server answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CdnRequest {
+    /// The path and query, as requested.
+    pub path: String,
+    /// The `If-None-Match` header, if any.
+    pub if_none_match: Option<String>,
+    /// The status answered.
+    pub status: u16,
+}
+
+/// The requests a CDN server answered, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct CdnLog(Mutex<Vec<CdnRequest>>);
+
+impl CdnLog {
+    fn push(&self, request: CdnRequest) {
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if log.len() >= LOG_LIMIT {
+            log.remove(0);
+        }
+        log.push(request);
+    }
+
+    pub(crate) fn all(&self) -> Vec<CdnRequest> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Serves `listener` until `stop` turns true; connections still open
+/// then are dropped.
+pub(crate) fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = stop.wait_for(|s| *s) => return,
+                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            };
+            let Ok((stream, _)) = accepted else {
+                continue;
+            };
+            if shared.faults().refuse_connections {
+                drop(stream);
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let shared = Arc::clone(&shared);
+            connections.spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let shared = Arc::clone(&shared);
+                    async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
+}
+
+/// The answer to one request, logged.
+async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let faults = shared.faults();
+    if let Some(delay) = faults.response_delay {
+        tokio::time::sleep(delay).await;
+    }
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or_else(String::new, |p| p.as_str().to_owned());
+    let if_none_match = request
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let json = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    let response = if request.method() != Method::GET {
+        empty(StatusCode::METHOD_NOT_ALLOWED)
+    } else if let Some(status) = faults.cdn_status {
+        empty(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+    } else if faults.cdn_malformed_body {
+        body(
+            StatusCode::OK,
+            None,
+            false,
+            Bytes::from_static(MALFORMED_BYTES),
+        )
+    } else {
+        file(shared, &request, if_none_match.as_deref(), json)
+    };
+    shared.cdn_log.push(CdnRequest {
+        path,
+        if_none_match,
+        status: response.status().as_u16(),
+    });
+    response
+}
+
+/// The file at the request's path: `200`, `304` or `404`.
+fn file(
+    shared: &Shared,
+    request: &Request<Incoming>,
+    if_none_match: Option<&str>,
+    json: bool,
+) -> Response<Full<Bytes>> {
+    let Some((type_url, key)) = resource_of(request.uri().path(), request.uri().query()) else {
+        return empty(StatusCode::NOT_FOUND);
+    };
+    let Some(stored) = shared.store.get(&type_url, &key) else {
+        return empty(StatusCode::NOT_FOUND);
+    };
+    let etag = format!("\"{}\"", stored.version);
+    if if_none_match == Some(etag.as_str()) {
+        let mut response = empty(StatusCode::NOT_MODIFIED);
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+        return response;
+    }
+    let faults = shared.faults();
+    let mut resource = stored.resource.clone();
+    if let Some(target) = faults.redirect_for(&stored.key) {
+        resource = redirect_any(target);
+    } else if faults.is_malformed(&stored.key) {
+        resource.value = MALFORMED_BYTES.to_vec();
+    }
+    let response = DiscoveryResponse {
+        version_info: stored.version.clone(),
+        type_url: type_url.clone(),
+        resources: vec![resource],
+        ..Default::default()
+    };
+    let bytes = if json {
+        match xdsfed_core::json::discovery_response_to_json(&response) {
+            Ok(text) => Bytes::from(text),
+            Err(_) => return empty(StatusCode::INTERNAL_SERVER_ERROR),
+        }
+    } else {
+        Bytes::from(response.encode_to_vec())
+    };
+    body(StatusCode::OK, Some(&etag), json, bytes)
+}
+
+/// The type URL and name a path names: `/TYPE/NAME` for an old-style name
+/// (one segment, percent-decoded), else `/AUTH/TYPE/ID…` (with the query
+/// as context parameters) for an xdstp name.
+fn resource_of(path: &str, query: Option<&str>) -> Option<(String, String)> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let [short, name] = segments.as_slice() {
+        let name = percent_encoding::percent_decode_str(name)
+            .decode_utf8()
+            .ok()?;
+        if !name.starts_with("xdstp:") {
+            return Some((format!("type.googleapis.com/{short}"), name.into_owned()));
+        }
+    }
+    let [authority, short, id @ ..] = segments.as_slice() else {
+        return None;
+    };
+    if id.is_empty() {
+        return None;
+    }
+    let mut name = format!("xdstp://{authority}/{short}/{}", id.join("/"));
+    if let Some(query) = query.filter(|q| !q.is_empty()) {
+        name.push('?');
+        name.push_str(query);
+    }
+    Some((
+        format!("type.googleapis.com/{short}"),
+        canonical_key(&name).ok()?,
+    ))
+}
+
+fn empty(status: StatusCode) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = status;
+    response
+}
+
+fn body(status: StatusCode, etag: Option<&str>, json: bool, bytes: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(bytes));
+    *response.status_mut() = status;
+    let content_type = if json {
+        "application/json"
+    } else {
+        "application/x-protobuf"
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(value) = etag.and_then(|e| HeaderValue::from_str(e).ok()) {
+        headers.insert(header::ETAG, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_xdstp_and_old_style_resources() {
+        assert_eq!(
+            resource_of(
+                "/cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all",
+                Some("b=2&a=1")
+            ),
+            Some((
+                "type.googleapis.com/envoy.config.cluster.v3.ClusterCollection".to_owned(),
+                "xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all?a=1&b=2"
+                    .to_owned()
+            ))
+        );
+        assert_eq!(
+            resource_of("/envoy.config.cluster.v3.Cluster/pay%2Fv2", None),
+            Some((
+                "type.googleapis.com/envoy.config.cluster.v3.Cluster".to_owned(),
+                "pay/v2".to_owned()
+            ))
+        );
+        assert_eq!(resource_of("/only-one", None), None);
+    }
+}
