@@ -347,3 +347,48 @@ async fn cdn_not_found_for_a_never_seen_collection_is_does_not_exist() {
     })
     .await;
 }
+
+/// `bootstrap-examples/cdn/`: the bootstrap names the CDN with its base
+/// path, the mesh scenario loads, and the published file is the collection
+/// the comments describe. `XDSFED_WRITE_EXAMPLES=1` writes the file again.
+#[test]
+fn cdn_example_is_consistent() {
+    use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
+    use prost::Message as _;
+    use xdsfed_core::bootstrap::ServerProtocol;
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bootstrap-examples/cdn");
+    let bootstrap = Bootstrap::from_file(dir.join("bootstrap.yaml")).unwrap();
+    let cdn = &bootstrap.authorities[CDN].xds_servers[0];
+    assert!(
+        matches!(cdn.protocol, ServerProtocol::HttpCdn(_)),
+        "{cdn:?}"
+    );
+    let base = cdn
+        .server_uri
+        .strip_prefix("http://127.0.0.1:18100")
+        .unwrap();
+    xdsfed_testbed::scenario::Scenario::from_file(&dir.join("mesh.yaml")).unwrap();
+
+    let members = [cluster_name(MESH_A, "pay"), cluster_name(MESH_B, "ledger")];
+    let expected = DiscoveryResponse {
+        version_info: "1".into(),
+        type_url: xdsfed_core::types::CLUSTER_COLLECTION_TYPE_URL.into(),
+        resources: vec![cluster_collection(
+            members.iter().map(|m| locator(m)).collect(),
+        )],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let file = dir.join(format!("www{base}{}", collection_path("mesh/all")));
+    if std::env::var_os("XDSFED_WRITE_EXAMPLES").is_some() {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, &expected).unwrap();
+    }
+    let on_disk = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    assert!(
+        on_disk == expected,
+        "{} is stale: run with XDSFED_WRITE_EXAMPLES=1",
+        file.display()
+    );
+}
