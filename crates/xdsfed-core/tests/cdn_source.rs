@@ -25,6 +25,8 @@ const PATIENCE: Duration = Duration::from_secs(10);
 const CDN: &str = "cdn.example";
 const MESH_A: &str = "a.example";
 const MESH_B: &str = "b.example";
+/// The CDN's `request_timeout` in the bootstrap below.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(500);
 
 fn cluster_name(authority: &str, id: &str) -> String {
     format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
@@ -62,7 +64,7 @@ impl Setup {
                 "xds_servers": [{a_server}],
                 "authorities": {{
                   "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn}", "channel_creds": [{{"type": "insecure"}}],
-                            "api_type": "HTTP_CDN", "refresh_delay": "0.05s", "request_timeout": "2s"}}]}},
+                            "api_type": "HTTP_CDN", "refresh_delay": "0.05s", "request_timeout": "0.5s"}}]}},
                   "{MESH_A}": {{"xds_servers": [{a_server}]}},
                   "{MESH_B}": {{"xds_servers": [{b_server}]}}}}}}"#,
             a_server = ads(&a),
@@ -259,8 +261,9 @@ async fn cdn_list_collection_members_come_from_their_own_authorities() {
     .await;
 }
 
-/// 3: a 5xx and a malformed body keep the last good collection and give
-/// the watchers an ambient error; the next good answer recovers.
+/// 3: a 5xx, a malformed body, a refused connection and a timeout keep the
+/// last good collection and give the watchers an ambient error; the next
+/// good answer recovers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cdn_failures_keep_the_collection_and_give_an_ambient_error() {
     let s = Setup::start().await;
@@ -291,6 +294,20 @@ async fn cdn_failures_keep_the_collection_and_give_an_ambient_error() {
             "malformed body",
             Faults {
                 cdn_malformed_body: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "refused connections",
+            Faults {
+                refuse_connections: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "an answer later than request_timeout",
+            Faults {
+                response_delay: Some(REQUEST_TIMEOUT * 2),
                 ..Faults::default()
             },
         ),
@@ -391,4 +408,87 @@ fn cdn_example_is_consistent() {
         "{} is stale: run with XDSFED_WRITE_EXAMPLES=1",
         file.display()
     );
+}
+
+/// A CA and a leaf it signed for `127.0.0.1`: (CA, certificate, key) PEM.
+fn pki() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// A CDN over HTTPS is trusted through the bootstrap's CA file only: the
+/// collection arrives; with another CA it is a failure of the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_over_https_trusts_only_the_configured_ca() {
+    let ((ca, cert, key), (other_ca, _, _)) = (pki(), pki());
+    let tls = xdsfed_testbed::ServerTls {
+        cert_pem: cert,
+        key_pem: key,
+        client_ca_pem: None,
+    };
+    let testbed = Testbed::start([
+        ServerSpec::new("cdn", [CDN])
+            .with_protocol(Protocol::HttpCdn)
+            .with_tls(tls),
+        ServerSpec::new("mesh-a", [MESH_A]),
+    ])
+    .await
+    .unwrap();
+    let (cdn, mesh) = (&testbed.servers()[0], &testbed.servers()[1]);
+    assert!(cdn.uri().starts_with("https://"), "{}", cdn.uri());
+    let a = cluster_name(MESH_A, "pay");
+    mesh.set_message(&a, &cluster(&a, "pay-a")).unwrap();
+    cdn.set_resource(
+        &collection_name("mesh/all"),
+        cluster_collection(vec![locator(&a)]),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let client = |ca_pem: &str, file: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(&path, ca_pem).unwrap();
+        let bootstrap = format!(
+            r#"{{"xds_servers": [{{"server_uri": "{mesh}", "channel_creds": [{{"type": "insecure"}}]}}],
+                "authorities": {{
+                  "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn}/", "api_type": "HTTP_CDN",
+                      "channel_creds": [{{"type": "tls", "config": {{"ca_certificate_file": "{ca}"}}}}]}}]}},
+                  "{MESH_A}": {{}}}}}}"#,
+            mesh = mesh.uri(),
+            cdn = cdn.uri(),
+            ca = path.display(),
+        );
+        XdsClient::builder(Bootstrap::from_json_str(&bootstrap).unwrap())
+            .build()
+            .unwrap()
+    };
+
+    let trusted = client(&ca, "ca.pem");
+    let mut watch = trusted
+        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
+        .unwrap();
+    let mut seen = Seen::new();
+    until(&mut watch, &mut seen, "the member over HTTPS", |s| {
+        is(s, &a, "upsert pay-a")
+    })
+    .await;
+
+    let untrusted = client(&other_ca, "other.pem");
+    let mut watch = untrusted
+        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
+        .unwrap();
+    let mut seen = Seen::new();
+    until(&mut watch, &mut seen, "the refused certificate", |s| {
+        s.contains_key("#error")
+    })
+    .await;
+    assert!(seen["#error"].contains("certificate"), "{seen:?}");
+    assert!(!seen.contains_key(&a), "{seen:?}");
 }

@@ -13,14 +13,15 @@
 //! ```
 //!
 //! Faults that apply: `refuse_connections` (new connections closed at
-//! once), `response_delay` (every answer held back), `malformed_names` (the
+//! once, requests on open ones dropped with their connection, unanswered),
+//! `response_delay` (every answer held back), `malformed_names` (the
 //! resource's bytes do not decode), `redirects` (the file holds a
 //! `ResourceLocator`), and two of the CDN's own: `cdn_status` (every `GET`
 //! answered with that status, empty) and `cdn_malformed_body` (a `200`
 //! whose body is not a `DiscoveryResponse`). Every request is logged:
-//! [`crate::Server::cdn_requests`].
+//! [`crate::Server::cdn_requests`]. With [`crate::ServerTls`] it serves
+//! HTTPS (and with a client CA, requires client certificates).
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -35,8 +36,12 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use xdsfed_core::name::canonical_key;
 
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::TlsAcceptor;
+
 use crate::faults::{MALFORMED_BYTES, redirect_any};
-use crate::server::Shared;
+use crate::server::{ServerTls, Shared};
 
 /// The most requests the log keeps; older ones are dropped.
 const LOG_LIMIT: usize = 10_000;
@@ -70,11 +75,61 @@ impl CdnLog {
     }
 }
 
+/// TLS for a CDN server from its PEM credentials (HTTP/1.1 by ALPN); with
+/// a client CA, clients must present a certificate it signed.
+pub(crate) fn tls_acceptor(tls: &ServerTls) -> Result<TlsAcceptor, String> {
+    let certs = CertificateDer::pem_slice_iter(tls.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("certificate: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes())
+        .map_err(|e| format!("private key: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match &tls.client_ca_pem {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                roots
+                    .add(cert.map_err(|e| format!("client CA: {e}"))?)
+                    .map_err(|e| format!("client CA: {e}"))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| format!("client CA: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Why a request on an open connection got no answer.
+#[derive(Debug)]
+struct Refused;
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("refusing connections")
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// Serves `listener` until `stop` turns true; connections still open
 /// then are dropped.
 pub(crate) fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
+    tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -94,14 +149,31 @@ pub(crate) fn serve(
             }
             let _ = stream.set_nodelay(true);
             let shared = Arc::clone(&shared);
+            let tls = tls.clone();
             connections.spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
                     let shared = Arc::clone(&shared);
-                    async move { Ok::<_, Infallible>(answer(&shared, request).await) }
+                    async move {
+                        // An error closes the connection without an answer:
+                        // on an open connection, the nearest to a refusal.
+                        if shared.faults().refuse_connections {
+                            return Err(Refused);
+                        }
+                        Ok(answer(&shared, request).await)
+                    }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let http = hyper::server::conn::http1::Builder::new();
+                match tls {
+                    None => {
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                    // A failed handshake is the client's to report.
+                    Some(tls) => {
+                        if let Ok(stream) = tls.accept(stream).await {
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                    }
+                }
             });
         }
     })

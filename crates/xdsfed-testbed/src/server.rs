@@ -66,7 +66,7 @@ pub enum Protocol {
         max_client_inactive: Duration,
     },
     /// A static file host for HTTP CDN sources: HTTP/1.1 `GET`s of the
-    /// store's resources (see [`crate::cdn`]). Plaintext only.
+    /// store's resources (see [`crate::cdn`]), HTTPS with a [`ServerTls`].
     HttpCdn,
 }
 
@@ -148,6 +148,14 @@ pub enum ServerError {
         server: String,
         /// What tonic said.
         source: tonic::transport::Error,
+    },
+    /// The TLS credentials of an HTTP CDN server were refused.
+    #[error("server {server:?}: bad TLS configuration: {why}")]
+    CdnTls {
+        /// The server's name.
+        server: String,
+        /// What rustls said.
+        why: String,
     },
     /// The resource was refused by the store.
     #[error("server {server:?}: {source}")]
@@ -504,8 +512,17 @@ async fn serve(
     if let Protocol::HttpCdn = spec.protocol {
         let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
         let addr = listener.local_addr().map_err(bind_error)?;
+        let tls = spec
+            .tls
+            .as_ref()
+            .map(crate::cdn::tls_acceptor)
+            .transpose()
+            .map_err(|why| ServerError::CdnTls {
+                server: name.to_owned(),
+                why,
+            })?;
         let (stop, stopped) = watch::channel(false);
-        let task = crate::cdn::serve(listener, shared, stopped);
+        let task = crate::cdn::serve(listener, shared, tls, stopped);
         return Ok((addr, Run { stop, task }));
     }
     let tls = spec.tls.as_ref();
