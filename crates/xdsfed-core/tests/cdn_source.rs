@@ -424,16 +424,25 @@ fn pki() -> (String, String, String) {
     (ca.pem(), cert.pem(), key.serialize_pem())
 }
 
-/// A CDN over HTTPS is trusted through the bootstrap's CA file only: the
-/// collection arrives; with another CA it is a failure of the source.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cdn_over_https_trusts_only_the_configured_ca() {
-    let ((ca, cert, key), (other_ca, _, _)) = (pki(), pki());
-    let tls = xdsfed_testbed::ServerTls {
-        cert_pem: cert,
-        key_pem: key,
-        client_ca_pem: None,
-    };
+/// A client whose `cdn.example` is the CDN at `cdn` over HTTPS with the
+/// `tls` credentials `config` (JSON members), and `a.example` the ADS
+/// server at `mesh`.
+fn https_client(mesh: &str, cdn: &str, config: &str) -> XdsClient {
+    let bootstrap = format!(
+        r#"{{"xds_servers": [{{"server_uri": "{mesh}", "channel_creds": [{{"type": "insecure"}}]}}],
+            "authorities": {{
+              "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn}/", "api_type": "HTTP_CDN",
+                  "channel_creds": [{{"type": "tls", "config": {{{config}}}}}]}}]}},
+              "{MESH_A}": {{}}}}}}"#
+    );
+    XdsClient::builder(Bootstrap::from_json_str(&bootstrap).unwrap())
+        .build()
+        .unwrap()
+}
+
+/// Starts a CDN over HTTPS (`tls`) serving a collection whose one member
+/// is on an ADS server; returns the testbed and the member's name.
+async fn https_setup(tls: xdsfed_testbed::ServerTls) -> (Testbed, String) {
     let testbed = Testbed::start([
         ServerSpec::new("cdn", [CDN])
             .with_protocol(Protocol::HttpCdn)
@@ -451,44 +460,88 @@ async fn cdn_over_https_trusts_only_the_configured_ca() {
         cluster_collection(vec![locator(&a)]),
     )
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let client = |ca_pem: &str, file: &str| {
-        let path = dir.path().join(file);
-        std::fs::write(&path, ca_pem).unwrap();
-        let bootstrap = format!(
-            r#"{{"xds_servers": [{{"server_uri": "{mesh}", "channel_creds": [{{"type": "insecure"}}]}}],
-                "authorities": {{
-                  "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn}/", "api_type": "HTTP_CDN",
-                      "channel_creds": [{{"type": "tls", "config": {{"ca_certificate_file": "{ca}"}}}}]}}]}},
-                  "{MESH_A}": {{}}}}}}"#,
-            mesh = mesh.uri(),
-            cdn = cdn.uri(),
-            ca = path.display(),
-        );
-        XdsClient::builder(Bootstrap::from_json_str(&bootstrap).unwrap())
-            .build()
-            .unwrap()
+    (testbed, a)
+}
+
+/// Waits for the member `a` (`Ok`) or the collection's error (`Err`).
+async fn member_or_error(client: &XdsClient, a: &str) -> Result<(), String> {
+    let mut watch = client
+        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
+        .unwrap();
+    let mut seen = Seen::new();
+    until(&mut watch, &mut seen, "the member or an error", |s| {
+        s.contains_key(a) || s.contains_key("#error")
+    })
+    .await;
+    match seen.get("#error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(()),
+    }
+}
+
+/// A CDN over HTTPS is trusted through the bootstrap's CA file only: the
+/// collection arrives; with another CA it is a failure of the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_over_https_trusts_only_the_configured_ca() {
+    let ((ca, cert, key), (other_ca, _, _)) = (pki(), pki());
+    let tls = xdsfed_testbed::ServerTls {
+        cert_pem: cert,
+        key_pem: key,
+        client_ca_pem: None,
     };
+    let (testbed, a) = https_setup(tls).await;
+    let (cdn, mesh) = (testbed.servers()[0].uri(), testbed.servers()[1].uri());
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.display().to_string()
+    };
+    let (trusted, untrusted) = (file("ca.pem", &ca), file("other.pem", &other_ca));
 
-    let trusted = client(&ca, "ca.pem");
-    let mut watch = trusted
-        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
-        .unwrap();
-    let mut seen = Seen::new();
-    until(&mut watch, &mut seen, "the member over HTTPS", |s| {
-        is(s, &a, "upsert pay-a")
-    })
-    .await;
+    let client = https_client(
+        &mesh,
+        &cdn,
+        &format!(r#""ca_certificate_file": "{trusted}""#),
+    );
+    assert_eq!(member_or_error(&client, &a).await, Ok(()));
+    let client = https_client(
+        &mesh,
+        &cdn,
+        &format!(r#""ca_certificate_file": "{untrusted}""#),
+    );
+    let error = member_or_error(&client, &a).await.unwrap_err();
+    assert!(error.contains("certificate"), "{error}");
+}
 
-    let untrusted = client(&other_ca, "other.pem");
-    let mut watch = untrusted
-        .watch_list_collection::<ClusterType>(&collection_name("mesh/all"))
-        .unwrap();
-    let mut seen = Seen::new();
-    until(&mut watch, &mut seen, "the refused certificate", |s| {
-        s.contains_key("#error")
-    })
-    .await;
-    assert!(seen["#error"].contains("certificate"), "{seen:?}");
-    assert!(!seen.contains_key(&a), "{seen:?}");
+/// mTLS: a CDN that requires client certificates serves a client that
+/// presents one its CA signed, and refuses one that presents none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_over_mtls_needs_the_client_certificate() {
+    let ((ca, cert, key), (client_ca, client_cert, client_key)) = (pki(), pki());
+    let tls = xdsfed_testbed::ServerTls {
+        cert_pem: cert,
+        key_pem: key,
+        client_ca_pem: Some(client_ca),
+    };
+    let (testbed, a) = https_setup(tls).await;
+    let (cdn, mesh) = (testbed.servers()[0].uri(), testbed.servers()[1].uri());
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.display().to_string()
+    };
+    let (ca, cert, key) = (
+        file("ca.pem", &ca),
+        file("client.pem", &client_cert),
+        file("client.key", &client_key),
+    );
+    let with_cert = format!(
+        r#""ca_certificate_file": "{ca}", "certificate_file": "{cert}", "private_key_file": "{key}""#
+    );
+    let client = https_client(&mesh, &cdn, &with_cert);
+    assert_eq!(member_or_error(&client, &a).await, Ok(()));
+    let client = https_client(&mesh, &cdn, &format!(r#""ca_certificate_file": "{ca}""#));
+    assert!(member_or_error(&client, &a).await.is_err());
 }

@@ -27,7 +27,8 @@
 //!    version is `version_info`, or the `ETag` when that is empty.
 //! 5. A valid resource is reported `Upsert` (not again while its version
 //!    and bytes stay the same); an invalid one `Invalid`, and the held copy
-//!    keeps serving. A `ResourceLocator` is a `Redirect`.
+//!    keeps serving. A `ResourceLocator` is a `Redirect` (not again while
+//!    its target and version stay the same).
 //! 6. `404` (or `410`) is the server's answer that the resource does not
 //!    exist: `Removed` at once, for a held copy and for a resource never
 //!    seen alike (no does-not-exist timer: the server answered), once.
@@ -137,6 +138,8 @@ enum Held {
     Nothing,
     /// A copy: its version and bytes (rule 5 compares them).
     Copy { version: Arc<str>, raw: Bytes },
+    /// A redirect: its target and version (rule 5 compares them).
+    Redirect { target: Arc<str>, version: Arc<str> },
     /// The last answer was invalid (the copy the cache holds stays).
     Invalid,
     /// The server said it does not exist.
@@ -281,15 +284,21 @@ impl CdnSession {
         if self.in_flight >= self.cfg.max_in_flight {
             return None;
         }
-        let key = match self.fresh.pop_front() {
-            Some(key) => key,
-            None => {
-                let first = self.due.first().filter(|(at, _)| *at <= now)?.clone();
-                self.due.remove(&first);
-                first.1
+        // Every queued key is tracked (unsubscribe removes both); skip any
+        // that is not rather than stall the queue behind it.
+        let (key, t) = loop {
+            let key = match self.fresh.pop_front() {
+                Some(key) => key,
+                None => {
+                    let first = self.due.first().filter(|(at, _)| *at <= now)?.clone();
+                    self.due.remove(&first);
+                    first.1
+                }
+            };
+            if let Some(t) = self.tracked.get_mut(&key) {
+                break (key, t);
             }
         };
-        let t = self.tracked.get_mut(&key)?;
         self.next_id += 1;
         t.in_flight = Some(self.next_id);
         t.due = None;
@@ -415,7 +424,14 @@ impl CdnSession {
             }
             Ok(Answer::Redirect(target)) => {
                 self.stats.valid += 1;
-                t.held = Held::Nothing;
+                let redirect = Held::Redirect {
+                    target: Arc::clone(&target),
+                    version: Arc::clone(&version),
+                };
+                if t.held == redirect {
+                    return None;
+                }
+                t.held = redirect;
                 Some(CoreEvent::Redirect {
                     key: key.clone(),
                     target,

@@ -373,7 +373,7 @@ fn locator_file_is_a_redirect() {
         &mut s,
         &k,
         Instant::now(),
-        ok(None, &response("1", vec![any])),
+        ok(None, &response("1", vec![any.clone()])),
     );
     let got = events(&mut s);
     let Some(CoreEvent::Redirect { target, .. }) = got.get(1) else {
@@ -383,6 +383,11 @@ fn locator_file_is_a_redirect() {
         &**target,
         "xdstp://mesh.example/envoy.config.cluster.v3.ClusterCollection/moved"
     );
+    // The same redirect again (a host without ETags) is no news.
+    let t1 = Instant::now() + REFRESH;
+    let f = s.poll_fetch(t1).unwrap();
+    s.handle_fetched(f.id, &k, ok(None, &response("1", vec![any.clone()])), t1);
+    assert!(events(&mut s).is_empty());
 }
 
 /// Rule 6: `404` for a resource never seen is `Removed` at once; again
