@@ -104,6 +104,13 @@ impl Inner {
 
     /// The authorities whose names this server may deliver.
     fn authority_filter(&self, key: &ServerKey) -> AuthorityFilter {
+        // A server the bootstrap does not list was named by a ConfigSource
+        // beside a name (`XdsClient::watch_on_server`), which authorised
+        // the names sent to it; it is asked for nothing else, and a session
+        // ignores what it did not ask for.
+        if !self.registry.server_keys().any(|known| known == key) {
+            return AuthorityFilter::any();
+        }
         let mut filter = AuthorityFilter::new().with_old_style(self.registry.serves_old_style(key));
         for authority in self.registry.authorities_for(key) {
             filter = filter.with_authority(authority);
