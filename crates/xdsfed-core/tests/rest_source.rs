@@ -325,3 +325,23 @@ async fn grpc_primary_falls_back_to_rest() {
     grpc.update_faults(|f| f.refuse_connections = false);
     copy_from(&mut watch, "grpc").await;
 }
+
+/// The runnable example in `bootstrap-examples/rest-source/` loads: both
+/// bootstraps name a REST server at the scenario's REST port, and the
+/// scenario serves REST there.
+#[test]
+fn rest_source_example_loads() {
+    use xdsfed_core::bootstrap::ServerProtocol;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bootstrap-examples/rest-source");
+    for file in ["bootstrap.json", "envoy.yaml"] {
+        let b = Bootstrap::from_file(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
+        let rest = &b.authorities["rest.example"].xds_servers[0];
+        assert!(matches!(rest.protocol, ServerProtocol::Rest(_)), "{file}");
+        assert!(rest.server_uri.ends_with("127.0.0.1:18110"), "{file}");
+    }
+    let scenario = xdsfed_testbed::scenario::Scenario::from_file(&dir.join("testbed.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = &scenario.servers()[0];
+    assert_eq!((rest.protocol, rest.port), (Protocol::Rest, 18110));
+}
