@@ -335,7 +335,7 @@ fn rest_source_example_loads() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../bootstrap-examples/rest-source");
     for file in ["bootstrap.json", "envoy.yaml"] {
-        let b = Bootstrap::from_file(&dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
+        let b = Bootstrap::from_file(dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
         let rest = &b.authorities["rest.example"].xds_servers[0];
         assert!(matches!(rest.protocol, ServerProtocol::Rest(_)), "{file}");
         assert!(rest.server_uri.ends_with("127.0.0.1:18110"), "{file}");
