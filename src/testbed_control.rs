@@ -148,6 +148,9 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
         inject,
         redirects: faults.redirects.into_iter().collect::<BTreeMap<_, _>>(),
         delta_unimplemented: faults.delta_unimplemented,
+        // REST-only faults; the control API has no fields for them.
+        http_status: None,
+        malformed_body: false,
     })
 }
 

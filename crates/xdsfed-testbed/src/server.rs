@@ -64,6 +64,9 @@ pub enum Protocol {
         /// (checked every half of it).
         max_client_inactive: Duration,
     },
+    /// REST-JSON polling: `POST /v3/discovery:{type}` over HTTP/1.1 (see
+    /// [`crate::rest`]). Plaintext only.
+    Rest,
 }
 
 impl Protocol {
@@ -166,6 +169,14 @@ pub enum ServerError {
         authority: String,
         /// The authorities the server serves.
         served: Vec<String>,
+    },
+    /// The server's spec asks for something it cannot serve.
+    #[error("server {server:?}: {what}")]
+    Unsupported {
+        /// The server's name.
+        server: String,
+        /// What, and what to do instead.
+        what: String,
     },
     /// [`Server::stop`] ended a restart's down period: the server stays stopped.
     #[error("server {server:?} was stopped while it was down for a restart")]
@@ -482,6 +493,9 @@ async fn serve(
     addr: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
+    if spec.protocol == Protocol::Rest {
+        return serve_rest(spec, addr, shared).await;
+    }
     let name = spec.name.as_str();
     let tls = spec.tls.as_ref();
     let mut builder = tonic::transport::Server::builder();
@@ -537,6 +551,30 @@ async fn serve(
     Ok((addr, Run { stop, task }))
 }
 
+/// Serves REST-JSON (plaintext) on `addr` (see [`crate::rest`]).
+async fn serve_rest(
+    spec: &ServerSpec,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<(SocketAddr, Run), ServerError> {
+    if spec.tls.is_some() {
+        return Err(ServerError::Unsupported {
+            server: spec.name.clone(),
+            what: "the testbed serves REST-JSON in plaintext only: drop the TLS settings".into(),
+        });
+    }
+    let bind_error = |source| ServerError::Bind {
+        server: spec.name.clone(),
+        addr,
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let (stop, stopped) = watch::channel(false);
+    let task = crate::rest::spawn(listener, shared, stopped);
+    Ok((addr, Run { stop, task }))
+}
+
 /// The service `protocol` speaks, on `builder`.
 fn add_protocol(
     builder: &mut tonic::transport::Server,
@@ -545,7 +583,8 @@ fn add_protocol(
     stop: &watch::Sender<bool>,
 ) -> tonic::transport::server::Router {
     match protocol {
-        Protocol::Ads => builder.add_service(
+        // REST is served by `serve_rest`; the arm only keeps the match whole.
+        Protocol::Ads | Protocol::Rest => builder.add_service(
             // The client's limit both ways: tonic's own default (4 MiB
             // decoded) would refuse a client subscribing to 100 000 names in
             // one request.

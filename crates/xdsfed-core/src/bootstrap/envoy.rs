@@ -9,6 +9,11 @@
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
 //!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
 //!   api_config_source.refresh_delay ─────────►   polled every refresh_delay
+//!   "REST" ──────────────────────────────────► ServerConfig.protocol: REST-JSON polling,
+//!   api_config_source.refresh_delay ─────────►   every refresh_delay, each request
+//!   api_config_source.request_timeout ───────►   bounded by request_timeout
+//!   api_config_source.cluster_names[k] ──────►   one ServerConfig each (or grpc_services'
+//!                                                google_grpc.target_uri, for a direct URI)
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -23,7 +28,10 @@ use std::path::PathBuf;
 use super::AuthorityConfig;
 use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
-use super::server::{ApiVariant, ChannelCreds, PolicyStreamTiming, ServerConfig, ServerProtocol};
+use super::server::{
+    ApiVariant, ChannelCreds, PolicyStreamTiming, REST_API_TYPE, ServerConfig, ServerProtocol,
+    parse_rest_timing,
+};
 use super::target::check_server_uri;
 use super::walk::{At, Result};
 
@@ -71,6 +79,11 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
         ));
     };
     api.object()?;
+    if let Some(t) = api.get("api_type")?
+        && t.str()? == REST_API_TYPE
+    {
+        return parse_rest_source(&api, root);
+    }
     let (variant, pinned, protocol) = match api.get("api_type")? {
         Some(t) if t.str()? == POLICY_STREAM_API_TYPE => {
             (ApiVariant::Sotw, true, policy_stream(&api)?)
@@ -102,6 +115,42 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
             })
         })
         .collect()
+}
+
+/// A REST `api_config_source`: its timers, and its servers from
+/// `cluster_names` (Envoy's field for REST, each resolved against
+/// `static_resources.clusters`) or, for a direct URI, `grpc_services`'
+/// `google_grpc.target_uri` (`http://` or `https://`).
+fn parse_rest_source(api: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
+    let protocol = ServerProtocol::Rest(parse_rest_timing(api)?);
+    let mut targets = Vec::new();
+    if let Some(names) = api.get("cluster_names")? {
+        for name in names.array()? {
+            targets.push(resolve_static_cluster(root, &name)?);
+        }
+    }
+    if let Some(services) = api.get("grpc_services")? {
+        for service in services.array()? {
+            targets.push(parse_grpc_service(&service, root)?);
+        }
+    }
+    if targets.is_empty() {
+        return Err(api.missing(
+            "cluster_names",
+            "a non-empty array of static cluster names (or grpc_services with google_grpc.target_uri)",
+        ));
+    }
+    Ok(targets
+        .into_iter()
+        .map(|(server_uri, channel_creds)| ServerConfig {
+            server_uri,
+            channel_creds,
+            server_features: Vec::new(),
+            api: ApiVariant::Sotw,
+            api_pinned: true,
+            protocol,
+        })
+        .collect())
 }
 
 /// The `api_type` of a policy-distribution stream (an xdsfed extension).

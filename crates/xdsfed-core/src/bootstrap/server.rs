@@ -27,7 +27,7 @@ impl ApiVariant {
             "AGGREGATED_DELTA_GRPC" => Ok(ApiVariant::Delta),
             "AGGREGATED_GRPC" => Ok(ApiVariant::Sotw),
             other => Err(at.error(format!(
-                "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\" or \"AGGREGATED_GRPC\""
+                "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\", \"AGGREGATED_GRPC\" or \"REST\""
             ))),
         }
     }
@@ -44,16 +44,58 @@ pub enum ServerProtocol {
     /// snapshots of `ValidatingPolicy` resources (see
     /// [`crate::policy_stream`]).
     PolicyStream(PolicyStreamTiming),
+    /// REST-JSON polling (`"api_type": "REST"`): state-of-the-world
+    /// `DiscoveryRequest`s POSTed as JSON to `/v3/discovery:{type}`, one
+    /// per type every `refresh_delay` (see [`crate::source::rest`]).
+    Rest(RestTiming),
 }
 
 impl ServerProtocol {
-    /// `ads` or `policy_stream`, as the bootstrap spells it.
+    /// `ads`, `policy_stream` or `rest`, as the bootstrap spells it.
     pub fn name(&self) -> &'static str {
         match self {
             ServerProtocol::Ads => "ads",
             ServerProtocol::PolicyStream(_) => "policy_stream",
+            ServerProtocol::Rest(_) => "rest",
         }
     }
+}
+
+/// The timers of a REST-JSON source (Envoy's `ApiConfigSource` fields of
+/// the same names, with Envoy's defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RestTiming {
+    /// How long after an answer the next poll of its type leaves (default
+    /// 1 s).
+    pub refresh_delay: Duration,
+    /// How long one request may take, connecting included, before it
+    /// counts as the server failing (default 1 s).
+    pub request_timeout: Duration,
+}
+
+impl Default for RestTiming {
+    fn default() -> Self {
+        RestTiming {
+            refresh_delay: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The `api_type` that names a REST-JSON source, in both bootstrap formats.
+pub(crate) const REST_API_TYPE: &str = "REST";
+
+/// Reads `refresh_delay` and `request_timeout` of `at` (a server entry or
+/// an Envoy `api_config_source`); each has a default.
+pub(crate) fn parse_rest_timing(at: &At<'_>) -> Result<RestTiming> {
+    let mut timing = RestTiming::default();
+    if let Some(d) = at.get("refresh_delay")? {
+        timing.refresh_delay = parse_duration(&d)?;
+    }
+    if let Some(d) = at.get("request_timeout")? {
+        timing.request_timeout = parse_duration(&d)?;
+    }
+    Ok(timing)
 }
 
 /// The timers of a policy stream.
@@ -176,8 +218,9 @@ const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 
 /// Reads one gRPC `xds_servers` entry:
 /// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type",
-/// "protocol", "policy_stream"}`. `api_type`, `protocol` and `policy_stream`
-/// are xdsfed extensions (gRPC ignores them as unknown fields).
+/// "protocol", "policy_stream", "refresh_delay", "request_timeout"}`.
+/// `api_type`, `protocol`, `policy_stream` and the REST timers are xdsfed
+/// extensions (gRPC ignores them as unknown fields).
 pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     at.object()?;
     let uri_at = at.require("server_uri", "a non-empty string")?;
@@ -195,7 +238,26 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
             .collect(),
         None => Vec::new(),
     };
-    let (api, api_pinned) = match at.get("api_type")? {
+    let api_type = at.get("api_type")?;
+    if let Some(api_type) = &api_type
+        && api_type.str()? == REST_API_TYPE
+    {
+        return Ok(ServerConfig {
+            server_uri,
+            channel_creds,
+            server_features,
+            // REST-JSON polling is state of the world (no delta over REST).
+            api: ApiVariant::Sotw,
+            api_pinned: true,
+            protocol: parse_rest_protocol(at)?,
+        });
+    }
+    for field in ["refresh_delay", "request_timeout"] {
+        if let Some(t) = at.get(field)? {
+            return Err(t.error("only for a server with \"api_type\": \"REST\""));
+        }
+    }
+    let (api, api_pinned) = match api_type {
         Some(api_type) => (ApiVariant::from_api_type(&api_type)?, true),
         None => (ApiVariant::Delta, false),
     };
@@ -208,6 +270,17 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
         api_pinned,
         protocol,
     })
+}
+
+/// A REST server entry's protocol: its timers; `protocol` and
+/// `policy_stream` name other protocols, so they are refused here.
+fn parse_rest_protocol(at: &At<'_>) -> Result<ServerProtocol> {
+    for field in ["protocol", "policy_stream"] {
+        if let Some(t) = at.get(field)? {
+            return Err(t.error("not for a server with \"api_type\": \"REST\" (REST-JSON polling)"));
+        }
+    }
+    Ok(ServerProtocol::Rest(parse_rest_timing(at)?))
 }
 
 /// `"protocol": "ads" | "policy_stream"`, with the policy stream's timers

@@ -171,6 +171,80 @@ fn envoy_grpc_refuses_a_cluster_with_several_endpoints() {
     );
 }
 
+/// REST-JSON sources: `"api_type": "REST"` with Envoy's timers and
+/// defaults, SotW pinned; the timers belong to REST servers only.
+#[test]
+fn grpc_style_rest_server_reads_its_timers_and_defaults() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [
+            {"server_uri": "http://s:1", "channel_creds": [{"type": "insecure"}], "api_type": "REST", "refresh_delay": "0.5s", "request_timeout": "2s"},
+            {"server_uri": "http://s:2", "channel_creds": [{"type": "insecure"}], "api_type": "REST"}]}"#,
+    ));
+    assert_eq!(
+        b.xds_servers[0].protocol,
+        ServerProtocol::Rest(RestTiming {
+            refresh_delay: std::time::Duration::from_millis(500),
+            request_timeout: std::time::Duration::from_secs(2),
+        })
+    );
+    assert_eq!(b.xds_servers[0].protocol.name(), "rest");
+    assert_eq!(
+        (b.xds_servers[0].api, b.xds_servers[0].api_pinned),
+        (ApiVariant::Sotw, true)
+    );
+    assert_eq!(
+        b.xds_servers[1].protocol,
+        ServerProtocol::Rest(RestTiming::default())
+    );
+}
+
+#[test]
+fn rest_timers_are_refused_on_other_servers_and_bad_durations_name_the_field() {
+    let err = Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "refresh_delay": "1s"}]}"#,
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(err, Some(Some("xds_servers[0].refresh_delay".to_owned())));
+    let err = Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "api_type": "REST", "request_timeout": "soon"}]}"#,
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(err, Some(Some("xds_servers[0].request_timeout".to_owned())));
+}
+
+#[test]
+fn envoy_style_rest_source_resolves_cluster_names() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n    refresh_delay: 3s\n    cluster_names: [x]\nstatic_resources:\n  clusters:\n  - name: x\n    load_assignment:\n      endpoints:\n      - lb_endpoints:\n        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}\n",
+    ));
+    let server = &b.xds_servers[0];
+    assert_eq!(server.server_uri, "127.0.0.1:8080");
+    assert_eq!(
+        server.protocol,
+        ServerProtocol::Rest(RestTiming {
+            refresh_delay: std::time::Duration::from_secs(3),
+            ..RestTiming::default()
+        })
+    );
+    let direct = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n    grpc_services: [{google_grpc: {target_uri: 'http://r:1'}}]\n",
+    ));
+    assert_eq!(direct.xds_servers[0].server_uri, "http://r:1");
+    let err = Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n",
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(
+        err,
+        Some(Some(
+            "default_config_source.api_config_source.cluster_names".to_owned()
+        ))
+    );
+}
+
 fn env(vars: &[(&str, &str)]) -> impl FnMut(&str) -> Option<OsString> {
     let vars: Vec<(String, OsString)> = vars
         .iter()

@@ -10,6 +10,8 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
+pub mod rest;
+
 use std::sync::Arc;
 
 use crate::bootstrap::{ServerConfig, ServerProtocol};
@@ -78,8 +80,18 @@ pub(crate) struct Opening {
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime: ADS, or the policy stream when the bootstrap names it.
+/// runtime: ADS, or the policy stream or REST-JSON polling when the
+/// bootstrap names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    if let ServerProtocol::Rest(_) = opening.server.protocol {
+        return Arc::new(rest::RestConnection::spawn(
+            opening.server,
+            opening.authorities,
+            opening.types,
+            opening.sink,
+            opening.options,
+        ));
+    }
     if let ServerProtocol::PolicyStream(_) = opening.server.protocol {
         return Arc::new(PolicyConnection::spawn(
             opening.server,
