@@ -9,6 +9,8 @@
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
 //!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
 //!   api_config_source.refresh_delay ─────────►   polled every refresh_delay
+//! config_sources[i].path_config_source ─────► one ServerConfig: a filesystem source
+//!   path, watched_directory.path ────────────►   (ServerProtocol::File)
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -23,7 +25,9 @@ use std::path::PathBuf;
 use super::AuthorityConfig;
 use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
-use super::server::{ApiVariant, ChannelCreds, PolicyStreamTiming, ServerConfig, ServerProtocol};
+use super::server::{
+    ApiVariant, ChannelCreds, FileSource, PolicyStreamTiming, ServerConfig, ServerProtocol,
+};
 use super::target::check_server_uri;
 use super::walk::{At, Result};
 
@@ -61,13 +65,17 @@ pub(crate) fn parse_config_sources(
     Ok((default, authorities))
 }
 
-/// One `ConfigSource`: only `api_config_source` with gRPC services applies.
+/// One `ConfigSource`: `api_config_source` with gRPC services, or
+/// `path_config_source` (a filesystem source).
 fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
     source.object()?;
+    if let Some(path) = source.get("path_config_source")? {
+        return Ok(vec![parse_path_config_source(&path)?]);
+    }
     let Some(api) = source.get("api_config_source")? else {
         return Err(source.missing(
             "api_config_source",
-            "an object with api_type and grpc_services (ads, path and path_config_source are not supported)",
+            "an object with api_type and grpc_services, or path_config_source with a path (ads and path are not supported)",
         ));
     };
     api.object()?;
@@ -98,10 +106,22 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
                 server_features: Vec::new(),
                 api: variant,
                 api_pinned: pinned,
-                protocol,
+                protocol: protocol.clone(),
             })
         })
         .collect()
+}
+
+/// `PathConfigSource`: `{path, watched_directory: {path}}`.
+fn parse_path_config_source(at: &At<'_>) -> Result<ServerConfig> {
+    at.object()?;
+    let path_at = at.require("path", "a file path")?;
+    let mut source = FileSource::new(path_at.non_empty_str()?).map_err(|p| path_at.error(p))?;
+    if let Some(dir) = at.get("watched_directory")? {
+        let dir_path = dir.require("path", "a directory path")?.non_empty_str()?;
+        source.watched_directory = Some(PathBuf::from(dir_path));
+    }
+    Ok(source.server())
 }
 
 /// The `api_type` of a policy-distribution stream (an xdsfed extension).

@@ -10,6 +10,8 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
+pub mod file;
+
 use std::sync::Arc;
 
 use crate::bootstrap::{ServerConfig, ServerProtocol};
@@ -78,8 +80,19 @@ pub(crate) struct Opening {
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime: ADS, or the policy stream when the bootstrap names it.
+/// runtime: ADS, the policy stream or a file, as the bootstrap names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    if let ServerProtocol::File(source) = &opening.server.protocol {
+        let source = source.clone();
+        return Arc::new(file::FileConnection::spawn(
+            opening.server,
+            source,
+            opening.authorities,
+            opening.types,
+            opening.sink,
+            &opening.options,
+        ));
+    }
     if let ServerProtocol::PolicyStream(_) = opening.server.protocol {
         return Arc::new(PolicyConnection::spawn(
             opening.server,
