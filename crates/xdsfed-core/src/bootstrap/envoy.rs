@@ -14,6 +14,8 @@
 //!   api_config_source.request_timeout ───────►   bounded by request_timeout
 //!   api_config_source.cluster_names[k] ──────►   one ServerConfig each (or grpc_services'
 //!                                                google_grpc.target_uri, for a direct URI)
+//! config_sources[i].path_config_source ─────► one ServerConfig: a filesystem source
+//!   path, watched_directory.path ────────────►   (ServerProtocol::File)
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -29,8 +31,8 @@ use super::AuthorityConfig;
 use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
 use super::server::{
-    ApiVariant, ChannelCreds, PolicyStreamTiming, REST_API_TYPE, ServerConfig, ServerProtocol,
-    parse_rest_timing,
+    ApiVariant, ChannelCreds, FileSource, PolicyStreamTiming, REST_API_TYPE, ServerConfig,
+    ServerProtocol, parse_rest_timing,
 };
 use super::target::check_server_uri;
 use super::walk::{At, Result};
@@ -69,13 +71,17 @@ pub(crate) fn parse_config_sources(
     Ok((default, authorities))
 }
 
-/// One `ConfigSource`: only `api_config_source` with gRPC services applies.
+/// One `ConfigSource`: `api_config_source` with gRPC services, or
+/// `path_config_source` (a filesystem source).
 fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
     source.object()?;
+    if let Some(path) = source.get("path_config_source")? {
+        return Ok(vec![parse_path_config_source(&path)?]);
+    }
     let Some(api) = source.get("api_config_source")? else {
         return Err(source.missing(
             "api_config_source",
-            "an object with api_type and grpc_services (ads, path and path_config_source are not supported)",
+            "an object with api_type and grpc_services, or path_config_source with a path (ads and path are not supported)",
         ));
     };
     api.object()?;
@@ -111,7 +117,7 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
                 server_features: Vec::new(),
                 api: variant,
                 api_pinned: pinned,
-                protocol,
+                protocol: protocol.clone(),
             })
         })
         .collect()
@@ -148,9 +154,21 @@ fn parse_rest_source(api: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
             server_features: Vec::new(),
             api: ApiVariant::Sotw,
             api_pinned: true,
-            protocol,
+            protocol: protocol.clone(),
         })
         .collect())
+}
+
+/// `PathConfigSource`: `{path, watched_directory: {path}}`.
+fn parse_path_config_source(at: &At<'_>) -> Result<ServerConfig> {
+    at.object()?;
+    let path_at = at.require("path", "a file path")?;
+    let mut source = FileSource::new(path_at.non_empty_str()?).map_err(|p| path_at.error(p))?;
+    if let Some(dir) = at.get("watched_directory")? {
+        let dir_path = dir.require("path", "a directory path")?.non_empty_str()?;
+        source.watched_directory = Some(PathBuf::from(dir_path));
+    }
+    Ok(source.server())
 }
 
 /// The `api_type` of a policy-distribution stream (an xdsfed extension).

@@ -305,3 +305,79 @@ fn file_format_follows_the_extension() {
     assert_eq!(format_of(Path::new("a.json")), Format::Json);
     assert_eq!(format_of(Path::new("bootstrap")), Format::Json);
 }
+
+#[test]
+fn file_server_uri_is_a_filesystem_source_in_both_formats() {
+    let grpc = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "file:///etc/xds/config.yaml", "watched_directory": "/etc/xds"}]}"#,
+    ));
+    let envoy = ok(Bootstrap::from_yaml_str(
+        "default_config_source:
+  path_config_source:
+    path: /etc/xds/config.yaml
+    watched_directory: { path: /etc/xds }
+",
+    ));
+    assert_eq!(grpc.xds_servers, envoy.xds_servers, "one model");
+    let server = &grpc.xds_servers[0];
+    assert_eq!(server.server_uri, "file:///etc/xds/config.yaml");
+    assert_eq!(server.protocol.name(), "file");
+    let ServerProtocol::File(source) = &server.protocol else {
+        panic!("{:?}", server.protocol)
+    };
+    assert_eq!(source.path, std::path::Path::new("/etc/xds/config.yaml"));
+    assert_eq!(source.format, FileFormat::Yaml);
+    assert_eq!(source.directory(), std::path::Path::new("/etc/xds"));
+    // Relative paths stay relative (to the working directory), like every
+    // other file a bootstrap names; the parent is watched by default.
+    let relative = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "file://config.pb"}]}"#,
+    ));
+    let ServerProtocol::File(source) = &relative.xds_servers[0].protocol else {
+        panic!()
+    };
+    assert_eq!(source.format, FileFormat::Protobuf);
+    assert_eq!(source.directory(), std::path::Path::new("."));
+}
+
+#[test]
+fn file_source_errors_name_the_field() {
+    for (json, field, says) in [
+        (
+            r#"{"xds_servers": [{"server_uri": "file:///x.txt"}]}"#,
+            "xds_servers[0].server_uri",
+            "extension",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "file:"}]}"#,
+            "xds_servers[0].server_uri",
+            "file://PATH",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "file:///x.json", "protocol": "ads"}]}"#,
+            "xds_servers[0].protocol",
+            "file",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "watched_directory": "/d"}]}"#,
+            "xds_servers[0].watched_directory",
+            "file://",
+        ),
+        (
+            r#"{"default_config_source": {"path_config_source": {"path": "/x.conf"}}}"#,
+            "default_config_source.path_config_source.path",
+            "extension",
+        ),
+        (
+            r#"{"default_config_source": {"path_config_source": {"watched_directory": {"path": "/d"}}}}"#,
+            "default_config_source.path_config_source",
+            "path",
+        ),
+    ] {
+        let error = Bootstrap::from_json_str(json).expect_err(json).to_string();
+        assert!(
+            error.contains(field) && error.contains(says),
+            "{json}: {error}"
+        );
+    }
+}

@@ -109,7 +109,11 @@ pub(crate) fn locator_key(
 /// parameter order and percent-encoding do not matter), old-style names
 /// exactly. A resource that carries no name inside (an empty name, a list
 /// collection) has only the wire name, and nothing to disagree with.
-fn same_name(key: &str, wire: &str, resource: Decoded) -> Result<Decoded, ValidationError> {
+pub(crate) fn same_name(
+    key: &str,
+    wire: &str,
+    resource: Decoded,
+) -> Result<Decoded, ValidationError> {
     let Some(inner) = resource.name() else {
         return Ok(resource);
     };

@@ -92,7 +92,7 @@ pub use config::{
 };
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
-pub(crate) use ingest::locator_key;
+pub(crate) use ingest::{locator_key, same_name};
 pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use type_state::{glob_of, is_glob};

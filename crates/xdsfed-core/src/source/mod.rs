@@ -10,6 +10,7 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
+pub mod file;
 pub mod rest;
 
 use std::sync::Arc;
@@ -80,9 +81,20 @@ pub(crate) struct Opening {
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime: ADS, or the policy stream or REST-JSON polling when the
+/// runtime: ADS, the policy stream, REST-JSON polling or a file, as the
 /// bootstrap names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
+    if let ServerProtocol::File(source) = &opening.server.protocol {
+        let source = source.clone();
+        return Arc::new(file::FileConnection::spawn(
+            opening.server,
+            source,
+            opening.authorities,
+            opening.types,
+            opening.sink,
+            &opening.options,
+        ));
+    }
     if let ServerProtocol::Rest(_) = opening.server.protocol {
         return Arc::new(rest::RestConnection::spawn(
             opening.server,
