@@ -2,7 +2,8 @@
 //! addressing"): a cluster's `eds_config` that names its own server and lists
 //! the authorities it serves sends the endpoints there, beside the
 //! bootstrap's servers; one that claims an authority the bootstrap maps to
-//! another server is refused on the cluster, with the reason. The trust rule
+//! another server is refused on the cluster, with the reason; one that names
+//! a file (`path_config_source`) has the endpoints read from it. The trust rule
 //! is in docs/federation.md ("ConfigSources beside names").
 
 // Helpers of tests and benchmarks state their expectations with unwrap,
@@ -13,7 +14,9 @@ mod common;
 
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
 use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
-use envoy_types::pb::envoy::config::core::v3::{ApiConfigSource, ConfigSource, GrpcService};
+use envoy_types::pb::envoy::config::core::v3::{
+    ApiConfigSource, ConfigSource, GrpcService, PathConfigSource,
+};
 use envoy_types::pb::xds::core::v3::Authority;
 
 use common::resources::{cluster, endpoints};
@@ -110,6 +113,69 @@ async fn endpoints_come_from_the_server_the_clusters_config_source_names() {
         assignment.provenance.server
     );
     assert_eq!(assignment.value.endpoints[0].lb_endpoints.len(), 1);
+    graph.shutdown().await;
+    testbed.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_come_from_the_file_the_clusters_config_source_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("endpoints.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"version_info: "3"
+resources:
+  - "@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
+    cluster_name: {CLA}
+    endpoints:
+      - lb_endpoints:
+          - endpoint: {{address: {{socket_address: {{address: 10.0.0.8, port_value: 9090}}}}}}
+"#
+        ),
+    )
+    .unwrap();
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let a = testbed.server("a").unwrap();
+    let mut web = cluster(CLUSTER, CLA);
+    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(ConfigSource {
+        authorities: vec![Authority { name: B.into() }],
+        config_source_specifier: Some(ConfigSourceSpecifier::PathConfigSource(PathConfigSource {
+            path: file.display().to_string(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    a.set_message(CLUSTER, &web).unwrap();
+    let client = client(&bootstrap(&a.uri(), ""));
+    let mut graph = ConfigGraph::builder(client.clone())
+        .cluster(CLUSTER)
+        .start();
+    let ready = snapshot_where(&mut graph, "the endpoints arrived from the file", |s| {
+        s.cluster(CLUSTER).is_some_and(|c| {
+            matches!(
+                &c.endpoints,
+                ClusterEndpoints::Eds {
+                    assignment: Some(_),
+                    ..
+                }
+            )
+        })
+    })
+    .await;
+    let ClusterEndpoints::Eds {
+        assignment: Some(assignment),
+        ..
+    } = &ready.cluster(CLUSTER).unwrap().endpoints
+    else {
+        unreachable!()
+    };
+    assert!(
+        assignment.provenance.server.starts_with("file://"),
+        "delivered by {}",
+        assignment.provenance.server
+    );
+    assert_eq!(&*assignment.provenance.version, "3");
     graph.shutdown().await;
     testbed.shutdown().await;
 }
