@@ -48,6 +48,37 @@ impl Cache {
     }
 }
 
+impl super::Inner {
+    /// A copy loaded before anyone watched it takes its first watcher's
+    /// subscription: that server's features decide how events change it,
+    /// and its failures reach it.
+    pub(super) fn adopt_from_disk(
+        &mut self,
+        key: &ResourceKey,
+        provenance: &Provenance,
+        policy: DataErrorPolicy,
+    ) {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        if entry.watchers > 0 || entry.tx.borrow().status != ResourceStatus::FromDisk {
+            return;
+        }
+        entry.policy = policy;
+        if entry.provenance == *provenance {
+            return;
+        }
+        let old = std::mem::replace(&mut entry.provenance, provenance.clone());
+        if let Some(keys) = self.by_server.get_mut(&old.server) {
+            keys.remove(key);
+        }
+        self.by_server
+            .entry(Arc::clone(&provenance.server))
+            .or_default()
+            .insert(key.clone());
+    }
+}
+
 /// The ambient error of a copy loaded from the state directory.
 pub(super) fn from_disk_error(key: &ResourceKey, server: &Arc<str>) -> XdsError {
     let message = format!(

@@ -124,7 +124,9 @@ impl Cache {
     ) -> (watch::Receiver<ResourceState>, bool) {
         let mut inner = self.lock();
         let inner = &mut *inner;
-        if !inner.entries.contains_key(key) {
+        if inner.entries.contains_key(key) {
+            inner.adopt_from_disk(key, &provenance, policy);
+        } else {
             inner.insert_entry(key, Entry::new(provenance, policy));
         }
         let Some(entry) = inner.entries.get_mut(key) else {
@@ -134,11 +136,6 @@ impl Cache {
             );
         };
         let first = entry.watchers == 0;
-        if first && entry.tx.borrow().status == ResourceStatus::FromDisk {
-            // Loaded before anyone watched it: the watcher's server's
-            // features decide how events change it.
-            entry.policy = policy;
-        }
         entry.watchers += 1;
         let mut rx = entry.tx.subscribe();
         if entry.tx.borrow().status != ResourceStatus::Requested {

@@ -182,3 +182,31 @@ fn disk_copy_does_not_count_as_answered() {
     assert!(!cache.is_answered(&key));
     assert!(cache.has_copy(&key));
 }
+
+/// A copy loaded before anyone watched it takes its first watcher's
+/// server features: with `ignore_resource_deletion`, a deletion keeps it.
+#[test]
+fn disk_copy_takes_its_first_watchers_server_features() {
+    let cache = Cache::new();
+    let key = ResourceKey::new(CDS, "c1");
+    from_disk(&cache, &key, &Arc::from("old"));
+    let server: Arc<str> = Arc::from("new");
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let policy = DataErrorPolicy {
+        ignore_resource_deletion: true,
+        ..DataErrorPolicy::default()
+    };
+    let _rx = cache.add_watcher(&key, provenance, policy);
+    let removed = CoreEvent::Removed {
+        key: key.clone(),
+        reason: crate::protocol::RemovedReason::Deleted,
+    };
+    cache.apply(&server, DataErrorPolicy::default(), vec![removed]);
+    assert!(cache.state(&key).unwrap().resource.is_some());
+    let mut servers = Vec::new();
+    cache.for_each(|_, p, _| servers.push(Arc::clone(&p.server)));
+    assert_eq!(servers, vec![server]);
+}

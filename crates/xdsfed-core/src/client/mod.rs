@@ -109,7 +109,9 @@ impl XdsClientBuilder {
     /// client is built, so they serve at once with status
     /// [`ResourceStatus::FromDisk`](crate::cache::ResourceStatus::FromDisk)
     /// and an ambient error until a server confirms or replaces them.
-    /// One client per directory. See docs/client.md, "The state directory".
+    /// One client per directory. Dropping the client's last handle waits
+    /// for the writes still pending (at most one per resource). See
+    /// docs/client.md, "The state directory".
     pub fn state_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
         self
