@@ -148,7 +148,10 @@ fn faults_from_pb(faults: pb::Faults) -> Result<Faults, Status> {
         inject,
         redirects: faults.redirects.into_iter().collect::<BTreeMap<_, _>>(),
         delta_unimplemented: faults.delta_unimplemented,
-        // The control API has no fields for the HTTP CDN faults: none.
+        // REST-only faults; the control API has no fields for them.
+        http_status: None,
+        malformed_body: false,
+        // HTTP CDN faults; the control API has no fields for them.
         cdn_status: None,
         cdn_malformed_body: false,
     })

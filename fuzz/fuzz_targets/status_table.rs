@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         (next(), next(), next(), next(), next(), next());
     let has_error = !error.is_empty();
     let status = ClientStatus {
+        state_dir: None,
         node_id,
         resources: vec![ResourceStatusEntry {
             type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),

@@ -215,6 +215,7 @@ mod tests {
 
     fn status(resources: Vec<ResourceStatusEntry>) -> ClientStatus {
         ClientStatus {
+            state_dir: None,
             node_id: "n".into(),
             resources,
             servers: Vec::new(),

@@ -164,10 +164,14 @@ fn render_resources(out: &mut String, status: &ClientStatus, target: &str) {
 ///   asked for and not received;
 /// - `ReceivedError` (the server sent an error instead of the resource) as
 ///   `nacked`, or `nacked_but_cached` when a previous copy still serves:
-///   an update came and could not be used.
+///   an update came and could not be used;
+/// - `FromDisk` (a copy from the state directory no server has confirmed
+///   yet) as `requested`: asked for and not yet received.
 pub(crate) fn cache_state(status: ResourceStatus, cached: bool) -> &'static str {
     match status {
-        ResourceStatus::Requested | ResourceStatus::Timeout => "requested",
+        ResourceStatus::Requested | ResourceStatus::Timeout | ResourceStatus::FromDisk => {
+            "requested"
+        }
         ResourceStatus::DoesNotExist => "does_not_exist",
         ResourceStatus::Acked => "acked",
         ResourceStatus::Nacked | ResourceStatus::ReceivedError if cached => "nacked_but_cached",
@@ -184,6 +188,7 @@ fn client_status(status: ResourceStatus) -> &'static str {
         ResourceStatus::Nacked => "nacked",
         ResourceStatus::ReceivedError => "received_error",
         ResourceStatus::Timeout => "timeout",
+        ResourceStatus::FromDisk => "from_disk",
     }
 }
 
@@ -232,6 +237,7 @@ mod tests {
 
     fn status() -> ClientStatus {
         ClientStatus {
+            state_dir: None,
             node_id: "n".into(),
             resources: vec![
                 entry(ResourceStatus::Nacked, true),

@@ -46,6 +46,7 @@ use xdsfed::testbed::scenario::{RunningScenario, Scenario};
 
 use super::render::Model;
 use super::table::server_uri;
+use super::target::StateDirArg;
 use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
 use super::{CliError, emit, runtime};
 
@@ -78,13 +79,16 @@ const ACT_LIMIT: Duration = Duration::from_secs(10);
 /// The widest line printed.
 const WIDTH: usize = 80;
 
-/// `xdsfed demo` takes no flags.
+/// Flags of `xdsfed demo`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    #[command(flatten)]
+    state_dir: StateDirArg,
+}
 
-pub(crate) fn run(_args: Args) -> Result<(), CliError> {
+pub(crate) fn run(args: Args) -> Result<(), CliError> {
     runtime()?.block_on(async {
-        let mut demo = Demo::start().await?;
+        let mut demo = Demo::start(args.state_dir.state_dir.as_deref()).await?;
         demo.warm().await?;
         demo.update().await?;
         demo.restart().await?;
@@ -106,7 +110,7 @@ struct Demo {
 
 impl Demo {
     /// Starts the testbed and the client, and prints who is who.
-    async fn start() -> Result<Self, CliError> {
+    async fn start(state_dir: Option<&std::path::Path>) -> Result<Self, CliError> {
         let started = Instant::now();
         let scenario = Scenario::from_yaml(SCENARIO)
             .map_err(|e| CliError::runtime("the embedded scenario is invalid").caused_by(&e))?;
@@ -120,9 +124,13 @@ impl Demo {
             server.update_faults(|f| f.response_delay = Some(WARMING_DELAY));
         }
         let bootstrap = demo_bootstrap(&testbed)?;
-        let client = XdsClient::builder(bootstrap)
+        let mut builder = XdsClient::builder(bootstrap)
             .register::<PolicyType>()
-            .transport_options(fast_transport())
+            .transport_options(fast_transport());
+        if let Some(dir) = state_dir {
+            builder = builder.state_dir(dir);
+        }
+        let client = builder
             .build()
             .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))?;
 

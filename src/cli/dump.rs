@@ -50,7 +50,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let target = args.target.target()?;
     let bootstrap = args.bootstrap.load()?;
     runtime()?.block_on(async move {
-        let client = build_client(bootstrap, Some(args.timeout))?;
+        let client = build_client(bootstrap, Some(args.timeout), None)?;
         let mut progress = Progress::start(&client, "waiting for resources");
         let waited = subscribe_and_wait(&client, &target, args.timeout).await?;
         progress.finish();

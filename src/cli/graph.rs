@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::dump::{subscribe_and_wait, verdict};
 use super::progress::Progress;
 use super::render::Model;
-use super::target::{BootstrapArg, Target, build_client};
+use super::target::{BootstrapArg, StateDirArg, Target, build_client};
 use super::{CliError, emit, parse_duration, runtime};
 
 /// Flags of `xdsfed graph`.
@@ -25,6 +25,8 @@ pub(crate) struct Args {
     /// How long to wait for the graph to be complete.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,
+    #[command(flatten)]
+    state_dir: StateDirArg,
 }
 
 /// The picture formats.
@@ -42,7 +44,11 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let bootstrap = args.bootstrap.load()?;
     let target = Target::Listener(args.listener.clone());
     runtime()?.block_on(async move {
-        let client = build_client(bootstrap, Some(args.timeout))?;
+        let client = build_client(
+            bootstrap,
+            Some(args.timeout),
+            args.state_dir.state_dir.as_deref(),
+        )?;
         let mut progress = Progress::start(&client, "following the graph");
         let waited = subscribe_and_wait(&client, &target, args.timeout).await?;
         progress.finish();

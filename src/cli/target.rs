@@ -72,6 +72,17 @@ impl BootstrapArg {
     }
 }
 
+/// The `--state-dir DIR` flag.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StateDirArg {
+    /// Keep the last accepted copy of every resource in DIR (created if
+    /// missing), and start from the copies found there: they serve at once,
+    /// marked FROM_DISK, until a server confirms or replaces them. One
+    /// client per directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+}
+
 /// What to subscribe to: exactly one of these (`watch` adds its
 /// `--collection` to the group, clap's `TargetArgs`).
 #[derive(Debug, Clone, clap::Args)]
@@ -355,17 +366,24 @@ fn check_files(bootstrap: Bootstrap) -> Result<Bootstrap, CliError> {
 /// server that accepts connections and never answers is found out, counted
 /// as a failure and fallen back from before the command ends, rather than
 /// reported as a server without the resource.
+///
+/// `state_dir` is the `--state-dir` flag's directory, if given.
 pub(crate) fn build_client(
     bootstrap: Bootstrap,
     gives_up_after: Option<Duration>,
+    state_dir: Option<&Path>,
 ) -> Result<XdsClient, CliError> {
     let mut options = TransportOptions::default();
     if let Some(total) = gives_up_after {
         options.connect_timeout = options.connect_timeout.min(total / 2);
     }
-    XdsClient::builder(bootstrap)
+    let mut builder = XdsClient::builder(bootstrap)
         .register::<PolicyType>()
-        .transport_options(options)
+        .transport_options(options);
+    if let Some(dir) = state_dir {
+        builder = builder.state_dir(dir);
+    }
+    builder
         .build()
         .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
 }

@@ -40,8 +40,8 @@ use super::progress::Progress;
 use super::render::Model;
 use super::table::origin;
 use super::target::{
-    BootstrapArg, CollectionShape, CollectionTarget, Describe, Target, TargetArgs, TypeArg,
-    build_client, short_name, short_version, watch_error,
+    BootstrapArg, CollectionShape, CollectionTarget, Describe, StateDirArg, Target, TargetArgs,
+    TypeArg, build_client, short_name, short_version, watch_error,
 };
 use super::text::{message, shown};
 use super::{CliError, emit, runtime};
@@ -74,6 +74,8 @@ pub(crate) struct Args {
     /// picks a free port. The bound address is printed first.
     #[arg(long, value_name = "ADDR")]
     admin: Option<SocketAddr>,
+    #[command(flatten)]
+    state_dir: StateDirArg,
 }
 
 /// What `watch` follows: a target it shares with `dump`, or a collection.
@@ -135,7 +137,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     runtime()?.block_on(async move {
         // Before the first line is printed, so a Ctrl-C after it is heard.
         let interrupted = super::ctrl_c();
-        let client = build_client(bootstrap, None)?;
+        let client = build_client(bootstrap, None, args.state_dir.state_dir.as_deref())?;
         let _admin = match args.admin {
             Some(addr) => Some(start_admin(&client, addr, &target, json).await?),
             None => None,

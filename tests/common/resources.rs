@@ -5,7 +5,7 @@ pub use xdsfed::testbed::resources::*;
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::ConfigSource;
 
-/// An EDS cluster that fails validation: its EDS config source is neither ADS nor self.
+/// An EDS cluster that fails validation: its EDS config source names no source at all.
 pub fn invalid_cluster(name: &str) -> Cluster {
     let mut c = cluster(name, "");
     if let Some(eds) = c.eds_cluster_config.as_mut() {

@@ -44,6 +44,7 @@
 //! - [`transport`]: the tonic driver of the protocol core.
 //! - [`cache`], [`watch`], [`client`]: the latest-value cache, the watch
 //!   handles and the client that connects them to the transport.
+//! - [`state_dir`]: the last-known-good copies on disk (opt in).
 //! - [`status`], [`error`]: the CSDS-style dump, and errors as watchers see
 //!   them.
 
@@ -64,6 +65,7 @@ pub mod name;
 pub mod policy_stream;
 pub mod protocol;
 pub mod source;
+pub mod state_dir;
 pub mod status;
 pub mod transport;
 pub mod types;
@@ -74,6 +76,7 @@ pub use cache::{ResourceState, ResourceStatus};
 pub use client::{BuildError, WatchError, XdsClient, XdsClientBuilder};
 pub use error::{ErrorKind, XdsError};
 pub use protocol::ResourceKey;
+pub use state_dir::StateDirStatus;
 pub use status::ClientStatus;
 pub use transport::TransportOptions;
 pub use types::{

@@ -113,6 +113,10 @@ pub struct ClientStatus {
     pub servers: Vec<ServerStatus>,
     /// Every authority in use, with its active server.
     pub authorities: Vec<AuthorityStatus>,
+    /// The state directory's counters and the files it ignored, when the
+    /// client has one (`XdsClientBuilder::state_dir`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<crate::state_dir::StateDirStatus>,
 }
 
 impl ClientStatus {

@@ -305,7 +305,7 @@ const MALFORMED: &[(Format, &str, &str, &str)] = &[
         Format::Yaml,
         "config_sources:\n- authorities: [{name: a}]\n  ads: {}\n",
         "config_sources[0].api_config_source",
-        "ads, path and path_config_source are not supported",
+        "or path_config_source with a path (ads and path are not supported)",
     ),
     (
         Format::Yaml,

@@ -88,7 +88,6 @@
 //! [`CollectionUpdate`]: crate::CollectionUpdate
 
 mod inputs;
-mod source;
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -108,12 +107,13 @@ use xdsfed_core::types::{
 use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
 use crate::edges::Via;
 use crate::engine::{GraphEngine, WatchChange};
-use crate::options::{GraphOptions, KnownAuthorities, Roots};
+use crate::options::{ConfigSourceTrust, GraphOptions, KnownAuthorities, Roots};
 use crate::resource::{CollectionUpdate, ResourceKind};
 use crate::snapshot::Snapshot;
 use inputs::{
     CollectionFollowed, Followed, Input, collection_stream, watch_stream, wildcard_stream,
 };
+use xdsfed_core::bootstrap::features;
 
 /// At most this many events are fed between two looks at the engine, so
 /// that a flood of updates cannot hold a snapshot back indefinitely.
@@ -202,6 +202,9 @@ impl ConfigGraphBuilder {
         let mut options = self.options.unwrap_or_default();
         if options.known_authorities == KnownAuthorities::Any {
             options.known_authorities = bootstrap_authorities(&self.client);
+        }
+        if options.config_source_trust.is_none() {
+            options.config_source_trust = Some(bootstrap_trust(&self.client));
         }
         let cell = SnapshotCell::new();
         let reader = cell.reader();
@@ -464,7 +467,7 @@ impl Driver {
         via: &Via,
     ) -> Result<BoxStream<'static, Input>, WatchError> {
         let server = match via {
-            Via::ConfigSource(source) => source::server_of(source),
+            Via::ConfigSource(source) => crate::edges::named_server::server_of(source),
             Via::Bootstrap => None,
         };
         let watch = match server {
@@ -543,6 +546,26 @@ fn bootstrap_authorities(client: &XdsClient) -> KnownAuthorities {
             .flat_map(|server| registry.authorities_for(server))
             .map(str::to_owned),
     )
+}
+
+/// The bootstrap's authority-to-server map and its trusted servers, for
+/// ConfigSources beside names.
+fn bootstrap_trust(client: &XdsClient) -> ConfigSourceTrust {
+    let registry = client.registry();
+    let mut trust = ConfigSourceTrust::default();
+    for server in registry.server_keys() {
+        for authority in registry.authorities_for(server) {
+            trust
+                .mapped
+                .entry(authority.to_owned())
+                .or_default()
+                .insert(server.server_uri.clone());
+        }
+        if server.features.contains(&features::TRUSTED_XDS_SERVER) {
+            trust.trusted_servers.insert(server.to_string());
+        }
+    }
+    trust
 }
 
 /// The default server, as the client names it in provenances.

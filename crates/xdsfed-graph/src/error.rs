@@ -75,6 +75,19 @@ pub enum GraphError {
         /// The resource whose edge carries the name.
         referrer: Arc<str>,
     },
+    /// A `ConfigSource` beside the name names a server the name may not be
+    /// sent to (the trust rule of [`ConfigSourceTrust`](crate::ConfigSourceTrust)).
+    #[error("{kind} {name:?}: the ConfigSource of {referrer:?} is refused: {why}")]
+    ConfigSourceRefused {
+        /// The type the name refers to.
+        kind: ResourceKind,
+        /// The name.
+        name: Arc<str>,
+        /// The resource whose edge carries the name and the source.
+        referrer: Arc<str>,
+        /// Why.
+        why: Arc<str>,
+    },
     /// The listener has no HttpConnectionManager, in `api_listener` or in a
     /// filter chain.
     #[error("listener {listener:?} has no HttpConnectionManager")]

@@ -56,7 +56,7 @@ pub use driver::{ConfigGraph, ConfigGraphBuilder};
 pub use edges::Via;
 pub use engine::{GraphEngine, WatchChange};
 pub use error::GraphError;
-pub use options::{GraphOptions, KnownAuthorities, Roots};
+pub use options::{ConfigSourceTrust, GraphOptions, KnownAuthorities, Roots};
 pub use resource::{CollectionUpdate, Provenance, ResourceKind, Update, Versioned};
 pub use snapshot::{
     ClusterEndpoints, ClusterSnapshot, CollectionSnapshot, ListenerSnapshot, RouteBinding,

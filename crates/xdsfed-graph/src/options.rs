@@ -1,6 +1,6 @@
 //! What the graph starts from ([`Roots`]) and how it behaves ([`GraphOptions`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The resources the graph starts from. Everything else is reached by
@@ -146,6 +146,31 @@ pub struct GraphOptions {
     pub max_aggregate_depth: usize,
     /// The authorities the bootstrap defines.
     pub known_authorities: KnownAuthorities,
+    /// Which `ConfigSource`s beside names may add servers (xDS TP1); see
+    /// [`ConfigSourceTrust`]. `None` (the default): the driver takes it from
+    /// the client's bootstrap.
+    pub config_source_trust: Option<ConfigSourceTrust>,
+}
+
+/// What the graph needs to decide whether a `ConfigSource` found beside a
+/// name may send that name to the server it names (xDS TP1 "Transport
+/// network addressing"; the rule is in docs/federation.md):
+///
+/// - an authority the bootstrap maps keeps the bootstrap's servers: a source
+///   naming one of them is redundant and the bootstrap's ordered list
+///   (with its fallback) is used; a source naming another server is refused,
+///   so that no server can take over another authority's names;
+/// - an authority the bootstrap does not map may be given a server by a
+///   source only inside a resource that came from a trusted server
+///   (`trusted_xds_server`, gRFC A81): adding a server means dialling an
+///   address or reading a local file that a server chose.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigSourceTrust {
+    /// Each authority of the bootstrap and the `server_uri`s it maps to.
+    pub mapped: BTreeMap<String, BTreeSet<String>>,
+    /// The servers (as provenances name them) whose resources may add
+    /// servers for authorities the bootstrap does not map.
+    pub trusted_servers: BTreeSet<String>,
 }
 
 impl Default for GraphOptions {
@@ -154,6 +179,7 @@ impl Default for GraphOptions {
             warming_timeout: Duration::from_secs(15),
             max_aggregate_depth: 16,
             known_authorities: KnownAuthorities::Any,
+            config_source_trust: None,
         }
     }
 }
@@ -171,9 +197,30 @@ impl GraphOptions {
         self
     }
 
+    /// Sets [`config_source_trust`](Self::config_source_trust).
+    pub fn with_config_source_trust(mut self, trust: ConfigSourceTrust) -> Self {
+        self.config_source_trust = Some(trust);
+        self
+    }
+
     /// Sets [`known_authorities`](Self::known_authorities).
     pub fn with_known_authorities(mut self, known: KnownAuthorities) -> Self {
         self.known_authorities = known;
         self
+    }
+}
+
+/// No authority mapped, no server trusted: every source naming a server is
+/// refused.
+static NO_TRUST: ConfigSourceTrust = ConfigSourceTrust {
+    mapped: BTreeMap::new(),
+    trusted_servers: BTreeSet::new(),
+};
+
+impl GraphOptions {
+    /// The trust in force: [`config_source_trust`](Self::config_source_trust),
+    /// or none at all.
+    pub(crate) fn trust(&self) -> &ConfigSourceTrust {
+        self.config_source_trust.as_ref().unwrap_or(&NO_TRUST)
     }
 }

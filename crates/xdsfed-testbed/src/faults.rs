@@ -17,6 +17,8 @@
 //! | `inject` | these resources (typically of an authority the server does not serve) ride along in every response of their type |
 //! | `redirects` | a subscribed name (or a name matching a subscribed glob) is answered with an `xds.core.v3.ResourceLocator` pointing at another name |
 //! | `delta_unimplemented` | `DeltaAggregatedResources` answers `UNIMPLEMENTED` |
+//! | `http_status: S` | REST only: every request is answered with HTTP status `S` (e.g. 503) |
+//! | `malformed_body` | REST only: responses carry a body that is not a `DiscoveryResponse` |
 //! | `cdn_status` | an HTTP CDN server answers every `GET` with this status and no body |
 //! | `cdn_malformed_body` | an HTTP CDN server answers `200` with a body that is not a `DiscoveryResponse` |
 //!
@@ -91,6 +93,11 @@ pub struct Faults {
     pub redirects: BTreeMap<String, String>,
     /// Answer `DeltaAggregatedResources` with `UNIMPLEMENTED`.
     pub delta_unimplemented: bool,
+    /// REST only: answer every request with this HTTP status (e.g. 503)
+    /// and no `DiscoveryResponse`.
+    pub http_status: Option<u16>,
+    /// REST only: answer with a body that is not a `DiscoveryResponse`.
+    pub malformed_body: bool,
     /// An HTTP CDN server ([`crate::cdn`]) answers every `GET` with this
     /// status (e.g. 503) and an empty body.
     pub cdn_status: Option<u16>,

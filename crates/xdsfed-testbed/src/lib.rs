@@ -56,6 +56,7 @@ pub mod faults;
 pub mod policy;
 pub mod recording;
 pub mod resources;
+pub mod rest;
 pub mod scenario;
 mod server;
 pub mod store;

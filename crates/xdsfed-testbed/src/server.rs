@@ -65,6 +65,9 @@ pub enum Protocol {
         /// (checked every half of it).
         max_client_inactive: Duration,
     },
+    /// REST-JSON polling: `POST /v3/discovery:{type}` over HTTP/1.1 (see
+    /// [`crate::rest`]). Plaintext only.
+    Rest,
     /// A static file host for HTTP CDN sources: HTTP/1.1 `GET`s of the
     /// store's resources (see [`crate::cdn`]), HTTPS with a [`ServerTls`].
     HttpCdn,
@@ -178,6 +181,14 @@ pub enum ServerError {
         authority: String,
         /// The authorities the server serves.
         served: Vec<String>,
+    },
+    /// The server's spec asks for something it cannot serve.
+    #[error("server {server:?}: {what}")]
+    Unsupported {
+        /// The server's name.
+        server: String,
+        /// What, and what to do instead.
+        what: String,
     },
     /// [`Server::stop`] ended a restart's down period: the server stays stopped.
     #[error("server {server:?} was stopped while it was down for a restart")]
@@ -503,6 +514,9 @@ async fn serve(
     addr: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
+    if spec.protocol == Protocol::Rest {
+        return serve_rest(spec, addr, shared).await;
+    }
     let name = spec.name.as_str();
     let bind_error = |source| ServerError::Bind {
         server: name.to_owned(),
@@ -574,6 +588,30 @@ async fn serve(
     Ok((addr, Run { stop, task }))
 }
 
+/// Serves REST-JSON (plaintext) on `addr` (see [`crate::rest`]).
+async fn serve_rest(
+    spec: &ServerSpec,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<(SocketAddr, Run), ServerError> {
+    if spec.tls.is_some() {
+        return Err(ServerError::Unsupported {
+            server: spec.name.clone(),
+            what: "the testbed serves REST-JSON in plaintext only: drop the TLS settings".into(),
+        });
+    }
+    let bind_error = |source| ServerError::Bind {
+        server: spec.name.clone(),
+        addr,
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let (stop, stopped) = watch::channel(false);
+    let task = crate::rest::spawn(listener, shared, stopped);
+    Ok((addr, Run { stop, task }))
+}
+
 /// The service `protocol` speaks, on `builder`.
 fn add_protocol(
     builder: &mut tonic::transport::Server,
@@ -582,9 +620,9 @@ fn add_protocol(
     stop: &watch::Sender<bool>,
 ) -> tonic::transport::server::Router {
     match protocol {
-        // An HTTP CDN server is served by `crate::cdn`, never here (see
-        // `serve`).
-        Protocol::Ads | Protocol::HttpCdn => builder.add_service(
+        // REST and HTTP CDN servers are served by `serve_rest` and
+        // `crate::cdn`, never here; the arm only keeps the match whole.
+        Protocol::Ads | Protocol::Rest | Protocol::HttpCdn => builder.add_service(
             // The client's limit both ways: tonic's own default (4 MiB
             // decoded) would refuse a client subscribing to 100 000 names in
             // one request.

@@ -112,6 +112,7 @@ pub fn status_name(status: ResourceStatus) -> &'static str {
         ResourceStatus::Nacked => "NACKED",
         ResourceStatus::ReceivedError => "RECEIVED_ERROR",
         ResourceStatus::Timeout => "TIMEOUT",
+        ResourceStatus::FromDisk => "FROM_DISK",
     }
 }
 
@@ -180,6 +181,7 @@ mod tests {
     #[test]
     fn table_lists_resources_with_errors_under_them_and_servers() {
         let status = ClientStatus {
+            state_dir: None,
             node_id: "n1".into(),
             resources: vec![ResourceStatusEntry {
                 type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),
@@ -269,6 +271,7 @@ mod tests {
     /// One resource whose every text field is `text`, and its server.
     fn hostile(text: &str, error: bool) -> ClientStatus {
         ClientStatus {
+            state_dir: None,
             node_id: text.to_owned(),
             resources: vec![ResourceStatusEntry {
                 type_url: text.to_owned(),

@@ -174,7 +174,7 @@ pub struct ServerKey {
     pub api: ApiVariant,
     /// Whether the variant is pinned.
     pub api_pinned: bool,
-    /// ADS or the policy stream (with its timers).
+    /// ADS, the policy stream (with its timers) or a file.
     pub protocol: ServerProtocol,
 }
 
@@ -187,7 +187,7 @@ impl ServerKey {
             features: server.behaviour_features(),
             api: server.api,
             api_pinned: server.api_pinned,
-            protocol: server.protocol,
+            protocol: server.protocol.clone(),
         }
     }
 }
@@ -207,8 +207,10 @@ impl fmt::Display for ServerKey {
         }
         match self.protocol {
             ServerProtocol::PolicyStream(_) => return f.write_str(", policy stream)"),
+            ServerProtocol::File(_) => return f.write_str(", file)"),
+            ServerProtocol::Rest(_) => return f.write_str(", rest)"),
             ServerProtocol::HttpCdn(_) => return f.write_str(", http cdn)"),
-            ServerProtocol::Ads => {}
+            _ => {}
         }
         match (self.api, self.api_pinned) {
             (ApiVariant::Delta, false) => {}

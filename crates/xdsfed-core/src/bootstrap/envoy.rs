@@ -9,9 +9,16 @@
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
 //!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
 //!   api_config_source.refresh_delay ─────────►   polled every refresh_delay
+//!   "REST" ──────────────────────────────────► ServerConfig.protocol: REST-JSON polling,
+//!   api_config_source.refresh_delay ─────────►   every refresh_delay, each request
+//!   api_config_source.request_timeout ───────►   bounded by request_timeout
+//!   api_config_source.cluster_names[k] ──────►   one ServerConfig each (or grpc_services'
+//!                                                google_grpc.target_uri, for a direct URI)
 //!   "HTTP_CDN" ──────────────────────────────► ServerConfig.protocol: HTTP CDN delivery,
 //!   google_grpc.target_uri ──────────────────►   the base URL (http[s]://host[:port][/path]),
 //!   refresh_delay, request_timeout ──────────►   its timers
+//! config_sources[i].path_config_source ─────► one ServerConfig: a filesystem source
+//!   path, watched_directory.path ────────────►   (ServerProtocol::File)
 //! ```
 //!
 //! A `grpc_service` is either `google_grpc` (a target URI, TLS through
@@ -27,8 +34,8 @@ use super::AuthorityConfig;
 use super::certs::parse_duration;
 use super::grpc::{default_authority_template, insert_authority};
 use super::server::{
-    ApiVariant, ChannelCreds, HTTP_CDN_API_TYPE, PolicyStreamTiming, ServerConfig, ServerProtocol,
-    cdn_timing, check_cdn_uri,
+    ApiVariant, ChannelCreds, FileSource, HTTP_CDN_API_TYPE, PolicyStreamTiming, REST_API_TYPE,
+    ServerConfig, ServerProtocol, cdn_timing, check_cdn_uri, parse_rest_timing,
 };
 use super::target::check_server_uri;
 use super::walk::{At, Result};
@@ -67,16 +74,25 @@ pub(crate) fn parse_config_sources(
     Ok((default, authorities))
 }
 
-/// One `ConfigSource`: only `api_config_source` with gRPC services applies.
+/// One `ConfigSource`: `api_config_source` with gRPC services, or
+/// `path_config_source` (a filesystem source).
 fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
     source.object()?;
+    if let Some(path) = source.get("path_config_source")? {
+        return Ok(vec![parse_path_config_source(&path)?]);
+    }
     let Some(api) = source.get("api_config_source")? else {
         return Err(source.missing(
             "api_config_source",
-            "an object with api_type and grpc_services (ads, path and path_config_source are not supported)",
+            "an object with api_type and grpc_services, or path_config_source with a path (ads and path are not supported)",
         ));
     };
     api.object()?;
+    if let Some(t) = api.get("api_type")?
+        && t.str()? == REST_API_TYPE
+    {
+        return parse_rest_source(&api, root);
+    }
     let (variant, pinned, protocol) = match api.get("api_type")? {
         Some(t) if t.str()? == POLICY_STREAM_API_TYPE => {
             (ApiVariant::Sotw, true, policy_stream(&api)?)
@@ -110,10 +126,58 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
                 server_features: Vec::new(),
                 api: variant,
                 api_pinned: pinned,
-                protocol,
+                protocol: protocol.clone(),
             })
         })
         .collect()
+}
+
+/// A REST `api_config_source`: its timers, and its servers from
+/// `cluster_names` (Envoy's field for REST, each resolved against
+/// `static_resources.clusters`) or, for a direct URI, `grpc_services`'
+/// `google_grpc.target_uri` (`http://` or `https://`).
+fn parse_rest_source(api: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
+    let protocol = ServerProtocol::Rest(parse_rest_timing(api)?);
+    let mut targets = Vec::new();
+    if let Some(names) = api.get("cluster_names")? {
+        for name in names.array()? {
+            targets.push(resolve_static_cluster(root, &name)?);
+        }
+    }
+    if let Some(services) = api.get("grpc_services")? {
+        for service in services.array()? {
+            targets.push(parse_grpc_service(&service, root, false)?);
+        }
+    }
+    if targets.is_empty() {
+        return Err(api.missing(
+            "cluster_names",
+            "a non-empty array of static cluster names (or grpc_services with google_grpc.target_uri)",
+        ));
+    }
+    Ok(targets
+        .into_iter()
+        .map(|(server_uri, channel_creds)| ServerConfig {
+            server_uri,
+            channel_creds,
+            server_features: Vec::new(),
+            api: ApiVariant::Sotw,
+            api_pinned: true,
+            protocol: protocol.clone(),
+        })
+        .collect())
+}
+
+/// `PathConfigSource`: `{path, watched_directory: {path}}`.
+fn parse_path_config_source(at: &At<'_>) -> Result<ServerConfig> {
+    at.object()?;
+    let path_at = at.require("path", "a file path")?;
+    let mut source = FileSource::new(path_at.non_empty_str()?).map_err(|p| path_at.error(p))?;
+    if let Some(dir) = at.get("watched_directory")? {
+        let dir_path = dir.require("path", "a directory path")?.non_empty_str()?;
+        source.watched_directory = Some(PathBuf::from(dir_path));
+    }
+    Ok(source.server())
 }
 
 /// The `api_type` of a policy-distribution stream (an xdsfed extension).

@@ -58,7 +58,8 @@ pub use certs::{CertificateProvider, DEFAULT_REFRESH_INTERVAL, FileWatcherConfig
 pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
 pub use node::{Locality, Node, USER_AGENT_NAME};
 pub use server::{
-    ApiVariant, CdnTiming, ChannelCreds, PolicyStreamTiming, ServerConfig, ServerProtocol, features,
+    ApiVariant, CdnTiming, ChannelCreds, FILE_SCHEME, FileFormat, FileSource, PolicyStreamTiming,
+    RestTiming, ServerConfig, ServerProtocol, features,
 };
 
 use crate::file::{BOOTSTRAP_LIMIT, read_bounded};

@@ -1,7 +1,7 @@
 //! One management server: [`ServerConfig`], its credentials and transport
 //! variant, and how a gRPC `xds_servers` entry is read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::certs::parse_duration;
@@ -27,14 +27,14 @@ impl ApiVariant {
             "AGGREGATED_DELTA_GRPC" => Ok(ApiVariant::Delta),
             "AGGREGATED_GRPC" => Ok(ApiVariant::Sotw),
             other => Err(at.error(format!(
-                "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\" or \"AGGREGATED_GRPC\""
+                "unsupported api_type {other:?}: expected \"AGGREGATED_DELTA_GRPC\", \"AGGREGATED_GRPC\" or \"REST\""
             ))),
         }
     }
 }
 
 /// Which protocol the client speaks with a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ServerProtocol {
     /// xDS over ADS (delta or SotW, see [`ApiVariant`]). The default.
@@ -48,18 +48,160 @@ pub enum ServerProtocol {
     /// fetched with a plain `GET` from a static file host, polled every
     /// `refresh_delay` (see [`crate::source::cdn`]).
     HttpCdn(CdnTiming),
+    /// REST-JSON polling (`"api_type": "REST"`): state-of-the-world
+    /// `DiscoveryRequest`s POSTed as JSON to `/v3/discovery:{type}`, one
+    /// per type every `refresh_delay` (see [`crate::source::rest`]).
+    Rest(RestTiming),
+    /// A file holding one `DiscoveryResponse`, re-read when it changes
+    /// (see [`crate::source::file`]).
+    File(FileSource),
 }
 
 impl ServerProtocol {
-    /// `ads` or `policy_stream`, as the bootstrap spells it.
+    /// `ads`, `policy_stream`, `rest` or `file`, as the bootstrap spells it.
     pub fn name(&self) -> &'static str {
         match self {
             ServerProtocol::Ads => "ads",
             ServerProtocol::PolicyStream(_) => "policy_stream",
             ServerProtocol::HttpCdn(_) => "http_cdn",
+            ServerProtocol::Rest(_) => "rest",
+            ServerProtocol::File(_) => "file",
         }
     }
 }
+
+/// The timers of a REST-JSON source (Envoy's `ApiConfigSource` fields of
+/// the same names, with Envoy's defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RestTiming {
+    /// How long after an answer the next poll of its type leaves (default
+    /// 1 s).
+    pub refresh_delay: Duration,
+    /// How long one request may take, connecting included, before it
+    /// counts as the server failing (default 1 s).
+    pub request_timeout: Duration,
+}
+
+impl Default for RestTiming {
+    fn default() -> Self {
+        RestTiming {
+            refresh_delay: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How a source file is written, told by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileFormat {
+    /// Binary protobuf (`.pb`, `.bin`).
+    Protobuf,
+    /// The protobuf JSON mapping (`.json`).
+    Json,
+    /// The protobuf JSON mapping written as YAML (`.yaml`, `.yml`).
+    Yaml,
+}
+
+impl FileFormat {
+    /// The format `path`'s extension announces; the problem in words for
+    /// any other extension.
+    pub fn of(path: &Path) -> std::result::Result<Self, String> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("pb" | "bin") => Ok(FileFormat::Protobuf),
+            Some("json") => Ok(FileFormat::Json),
+            Some("yaml" | "yml") => Ok(FileFormat::Yaml),
+            _ => Err(format!(
+                "{} has no known extension: expected .pb or .bin (binary protobuf), .json or .yaml/.yml (the protobuf JSON mapping)",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// The `api_type` that names a REST-JSON source, in both bootstrap formats.
+pub(crate) const REST_API_TYPE: &str = "REST";
+
+/// Reads `refresh_delay` and `request_timeout` of `at` (a server entry or
+/// an Envoy `api_config_source`); each has a default.
+pub(crate) fn parse_rest_timing(at: &At<'_>) -> Result<RestTiming> {
+    let mut timing = RestTiming::default();
+    if let Some(d) = at.get("refresh_delay")? {
+        timing.refresh_delay = parse_duration(&d)?;
+    }
+    if let Some(d) = at.get("request_timeout")? {
+        timing.request_timeout = parse_duration(&d)?;
+    }
+    Ok(timing)
+}
+
+/// A filesystem source: the file, and the directory whose changes reload
+/// it (Envoy's `watched_directory`: an atomic rename or a symlink swap
+/// there is seen even when the file itself is replaced).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileSource {
+    /// The file, as the bootstrap names it (a relative path is taken
+    /// relative to the working directory, like every file a bootstrap names).
+    pub path: PathBuf,
+    /// The directory watched for changes; `None` watches the file's parent.
+    pub watched_directory: Option<PathBuf>,
+    /// How the file is written, from its extension.
+    pub format: FileFormat,
+    /// How long a burst of changes is let settle before the file is read
+    /// again (default 100 ms).
+    pub debounce: Duration,
+    /// How often the file is checked when the directory cannot be watched
+    /// (default 5 s).
+    pub poll_interval: Duration,
+}
+
+impl FileSource {
+    /// A source reading `path` (its format from its extension), watching
+    /// its parent directory.
+    pub fn new(path: impl Into<PathBuf>) -> std::result::Result<Self, String> {
+        let path = path.into();
+        let format = FileFormat::of(&path)?;
+        Ok(FileSource {
+            path,
+            watched_directory: None,
+            format,
+            debounce: Duration::from_millis(100),
+            poll_interval: Duration::from_secs(5),
+        })
+    }
+
+    /// The directory to watch: `watched_directory`, else the file's parent
+    /// (`.` for a bare file name).
+    pub fn directory(&self) -> PathBuf {
+        if let Some(dir) = &self.watched_directory {
+            return dir.clone();
+        }
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// `file://` and the path: the `server_uri` of the source.
+    pub fn uri(&self) -> String {
+        format!("{FILE_SCHEME}{}", self.path.display())
+    }
+
+    /// A server entry for this source.
+    pub fn server(self) -> ServerConfig {
+        ServerConfig {
+            server_uri: self.uri(),
+            protocol: ServerProtocol::File(self),
+            ..ServerConfig::insecure("")
+        }
+    }
+}
+
+/// The prefix of a filesystem source's `server_uri`.
+pub const FILE_SCHEME: &str = "file://";
 
 /// The timers of a policy stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -205,7 +347,7 @@ const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 /// Reads one gRPC `xds_servers` entry:
 /// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type",
 /// "protocol", "policy_stream", "refresh_delay", "request_timeout"}`.
-/// `api_type`, `protocol`, `policy_stream` and the CDN timers are xdsfed
+/// `api_type`, `protocol`, `policy_stream` and the REST and CDN timers are xdsfed
 /// extensions (gRPC ignores them as unknown fields).
 pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     at.object()?;
@@ -215,6 +357,12 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     };
     let uri_at = at.require("server_uri", "a non-empty string")?;
     let server_uri = uri_at.non_empty_str()?.to_owned();
+    if server_uri.starts_with("file:") {
+        return parse_file_server(at, &uri_at, &server_uri);
+    }
+    if let Some(dir) = at.get("watched_directory")? {
+        return Err(dir.error("only for a filesystem source (a file:// server_uri)"));
+    }
     let checked = if cdn {
         check_cdn_uri(&server_uri)
     } else {
@@ -223,37 +371,45 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     checked.map_err(|problem| uri_at.error(problem))?;
     let creds = at.require("channel_creds", "an array of {\"type\": ...} objects")?;
     let channel_creds = parse_channel_creds(&creds)?;
-    let server_features = match at.get("server_features")? {
-        // gRFC A47 types these as google.protobuf.Value: entries that are
-        // not strings are ignored, as gRPC does.
-        Some(list) => list
-            .array()?
-            .iter()
-            .filter_map(|f| f.value.as_str().map(str::to_owned))
-            .collect(),
-        None => Vec::new(),
-    };
-    let (api, api_pinned, protocol) = if cdn {
-        // Each file holds a whole `DiscoveryResponse`: the nearest of the
-        // two ADS variants is state-of-the-world.
-        (ApiVariant::Sotw, true, parse_cdn(at)?)
-    } else {
-        for field in CDN_FIELDS {
-            if let Some(t) = at.get(field)? {
-                return Err(t.error(format!(
-                    "only for a server with \"api_type\": \"{HTTP_CDN_API_TYPE}\""
-                )));
-            }
+    let server_features = parse_features(at)?;
+    let api_type = at.get("api_type")?;
+    if let Some(api_type) = &api_type
+        && api_type.str()? == REST_API_TYPE
+    {
+        return Ok(ServerConfig {
+            server_uri,
+            channel_creds,
+            server_features,
+            // REST-JSON polling is state of the world (no delta over REST).
+            api: ApiVariant::Sotw,
+            api_pinned: true,
+            protocol: parse_rest_protocol(at)?,
+        });
+    }
+    if cdn {
+        return Ok(ServerConfig {
+            server_uri,
+            channel_creds,
+            server_features,
+            // Each file holds a whole `DiscoveryResponse`: the nearest of
+            // the two ADS variants is state-of-the-world.
+            api: ApiVariant::Sotw,
+            api_pinned: true,
+            protocol: parse_cdn(at)?,
+        });
+    }
+    for field in ["refresh_delay", "request_timeout"] {
+        if let Some(t) = at.get(field)? {
+            return Err(t.error(format!(
+                "only for a server with \"api_type\": \"REST\" or \"{HTTP_CDN_API_TYPE}\""
+            )));
         }
-        match at.get("api_type")? {
-            Some(api_type) => (
-                ApiVariant::from_api_type(&api_type)?,
-                true,
-                parse_protocol(at)?,
-            ),
-            None => (ApiVariant::Delta, false, parse_protocol(at)?),
-        }
+    }
+    let (api, api_pinned) = match api_type {
+        Some(api_type) => (ApiVariant::from_api_type(&api_type)?, true),
+        None => (ApiVariant::Delta, false),
     };
+    let protocol = parse_protocol(at)?;
     Ok(ServerConfig {
         server_uri,
         channel_creds,
@@ -262,6 +418,17 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
         api_pinned,
         protocol,
     })
+}
+
+/// A REST server entry's protocol: its timers; `protocol` and
+/// `policy_stream` name other protocols, so they are refused here.
+fn parse_rest_protocol(at: &At<'_>) -> Result<ServerProtocol> {
+    for field in ["protocol", "policy_stream"] {
+        if let Some(t) = at.get(field)? {
+            return Err(t.error("not for a server with \"api_type\": \"REST\" (REST-JSON polling)"));
+        }
+    }
+    Ok(ServerProtocol::Rest(parse_rest_timing(at)?))
 }
 
 /// `"protocol": "ads" | "policy_stream"`, with the policy stream's timers
@@ -289,8 +456,46 @@ fn parse_protocol(at: &At<'_>) -> Result<ServerProtocol> {
     }
 }
 
-/// The fields of an `HTTP_CDN` server entry that no other entry has.
-const CDN_FIELDS: [&str; 2] = ["refresh_delay", "request_timeout"];
+/// A filesystem source, `{"server_uri": "file://PATH", "watched_directory":
+/// "DIR"}`: everything after `file://` is the path. `channel_creds` is not
+/// needed (and not read); `protocol`, if given, must say `file`.
+fn parse_file_server(at: &At<'_>, uri_at: &At<'_>, uri: &str) -> Result<ServerConfig> {
+    let Some(path) = uri.strip_prefix(FILE_SCHEME).filter(|p| !p.is_empty()) else {
+        return Err(uri_at.error(
+            "expected file://PATH (file:///etc/xds/config.yaml, or file://config.yaml relative to the working directory)",
+        ));
+    };
+    if let Some(protocol) = at.get("protocol")?
+        && protocol.str()? != "file"
+    {
+        return Err(
+            protocol.error("a file:// server is a filesystem source: expected \"file\" or nothing")
+        );
+    }
+    if let Some(timing) = at.get("policy_stream")? {
+        return Err(timing.error("only for a server with \"protocol\": \"policy_stream\""));
+    }
+    let mut source = FileSource::new(path).map_err(|problem| uri_at.error(problem))?;
+    if let Some(dir) = at.get("watched_directory")? {
+        source.watched_directory = Some(PathBuf::from(dir.non_empty_str()?));
+    }
+    let mut server = source.server();
+    server.server_features = parse_features(at)?;
+    Ok(server)
+}
+
+/// `server_features`. gRFC A47 types these as google.protobuf.Value:
+/// entries that are not strings are ignored, as gRPC does.
+fn parse_features(at: &At<'_>) -> Result<Vec<String>> {
+    Ok(match at.get("server_features")? {
+        Some(list) => list
+            .array()?
+            .iter()
+            .filter_map(|f| f.value.as_str().map(str::to_owned))
+            .collect(),
+        None => Vec::new(),
+    })
+}
 
 /// An `HTTP_CDN` entry's timers, `"refresh_delay"` and `"request_timeout"`
 /// (protobuf JSON durations); it speaks no other protocol.

@@ -171,6 +171,80 @@ fn envoy_grpc_refuses_a_cluster_with_several_endpoints() {
     );
 }
 
+/// REST-JSON sources: `"api_type": "REST"` with Envoy's timers and
+/// defaults, SotW pinned; the timers belong to REST servers only.
+#[test]
+fn grpc_style_rest_server_reads_its_timers_and_defaults() {
+    let b = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [
+            {"server_uri": "http://s:1", "channel_creds": [{"type": "insecure"}], "api_type": "REST", "refresh_delay": "0.5s", "request_timeout": "2s"},
+            {"server_uri": "http://s:2", "channel_creds": [{"type": "insecure"}], "api_type": "REST"}]}"#,
+    ));
+    assert_eq!(
+        b.xds_servers[0].protocol,
+        ServerProtocol::Rest(RestTiming {
+            refresh_delay: std::time::Duration::from_millis(500),
+            request_timeout: std::time::Duration::from_secs(2),
+        })
+    );
+    assert_eq!(b.xds_servers[0].protocol.name(), "rest");
+    assert_eq!(
+        (b.xds_servers[0].api, b.xds_servers[0].api_pinned),
+        (ApiVariant::Sotw, true)
+    );
+    assert_eq!(
+        b.xds_servers[1].protocol,
+        ServerProtocol::Rest(RestTiming::default())
+    );
+}
+
+#[test]
+fn rest_timers_are_refused_on_other_servers_and_bad_durations_name_the_field() {
+    let err = Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "refresh_delay": "1s"}]}"#,
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(err, Some(Some("xds_servers[0].refresh_delay".to_owned())));
+    let err = Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "api_type": "REST", "request_timeout": "soon"}]}"#,
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(err, Some(Some("xds_servers[0].request_timeout".to_owned())));
+}
+
+#[test]
+fn envoy_style_rest_source_resolves_cluster_names() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n    refresh_delay: 3s\n    cluster_names: [x]\nstatic_resources:\n  clusters:\n  - name: x\n    load_assignment:\n      endpoints:\n      - lb_endpoints:\n        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}\n",
+    ));
+    let server = &b.xds_servers[0];
+    assert_eq!(server.server_uri, "127.0.0.1:8080");
+    assert_eq!(
+        server.protocol,
+        ServerProtocol::Rest(RestTiming {
+            refresh_delay: std::time::Duration::from_secs(3),
+            ..RestTiming::default()
+        })
+    );
+    let direct = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n    grpc_services: [{google_grpc: {target_uri: 'http://r:1'}}]\n",
+    ));
+    assert_eq!(direct.xds_servers[0].server_uri, "http://r:1");
+    let err = Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: REST\n",
+    )
+    .err()
+    .map(|e| e.field_path().map(str::to_owned));
+    assert_eq!(
+        err,
+        Some(Some(
+            "default_config_source.api_config_source.cluster_names".to_owned()
+        ))
+    );
+}
+
 fn env(vars: &[(&str, &str)]) -> impl FnMut(&str) -> Option<OsString> {
     let vars: Vec<(String, OsString)> = vars
         .iter()
@@ -342,4 +416,80 @@ config_sources:
         message.contains("envoy_grpc") && message.contains("target_uri"),
         "{message}"
     );
+}
+
+#[test]
+fn file_server_uri_is_a_filesystem_source_in_both_formats() {
+    let grpc = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "file:///etc/xds/config.yaml", "watched_directory": "/etc/xds"}]}"#,
+    ));
+    let envoy = ok(Bootstrap::from_yaml_str(
+        "default_config_source:
+  path_config_source:
+    path: /etc/xds/config.yaml
+    watched_directory: { path: /etc/xds }
+",
+    ));
+    assert_eq!(grpc.xds_servers, envoy.xds_servers, "one model");
+    let server = &grpc.xds_servers[0];
+    assert_eq!(server.server_uri, "file:///etc/xds/config.yaml");
+    assert_eq!(server.protocol.name(), "file");
+    let ServerProtocol::File(source) = &server.protocol else {
+        panic!("{:?}", server.protocol)
+    };
+    assert_eq!(source.path, std::path::Path::new("/etc/xds/config.yaml"));
+    assert_eq!(source.format, FileFormat::Yaml);
+    assert_eq!(source.directory(), std::path::Path::new("/etc/xds"));
+    // Relative paths stay relative (to the working directory), like every
+    // other file a bootstrap names; the parent is watched by default.
+    let relative = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "file://config.pb"}]}"#,
+    ));
+    let ServerProtocol::File(source) = &relative.xds_servers[0].protocol else {
+        panic!()
+    };
+    assert_eq!(source.format, FileFormat::Protobuf);
+    assert_eq!(source.directory(), std::path::Path::new("."));
+}
+
+#[test]
+fn file_source_errors_name_the_field() {
+    for (json, field, says) in [
+        (
+            r#"{"xds_servers": [{"server_uri": "file:///x.txt"}]}"#,
+            "xds_servers[0].server_uri",
+            "extension",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "file:"}]}"#,
+            "xds_servers[0].server_uri",
+            "file://PATH",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "file:///x.json", "protocol": "ads"}]}"#,
+            "xds_servers[0].protocol",
+            "file",
+        ),
+        (
+            r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "watched_directory": "/d"}]}"#,
+            "xds_servers[0].watched_directory",
+            "file://",
+        ),
+        (
+            r#"{"default_config_source": {"path_config_source": {"path": "/x.conf"}}}"#,
+            "default_config_source.path_config_source.path",
+            "extension",
+        ),
+        (
+            r#"{"default_config_source": {"path_config_source": {"watched_directory": {"path": "/d"}}}}"#,
+            "default_config_source.path_config_source",
+            "path",
+        ),
+    ] {
+        let error = Bootstrap::from_json_str(json).expect_err(json).to_string();
+        assert!(
+            error.contains(field) && error.contains(says),
+            "{json}: {error}"
+        );
+    }
 }

@@ -15,6 +15,7 @@ use std::time::SystemTime;
 use tokio::sync::watch;
 
 mod collections;
+mod from_disk;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -60,6 +61,11 @@ struct Inner {
     /// then the collection's body may be cached with its members not yet
     /// known, and a watcher must not take that for an empty list.
     listed: HashSet<ResourceKey>,
+    /// Servers whose current stream has delivered a response: only they
+    /// can say a copy from the state directory does not exist.
+    answered: HashSet<Arc<str>>,
+    /// The state directory's writer, when the client has one.
+    writer: Option<crate::state_dir::Writer>,
 }
 
 /// The cache. Cheap to share; every method takes `&self`.
@@ -82,6 +88,24 @@ impl Cache {
         Self::default()
     }
 
+    /// An empty cache that persists every copy it accepts through `writer`.
+    pub(crate) fn with_writer(writer: Option<crate::state_dir::Writer>) -> Self {
+        let cache = Self::default();
+        cache.lock().writer = writer;
+        cache
+    }
+
+    /// Whether `server`'s current stream has delivered a response: set on
+    /// its first response, cleared when the stream fails.
+    pub(crate) fn set_answered(&self, server: &Arc<str>, answered: bool) {
+        let mut inner = self.lock();
+        if answered {
+            inner.answered.insert(Arc::clone(server));
+        } else {
+            inner.answered.remove(server);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave an entry half-written
         // in a way later readers could misread, so poisoning is ignored.
@@ -100,7 +124,9 @@ impl Cache {
     ) -> (watch::Receiver<ResourceState>, bool) {
         let mut inner = self.lock();
         let inner = &mut *inner;
-        if !inner.entries.contains_key(key) {
+        if inner.entries.contains_key(key) {
+            inner.adopt_from_disk(key, &provenance, policy);
+        } else {
             inner.insert_entry(key, Entry::new(provenance, policy));
         }
         let Some(entry) = inner.entries.get_mut(key) else {
@@ -235,10 +261,13 @@ impl Cache {
 
 impl Answers for Cache {
     fn is_answered(&self, key: &ResourceKey) -> bool {
-        self.lock()
-            .entries
-            .get(key)
-            .is_some_and(|e| federation::is_answered(key, &e.tx.borrow()))
+        self.lock().entries.get(key).is_some_and(|e| {
+            // A copy from the state directory serves, but answers
+            // nothing: fallback (gRFC A71) proceeds as if it were not
+            // there, so a reachable server can confirm or replace it.
+            let state = e.tx.borrow();
+            state.status != ResourceStatus::FromDisk && federation::is_answered(key, &state)
+        })
     }
 
     fn has_copy(&self, key: &ResourceKey) -> bool {
@@ -246,6 +275,41 @@ impl Answers for Cache {
             .entries
             .get(key)
             .is_some_and(|e| e.tx.borrow().resource.is_some())
+    }
+}
+
+/// What the state directory does after an event.
+enum Persist {
+    Put(crate::state_dir::Record),
+    Remove,
+}
+
+/// An accepted copy that differs (bytes or version) from what was cached
+/// is written; a copy the event dropped is deleted. `woke` says whether the
+/// bytes changed (or a copy from disk was confirmed). Only hands over
+/// reference-counted values: no resource bytes are copied here.
+fn persistence(
+    event: &CoreEvent,
+    had: bool,
+    old_version: Option<Arc<str>>,
+    server: Arc<str>,
+    state: &ResourceState,
+    woke: bool,
+) -> Option<Persist> {
+    match (&state.resource, event) {
+        (Some(resource), CoreEvent::Upsert { key, version, .. })
+            if woke || old_version.as_ref() != Some(version) =>
+        {
+            Some(Persist::Put(crate::state_dir::Record {
+                type_url: Arc::clone(&key.type_url),
+                name: Arc::clone(&key.name),
+                version: Arc::clone(version),
+                server,
+                resource: resource.raw().clone(),
+            }))
+        }
+        (None, _) if had => Some(Persist::Remove),
+        _ => None,
     }
 }
 
@@ -297,12 +361,31 @@ impl Inner {
             now: SystemTime::now(),
         };
         let source = source.unwrap_or_else(|| Source::direct(server, key));
+        let answered = self.answered.contains(&source.server);
         let reported = &mut entry.reported_nack;
-        let changed = entry
-            .tx
-            .send_if_modified(|state| federation::apply_event(state, reported, event, source, &cx));
+        let mut persist = None;
+        let changed = entry.tx.send_if_modified(|state| {
+            let had = state.resource.is_some();
+            let old_version = state.version.clone();
+            let sent_by = Arc::clone(&source.server);
+            let unconfirmed = state.status == ResourceStatus::FromDisk;
+            let woke = match event {
+                CoreEvent::DoesNotExist { .. } if unconfirmed && answered => {
+                    from_disk::disk_copy_not_found(state, key, &cx)
+                }
+                _ => federation::apply_event(state, reported, event, source, &cx),
+            };
+            persist = persistence(event, had, old_version, sent_by, state, woke);
+            woke
+        });
         if changed {
             self.mark_wildcard_dirty(key);
+        }
+        if let (Some(writer), Some(persist)) = (&self.writer, persist) {
+            match persist {
+                Persist::Put(record) => writer.put(record),
+                Persist::Remove => writer.remove(key.clone()),
+            }
         }
         if matches!(event, CoreEvent::Upsert { .. }) {
             self.answer_glob_of(key);

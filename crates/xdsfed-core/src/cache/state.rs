@@ -25,6 +25,11 @@ pub enum ResourceStatus {
     /// The does-not-exist timer fired while the server was known to be slow
     /// (`resource_timer_indicates_transient_failure`).
     Timeout,
+    /// Loaded from the state directory at start; no server has confirmed
+    /// it yet. The copy serves, with an ambient error saying so, until a
+    /// server's answer replaces it. CSDS has no such status: it is shown
+    /// there as `REQUESTED` (asked for, not yet answered), with the copy.
+    FromDisk,
 }
 
 impl ResourceStatus {
@@ -37,20 +42,23 @@ impl ResourceStatus {
             ResourceStatus::Nacked => 4,
             ResourceStatus::ReceivedError => 5,
             ResourceStatus::Timeout => 6,
+            ResourceStatus::FromDisk => 1,
         }
     }
 
-    /// All statuses, in CSDS order.
-    pub const ALL: [ResourceStatus; 6] = [
+    /// All statuses, in CSDS order, then [`ResourceStatus::FromDisk`].
+    pub const ALL: [ResourceStatus; 7] = [
         ResourceStatus::Requested,
         ResourceStatus::DoesNotExist,
         ResourceStatus::Acked,
         ResourceStatus::Nacked,
         ResourceStatus::ReceivedError,
         ResourceStatus::Timeout,
+        ResourceStatus::FromDisk,
     ];
 
-    /// The CSDS name, e.g. `ACKED`.
+    /// The CSDS name, e.g. `ACKED` (`FROM_DISK` for the status CSDS does
+    /// not have).
     pub fn as_str(self) -> &'static str {
         match self {
             ResourceStatus::Requested => "REQUESTED",
@@ -59,6 +67,7 @@ impl ResourceStatus {
             ResourceStatus::Nacked => "NACKED",
             ResourceStatus::ReceivedError => "RECEIVED_ERROR",
             ResourceStatus::Timeout => "TIMEOUT",
+            ResourceStatus::FromDisk => "FROM_DISK",
         }
     }
 }

@@ -88,3 +88,125 @@ fn the_same_copy_and_the_same_nack_again_do_not_wake_watchers() {
     cache.apply(&server, DataErrorPolicy::default(), vec![nack("worse")]);
     assert!(woken(), "after another copy, the old NACK is news again");
 }
+
+fn from_disk(cache: &Cache, key: &ResourceKey, server: &Arc<str>) {
+    let copy = cluster_copy(&key.name, "disk");
+    let record = crate::state_dir::Record {
+        type_url: Arc::clone(&key.type_url),
+        name: Arc::clone(&key.name),
+        version: Arc::from("1"),
+        server: Arc::clone(server),
+        resource: copy.raw().clone(),
+    };
+    cache.insert_from_disk(&record, copy);
+}
+
+/// The does-not-exist timer drops a copy from the state directory only
+/// once its server's current stream has answered; a failure of the stream
+/// makes it wait again; transient errors leave its ambient error.
+#[test]
+fn does_not_exist_drops_a_disk_copy_only_after_its_server_answered() {
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let key = ResourceKey::new(CDS, "c1");
+    from_disk(&cache, &key, &server);
+    let state = cache.state(&key).unwrap();
+    assert_eq!(state.status, ResourceStatus::FromDisk);
+    assert!(state.resource.is_some());
+    let ambient = state.error.clone().unwrap();
+    let dne = || vec![CoreEvent::DoesNotExist { key: key.clone() }];
+
+    cache.apply(&server, DataErrorPolicy::default(), dne());
+    let state = cache.state(&key).unwrap();
+    assert_eq!(state.status, ResourceStatus::FromDisk, "no answer yet");
+    assert!(state.resource.is_some());
+
+    let down = XdsError::new(crate::error::ErrorKind::Transient, "down");
+    cache.transient_error(&key, &down);
+    assert_eq!(cache.state(&key).unwrap().error, Some(ambient));
+
+    cache.set_answered(&server, true);
+    cache.set_answered(&server, false);
+    cache.apply(&server, DataErrorPolicy::default(), dne());
+    assert!(
+        cache.state(&key).unwrap().resource.is_some(),
+        "answered, then failed"
+    );
+
+    cache.set_answered(&server, true);
+    cache.apply(&server, DataErrorPolicy::default(), dne());
+    let state = cache.state(&key).unwrap();
+    assert_eq!(state.status, ResourceStatus::DoesNotExist);
+    assert!(state.resource.is_none());
+}
+
+/// The server's first copy replaces a copy from disk, and wakes watchers
+/// even with the same bytes: the ambient error is gone.
+#[test]
+fn first_copy_from_a_server_confirms_a_disk_copy_and_clears_its_error() {
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let key = ResourceKey::new(CDS, "c1");
+    from_disk(&cache, &key, &server);
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let (mut rx, _) = cache.add_watcher(&key, provenance, DataErrorPolicy::default());
+    assert!(
+        rx.has_changed().unwrap(),
+        "a watcher sees the disk copy at once"
+    );
+    rx.mark_unchanged();
+    let upsert = CoreEvent::Upsert {
+        key: key.clone(),
+        resource: cluster_copy("c1", "disk"),
+        version: Arc::from("1"),
+        ttl: None,
+    };
+    cache.apply(&server, DataErrorPolicy::default(), vec![upsert]);
+    assert!(rx.has_changed().unwrap());
+    let state = cache.state(&key).unwrap();
+    assert_eq!(state.status, ResourceStatus::Acked);
+    assert_eq!(state.error, None);
+}
+
+/// A copy from disk answers nothing for fallback (gRFC A71): a reachable
+/// server is still asked.
+#[test]
+fn disk_copy_does_not_count_as_answered() {
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let key = ResourceKey::new(CDS, "c1");
+    from_disk(&cache, &key, &server);
+    assert!(!cache.is_answered(&key));
+    assert!(cache.has_copy(&key));
+}
+
+/// A copy loaded before anyone watched it takes its first watcher's
+/// server features: with `ignore_resource_deletion`, a deletion keeps it.
+#[test]
+fn disk_copy_takes_its_first_watchers_server_features() {
+    let cache = Cache::new();
+    let key = ResourceKey::new(CDS, "c1");
+    from_disk(&cache, &key, &Arc::from("old"));
+    let server: Arc<str> = Arc::from("new");
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let policy = DataErrorPolicy {
+        ignore_resource_deletion: true,
+        ..DataErrorPolicy::default()
+    };
+    let _rx = cache.add_watcher(&key, provenance, policy);
+    let removed = CoreEvent::Removed {
+        key: key.clone(),
+        reason: crate::protocol::RemovedReason::Deleted,
+    };
+    cache.apply(&server, DataErrorPolicy::default(), vec![removed]);
+    assert!(cache.state(&key).unwrap().resource.is_some());
+    let mut servers = Vec::new();
+    cache.for_each(|_, p, _| servers.push(Arc::clone(&p.server)));
+    assert_eq!(servers, vec![server]);
+}

@@ -104,6 +104,13 @@ impl Inner {
 
     /// The authorities whose names this server may deliver.
     fn authority_filter(&self, key: &ServerKey) -> AuthorityFilter {
+        // A server the bootstrap does not list was named by a ConfigSource
+        // beside a name (`XdsClient::watch_on_server`), which authorised
+        // the names sent to it; it is asked for nothing else, and a session
+        // ignores what it did not ask for.
+        if !self.registry.server_keys().any(|known| known == key) {
+            return AuthorityFilter::any();
+        }
         let mut filter = AuthorityFilter::new().with_old_style(self.registry.serves_old_style(key));
         for authority in self.registry.authorities_for(key) {
             filter = filter.with_authority(authority);
@@ -115,10 +122,29 @@ impl Inner {
     /// under the lock so that they cannot interleave with another server's.
     fn deliver(&self, server: &ServerKey, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
         let mut state = self.lock();
+        self.note_answered(server, &events);
         state
             .federation
             .handle_events(server, events, self.cache.as_ref());
         self.run(&mut state, policy);
+    }
+}
+
+impl Inner {
+    /// Tells the cache whether `server`'s current stream has delivered a
+    /// response (only then may the does-not-exist timer drop a copy from
+    /// the state directory). Set before the events are applied, so a
+    /// timer in the same batch as the first response sees it.
+    fn note_answered(&self, server: &ServerKey, events: &[CoreEvent]) {
+        for event in events {
+            let answered = match event {
+                CoreEvent::StreamHealthy => true,
+                CoreEvent::StreamFailed { .. } => false,
+                _ => continue,
+            };
+            self.cache
+                .set_answered(&Arc::from(server.to_string()), answered);
+        }
     }
 }
 

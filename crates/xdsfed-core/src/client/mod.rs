@@ -68,6 +68,8 @@ pub struct XdsClientBuilder {
     types: TypeRegistry,
     transport: TransportOptions,
     max_redirects: usize,
+    state_dir: Option<std::path::PathBuf>,
+    state_dir_max_bytes: u64,
 }
 
 /// How many `ResourceLocator` redirects one resource may follow in a row
@@ -102,7 +104,33 @@ impl XdsClientBuilder {
         self
     }
 
-    /// Builds the client. Streams open lazily, on the first watch of each server.
+    /// Keeps a last-known-good copy of every accepted resource in `dir`
+    /// (created if missing), and loads the copies found there when the
+    /// client is built, so they serve at once with status
+    /// [`ResourceStatus::FromDisk`](crate::cache::ResourceStatus::FromDisk)
+    /// and an ambient error until a server confirms or replaces them.
+    /// One client per directory. Dropping the client's last handle waits
+    /// for the writes still pending (at most one per resource). See
+    /// docs/client.md, "The state directory".
+    pub fn state_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Bounds the state directory's records in total
+    /// ([`DEFAULT_MAX_TOTAL_BYTES`](crate::state_dir::DEFAULT_MAX_TOTAL_BYTES),
+    /// 1 GiB, by default); each record is bounded by
+    /// [`TransportOptions::max_message_size`]. A copy over a bound is not
+    /// persisted, and reported once.
+    pub fn state_dir_max_bytes(mut self, bytes: u64) -> Self {
+        self.state_dir_max_bytes = bytes;
+        self
+    }
+
+    /// Builds the client. Streams open lazily, on the first watch of each
+    /// server. With a [state directory](Self::state_dir), its records are
+    /// read and validated first (blocking file IO, bounded by
+    /// [`Self::state_dir_max_bytes`]).
     pub fn build(self) -> Result<XdsClient, BuildError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
         let node = self.bootstrap.node_proto();
@@ -110,13 +138,27 @@ impl XdsClientBuilder {
         transport.node = node.clone();
         let registry = AuthorityRegistry::new(&self.bootstrap);
         let federation = Federation::new(registry.clone(), self.max_redirects);
+        let (cache, state_dir) = match &self.state_dir {
+            Some(dir) => {
+                let max_record = transport.max_message_size as u64;
+                let opened =
+                    crate::state_dir::open(dir, max_record, self.state_dir_max_bytes, &self.types);
+                let cache = Cache::with_writer(opened.writer);
+                for (record, decoded) in opened.loaded {
+                    cache.insert_from_disk(&record, decoded);
+                }
+                (cache, Some(opened.counters))
+            }
+            None => (Cache::new(), None),
+        };
         Ok(XdsClient {
             inner: Arc::new_cyclic(|this| Inner {
                 this: Weak::clone(this),
                 registry,
                 node,
                 types: Arc::new(self.types),
-                cache: Arc::new(Cache::new()),
+                cache: Arc::new(cache),
+                state_dir,
                 transport,
                 runtime,
                 state: Mutex::new(State {
@@ -154,6 +196,8 @@ struct Inner {
     node: Node,
     types: Arc<TypeRegistry>,
     cache: Arc<Cache>,
+    /// The state directory's counters, when the client has one.
+    state_dir: Option<Arc<crate::state_dir::Counters>>,
     transport: TransportOptions,
     runtime: tokio::runtime::Handle,
     /// The federation core and the connections it drives. One lock over
@@ -184,6 +228,8 @@ impl XdsClient {
             types: TypeRegistry::with_builtin(),
             transport: TransportOptions::default(),
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            state_dir: None,
+            state_dir_max_bytes: crate::state_dir::DEFAULT_MAX_TOTAL_BYTES,
         }
     }
 
@@ -397,6 +443,7 @@ impl XdsClient {
             resources,
             servers,
             authorities,
+            state_dir: self.inner.state_dir.as_ref().map(|c| c.snapshot()),
         }
     }
 

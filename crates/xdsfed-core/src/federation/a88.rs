@@ -11,6 +11,13 @@
 //! | TP3 resource error | kept, ambient error (dropped for NOT_FOUND/PERMISSION_DENIED with `fail_on_data_errors`) | error (does not exist for NOT_FOUND) |
 //! | stream failure (A57) | kept, ambient error | error |
 //!
+//! A copy loaded from the state directory (status `FromDisk`) serves with
+//! an ambient error saying so: the first update replaces it (and wakes
+//! watchers even with the same bytes, to clear the error), a deletion
+//! drops it, transient errors leave it and its error as they are, and the
+//! does-not-exist timer drops it only once its server has answered on the
+//! current stream (the cache decides that, in `cache/from_disk.rs`).
+//!
 //! Pure functions of a state and an event: the cache runs them inside its
 //! channels, and the whole-client simulation runs the same ones on its
 //! model of the watchers.
@@ -104,6 +111,7 @@ pub(crate) fn upsert(
     now: SystemTime,
 ) -> bool {
     let same_bytes = state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
+    let was_from_disk = state.status == ResourceStatus::FromDisk;
     state.version = Some(Arc::clone(version));
     state.source = Some(source);
     state.status = ResourceStatus::Acked;
@@ -114,7 +122,7 @@ pub(crate) fn upsert(
         state.resource = Some(resource.clone());
         state.last_updated = Some(now);
     }
-    !same_bytes
+    !same_bytes || was_from_disk
 }
 
 /// A rejected copy (NACK): the last good one keeps serving; the same NACK
@@ -247,7 +255,12 @@ pub(crate) fn data_error(state: &mut ResourceState, error: XdsError) -> bool {
 }
 
 /// A transient error (gRFC A57): the copy, if any, keeps serving.
+/// A copy from the state directory keeps its own ambient error: that no
+/// server has confirmed it says more than why one cannot be reached.
 pub(crate) fn transient(state: &mut ResourceState, error: &XdsError) -> bool {
+    if state.status == ResourceStatus::FromDisk {
+        return false;
+    }
     state.error = Some(error.clone());
     true
 }
@@ -256,6 +269,7 @@ pub(crate) fn transient(state: &mut ResourceState, error: &XdsError) -> bool {
 /// left is over (a timed-out entry keeps its timeout).
 pub(crate) fn healthy_again(state: &mut ResourceState) -> bool {
     let stale = state.status != ResourceStatus::Timeout
+        && state.status != ResourceStatus::FromDisk
         && state
             .error
             .as_ref()

@@ -60,8 +60,8 @@ impl PolicyConnection {
     ) -> Self {
         let mut cfg = PolicySessionConfig::new(client_address(&opts), authorities);
         cfg.filter = filter;
-        if let ServerProtocol::PolicyStream(timing) = server.protocol {
-            cfg.timing = timing;
+        if let ServerProtocol::PolicyStream(timing) = &server.protocol {
+            cfg.timing = *timing;
         }
         cfg.handshake_timeout = opts.connect_timeout;
         cfg.first_response_timeout = opts.first_response_timeout.unwrap_or(opts.connect_timeout);

@@ -397,10 +397,11 @@ impl Session {
     ) -> ResourceKey {
         self.stats.resource_updates_valid += 1;
         if let Some(state) = self.states.get_mut(type_url) {
+            let globs = state.durable.globs > 0;
             state
                 .durable
                 .held
-                .insert(Arc::clone(&name), Arc::clone(version));
+                .insert(Arc::clone(&name), Arc::clone(version), globs);
             state.durable.absent.remove(&name);
             state.durable.timed_out.remove(&name);
         }

@@ -42,7 +42,7 @@ pub(crate) struct Durable {
     /// Resources received and neither deleted nor expired since, with their
     /// version: the "cached" set of gRFC A57 (no does-not-exist timer for
     /// them) and the delta `initial_resource_versions` of a reconnect.
-    pub(crate) held: HashMap<Arc<str>, Arc<str>>,
+    pub(crate) held: Held,
     /// Names the server said do not exist (deleted, or never had); a new
     /// stream does not time them out again.
     pub(crate) absent: HashSet<Arc<str>>,
@@ -55,6 +55,90 @@ pub(crate) struct Durable {
     /// How many of `subscribed` are glob collections (so that names are
     /// matched against globs only when there are some).
     pub(crate) globs: usize,
+}
+
+/// The resources a session holds, with their versions, and an index of
+/// the held members of each glob collection, so that releasing a glob costs
+/// its members, not every resource of the type.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    versions: HashMap<Arc<str>, Arc<str>>,
+    /// Held names by the glob they would belong to ([`glob_of`]); only
+    /// names received while a glob was subscribed are indexed, since only
+    /// those can have come through one.
+    by_glob: HashMap<Arc<str>, HashSet<Arc<str>>>,
+}
+
+impl Held {
+    /// The version held for `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<str>> {
+        self.versions.get(name)
+    }
+
+    /// The version held for `name`, to change in place.
+    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Arc<str>> {
+        self.versions.get_mut(name)
+    }
+
+    /// Whether `name` is held.
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.versions.contains_key(name)
+    }
+
+    /// Holds `name` at `version`; `globs` is whether any glob of the type
+    /// is subscribed (the name is then indexed under its glob).
+    pub(crate) fn insert(&mut self, name: Arc<str>, version: Arc<str>, globs: bool) {
+        if globs
+            && !self.versions.contains_key(&name)
+            && let Some(glob) = glob_of(&name)
+        {
+            self.by_glob
+                .entry(Arc::from(glob))
+                .or_default()
+                .insert(Arc::clone(&name));
+        }
+        self.versions.insert(name, version);
+    }
+
+    /// Forgets `name`; its version, if it was held.
+    pub(crate) fn remove(&mut self, name: &str) -> Option<Arc<str>> {
+        let version = self.versions.remove(name)?;
+        if !self.by_glob.is_empty()
+            && let Some(glob) = glob_of(name)
+            && let Some(members) = self.by_glob.get_mut(glob.as_str())
+        {
+            members.remove(name);
+            if members.is_empty() {
+                self.by_glob.remove(glob.as_str());
+            }
+        }
+        Some(version)
+    }
+
+    /// The held members indexed under `glob`.
+    pub(crate) fn members_of<'a>(&'a self, glob: &str) -> impl Iterator<Item = &'a Arc<str>> {
+        self.by_glob.get(glob).into_iter().flatten()
+    }
+
+    /// Keeps the names `keep` accepts.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Arc<str>) -> bool) {
+        self.versions.retain(|name, _| keep(name));
+        let versions = &self.versions;
+        self.by_glob.retain(|_, members| {
+            members.retain(|name| versions.contains_key(name));
+            !members.is_empty()
+        });
+    }
+
+    /// Every held name and its version.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>)> {
+        self.versions.iter()
+    }
+
+    /// Every held name.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.versions.keys()
+    }
 }
 
 /// State that a new stream resets.
@@ -173,12 +257,20 @@ impl TypeState {
         if is_glob(name) {
             self.durable.globs = self.durable.globs.saturating_sub(1);
             if !self.durable.wildcard {
-                // Members only the glob delivered are forgotten with it.
+                // Members only the glob delivered are forgotten with it:
+                // the glob's own members, found by index, not by walking
+                // every resource of the type.
                 let subscribed = &self.durable.subscribed;
-                self.durable.held.retain(|member, _| {
-                    subscribed.contains(member)
-                        || glob_of(member).is_none_or(|g| g.as_str() != &**name)
-                });
+                let orphans: Vec<Arc<str>> = self
+                    .durable
+                    .held
+                    .members_of(name)
+                    .filter(|member| !subscribed.contains(*member))
+                    .cloned()
+                    .collect();
+                for member in orphans {
+                    self.durable.held.remove(&member);
+                }
             }
         }
         self.stream.add.remove(name);
@@ -198,7 +290,7 @@ impl TypeState {
         let mut dropped = Vec::new();
         if !on {
             let subscribed = &self.durable.subscribed;
-            self.durable.held.retain(|name, _| {
+            self.durable.held.retain(|name| {
                 let keep = subscribed.contains(name);
                 if !keep {
                     dropped.push(Arc::clone(name));
@@ -282,8 +374,12 @@ mod tests {
         let mut t = TypeState::default();
         t.subscribe(name("xdstp://a/T/g/*"));
         t.subscribe(name("xdstp://a/T/g/kept"));
-        t.durable.held.insert(name("xdstp://a/T/g/m"), name("1"));
-        t.durable.held.insert(name("xdstp://a/T/g/kept"), name("1"));
+        t.durable
+            .held
+            .insert(name("xdstp://a/T/g/m"), name("1"), true);
+        t.durable
+            .held
+            .insert(name("xdstp://a/T/g/kept"), name("1"), true);
         t.unsubscribe(&name("xdstp://a/T/g/*"));
         assert!(!t.wants("xdstp://a/T/g/m"));
         assert!(!t.durable.held.contains_key("xdstp://a/T/g/m"));
@@ -329,11 +425,34 @@ mod tests {
     fn unsubscribe_forgets_the_held_copy_unless_wildcard_delivers_it() {
         let mut t = TypeState::default();
         t.subscribe(name("a"));
-        t.durable.held.insert(name("a"), name("1"));
+        t.durable.held.insert(name("a"), name("1"), false);
         t.set_wildcard(true);
         t.unsubscribe(&name("a"));
         assert!(t.durable.held.contains_key("a"));
         t.set_wildcard(false);
         assert!(!t.durable.held.contains_key("a"));
+    }
+
+    #[test]
+    fn releasing_a_glob_forgets_its_members_only() {
+        const G1: &str = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/web/*";
+        const G2: &str = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/api/*";
+        let member = |glob: &str, id: &str| name(&glob.replace('*', id));
+        let mut t = TypeState::default();
+        t.subscribe(name(G1));
+        t.subscribe(name(G2));
+        // A member also subscribed on its own outlives its glob.
+        t.subscribe(member(G1, "pinned"));
+        for (glob, id) in [(G1, "e1"), (G1, "e2"), (G1, "pinned"), (G2, "e1")] {
+            t.durable.held.insert(member(glob, id), name("1"), true);
+        }
+        t.unsubscribe(&name(G1));
+        assert!(!t.durable.held.contains_key(&member(G1, "e1")));
+        assert!(!t.durable.held.contains_key(&member(G1, "e2")));
+        assert!(t.durable.held.contains_key(&member(G1, "pinned")));
+        assert!(t.durable.held.contains_key(&member(G2, "e1")));
+        // A member removed before its glob leaves no trace in the index.
+        t.durable.held.remove(&member(G2, "e1"));
+        assert_eq!(t.durable.held.members_of(G2).count(), 0);
     }
 }

@@ -11,6 +11,8 @@
 //! status and metrics work the same for every kind.
 
 pub mod cdn;
+pub mod file;
+pub mod rest;
 
 use std::sync::Arc;
 
@@ -80,12 +82,32 @@ pub(crate) struct Opening {
 }
 
 /// Opens the connection `opening.server` asks for, on the current tokio
-/// runtime: ADS, or the policy stream or an HTTP CDN when the bootstrap
-/// names it.
+/// runtime: ADS, the policy stream, REST-JSON polling, a file or an HTTP
+/// CDN, as the bootstrap names it.
 pub(crate) fn open(opening: Opening) -> Arc<dyn SourceConnection> {
     if let ServerProtocol::HttpCdn(_) = opening.server.protocol {
         return Arc::new(cdn::CdnConnection::spawn(
             opening.server,
+            opening.types,
+            opening.sink,
+            opening.options,
+        ));
+    }
+    if let ServerProtocol::File(source) = &opening.server.protocol {
+        let source = source.clone();
+        return Arc::new(file::FileConnection::spawn(
+            opening.server,
+            source,
+            opening.authorities,
+            opening.types,
+            opening.sink,
+            &opening.options,
+        ));
+    }
+    if let ServerProtocol::Rest(_) = opening.server.protocol {
+        return Arc::new(rest::RestConnection::spawn(
+            opening.server,
+            opening.authorities,
             opening.types,
             opening.sink,
             opening.options,

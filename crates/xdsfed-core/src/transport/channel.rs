@@ -113,6 +113,32 @@ fn tls_config(
     cert: Option<&Path>,
     key: Option<&Path>,
 ) -> Result<ClientTlsConfig, TransportError> {
+    let pem = read_tls_files(uri, ca, cert, key)?;
+    let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem.ca));
+    if let Some((cert_pem, key_pem)) = pem.identity {
+        config = config.identity(Identity::from_pem(cert_pem, key_pem));
+    }
+    Ok(config)
+}
+
+/// The PEM files of a server's `tls` credentials, read and checked.
+#[derive(Debug)]
+pub(crate) struct TlsFiles {
+    /// The CAs that sign the server's certificate.
+    pub(crate) ca: Vec<u8>,
+    /// The client's certificate chain and private key, for mTLS.
+    pub(crate) identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Reads and checks the files of `tls` credentials for the server `uri`
+/// (the CA is required, a certificate needs its key); every error names
+/// the file. Shared by the gRPC channel and the REST-JSON source.
+pub(crate) fn read_tls_files(
+    uri: &str,
+    ca: Option<&Path>,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<TlsFiles, TransportError> {
     let Some(ca) = ca else {
         return Err(TransportError::Tls {
             uri: uri.to_owned(),
@@ -127,15 +153,20 @@ fn tls_config(
     }
     let ca_pem = read(uri, "CA certificate", ca)?;
     check_certs(uri, "CA certificate", ca, &ca_pem)?;
-    let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem));
-    if let (Some(cert), Some(key)) = (cert, key) {
-        let cert_pem = read(uri, "certificate", cert)?;
-        check_certs(uri, "certificate", cert, &cert_pem)?;
-        let key_pem = read(uri, "private key", key)?;
-        check_key(uri, key, &key_pem)?;
-        config = config.identity(Identity::from_pem(cert_pem, key_pem));
-    }
-    Ok(config)
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => {
+            let cert_pem = read(uri, "certificate", cert)?;
+            check_certs(uri, "certificate", cert, &cert_pem)?;
+            let key_pem = read(uri, "private key", key)?;
+            check_key(uri, key, &key_pem)?;
+            Some((cert_pem, key_pem))
+        }
+        _ => None,
+    };
+    Ok(TlsFiles {
+        ca: ca_pem,
+        identity,
+    })
 }
 
 /// Reads a credentials file through the bounded reader: a regular file of

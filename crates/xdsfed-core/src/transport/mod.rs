@@ -32,7 +32,7 @@
 //!   initial delay, and never more often than once per delay.
 
 pub(crate) mod backoff;
-mod channel;
+pub(crate) mod channel;
 mod driver;
 #[cfg(test)]
 mod tests;

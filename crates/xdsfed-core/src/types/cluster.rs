@@ -200,6 +200,77 @@ mod tests {
     }
 
     #[test]
+    fn eds_cluster_whose_config_source_names_a_server_or_a_file_is_accepted() {
+        use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+        use envoy_types::pb::envoy::config::core::v3::{
+            ApiConfigSource, ConfigSource, GrpcService, PathConfigSource,
+        };
+        let sources = [
+            ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
+                api_type: 6, // AGGREGATED_DELTA_GRPC
+                grpc_services: vec![GrpcService::default()],
+                ..Default::default()
+            }),
+            ConfigSourceSpecifier::PathConfigSource(PathConfigSource {
+                path: "/etc/xds/eds.yaml".into(),
+                ..Default::default()
+            }),
+        ];
+        for specifier in sources {
+            let mut c = eds_cluster("c1", "");
+            if let Some(eds) = c.eds_cluster_config.as_mut() {
+                eds.eds_config = Some(ConfigSource {
+                    config_source_specifier: Some(specifier.clone()),
+                    ..Default::default()
+                });
+            }
+            assert!(
+                ClusterType::decode(&c.encode_to_vec()).is_ok(),
+                "{specifier:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn eds_cluster_whose_config_source_is_unusable_names_the_field() {
+        use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+        use envoy_types::pb::envoy::config::core::v3::{
+            ApiConfigSource, ConfigSource, PathConfigSource,
+        };
+        let cases = [
+            (
+                ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
+                    api_type: 6,
+                    ..Default::default()
+                }),
+                "eds_cluster_config.eds_config.api_config_source:",
+            ),
+            (
+                ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
+                    api_type: 99,
+                    ..Default::default()
+                }),
+                "eds_cluster_config.eds_config.api_config_source.api_type:",
+            ),
+            (
+                ConfigSourceSpecifier::PathConfigSource(PathConfigSource::default()),
+                "eds_cluster_config.eds_config.path_config_source.path:",
+            ),
+        ];
+        for (specifier, field) in cases {
+            let mut c = eds_cluster("c1", "");
+            if let Some(eds) = c.eds_cluster_config.as_mut() {
+                eds.eds_config = Some(ConfigSource {
+                    config_source_specifier: Some(specifier),
+                    ..Default::default()
+                });
+            }
+            let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+            assert!(err.0.starts_with(field), "{err}");
+        }
+    }
+
+    #[test]
     fn aggregate_cluster_without_children_is_rejected() {
         let c = aggregate_cluster("agg", &[]);
         let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();

@@ -268,8 +268,9 @@ fn unpack_any<M: prost::Message + prost::Name + Default>(
         .map_err(|e| ValidationError::field(field, format_args!("not a valid {}: {e}", M::NAME)))
 }
 
-/// Checks that a `ConfigSource` pointing at a dynamic resource is one gRPC
-/// accepts: `ads` or `self` (gRFC A27).
+/// Checks that a `ConfigSource` pointing at a dynamic resource is well
+/// formed: `ads` or `self` (all gRPC accepts, gRFC A27), or, beyond gRPC, a
+/// source naming its own server or file (xDS TP1).
 fn check_config_source(
     source: Option<&envoy_types::pb::envoy::config::core::v3::ConfigSource>,
     field: &str,
@@ -278,13 +279,45 @@ fn check_config_source(
     let Some(source) = source else {
         return Err(ValidationError::field(field, "missing"));
     };
-    match source.config_source_specifier {
+    // A source naming its own server (xDS TP1: a ConfigSource beside a
+    // name) is well formed here; whether the client may use it is the
+    // graph's trust rule (docs/federation.md), not a reason to NACK.
+    match &source.config_source_specifier {
         Some(ConfigSourceSpecifier::Ads(_)) | Some(ConfigSourceSpecifier::Self_(_)) => Ok(()),
+        Some(ConfigSourceSpecifier::ApiConfigSource(api)) => check_api_config_source(api, field),
+        Some(ConfigSourceSpecifier::PathConfigSource(path)) if path.path.is_empty() => Err(
+            ValidationError::field(format!("{field}.path_config_source.path"), "empty"),
+        ),
+        Some(ConfigSourceSpecifier::PathConfigSource(_)) => Ok(()),
+        #[allow(deprecated)]
+        Some(ConfigSourceSpecifier::Path(path)) if !path.is_empty() => Ok(()),
         _ => Err(ValidationError::field(
             field,
-            "must be `ads` or `self` (the resource comes over the same ADS stream)",
+            "must be `ads`, `self`, an `api_config_source` or a `path_config_source`",
         )),
     }
+}
+
+/// An `api_config_source` must name a known `api_type` (not 0,
+/// `DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE`) and some service to ask.
+fn check_api_config_source(
+    api: &envoy_types::pb::envoy::config::core::v3::ApiConfigSource,
+    field: &str,
+) -> Result<(), ValidationError> {
+    use envoy_types::pb::envoy::config::core::v3::api_config_source::ApiType;
+    if api.api_type == 0 || ApiType::try_from(api.api_type).is_err() {
+        return Err(ValidationError::field(
+            format!("{field}.api_config_source.api_type"),
+            format!("unsupported value {}", api.api_type),
+        ));
+    }
+    if api.grpc_services.is_empty() && api.cluster_names.is_empty() {
+        return Err(ValidationError::field(
+            format!("{field}.api_config_source"),
+            "names neither grpc_services nor cluster_names",
+        ));
+    }
+    Ok(())
 }
 
 /// The name field of a message that failed validation, for NACKs.

@@ -14,6 +14,7 @@ use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndp
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
+use xdsfed_core::cache::ResourceStatus;
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
 };
@@ -132,6 +133,17 @@ pub(crate) fn watch_stream<T: Followed>(
 ) -> BoxStream<'static, Input> {
     let mut last_ambient = None::<String>;
     WatchInputs::new(watch, move |watch: &Watch<T>, event| {
+        let event = match (event, watch.current()) {
+            // A copy from the client's state directory arrives with its
+            // ambient error ("not confirmed yet"); the copy is what the
+            // graph needs to warm.
+            (WatchEvent::AmbientError(_), Some(copy))
+                if watch.state().status == ResourceStatus::FromDisk =>
+            {
+                WatchEvent::Changed(copy)
+            }
+            (event, _) => event,
+        };
         if let WatchEvent::AmbientError(e) = &event {
             let message = e.to_string();
             if last_ambient.as_ref() == Some(&message) {
@@ -214,9 +226,19 @@ fn collection_update<T: CollectionFollowed>(
             CollectionUpdate::Error(error.to_string())
         }
         CollectionEvent::Error { name, error } => {
-            let kept = watch
-                .member_state(&name)
-                .is_some_and(|s| s.resource.is_some());
+            let state = watch.member_state(&name);
+            // A member from the client's state directory: its copy, as for
+            // a single watch (see `watch_stream`).
+            if let Some(copy) = state
+                .as_ref()
+                .filter(|s| s.status == ResourceStatus::FromDisk)
+                .and_then(|s| s.resource.as_ref())
+                .and_then(|r| r.downcast::<T::Resource>())
+            {
+                let provenance = member_provenance(watch, &name);
+                return CollectionUpdate::Member(name, Update::Changed(copy, provenance));
+            }
+            let kept = state.is_some_and(|s| s.resource.is_some());
             let update = if kept {
                 Update::AmbientError(error.to_string())
             } else {

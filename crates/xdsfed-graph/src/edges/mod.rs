@@ -21,14 +21,16 @@
 mod cluster;
 mod endpoints;
 mod listener;
+pub(crate) mod named_server;
 mod route;
+mod trust;
 
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::core::v3::ConfigSource;
 
 use crate::error::GraphError;
-use crate::options::KnownAuthorities;
+use crate::options::{ConfigSourceTrust, KnownAuthorities};
 use crate::resource::ResourceKind;
 
 pub(crate) use cluster::{ClusterShape, parse_cluster};
@@ -73,6 +75,10 @@ pub(crate) struct Edge {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ParseCx<'a> {
     pub(crate) known: &'a KnownAuthorities,
+    /// Which `ConfigSource`s may add servers.
+    pub(crate) trust: &'a ConfigSourceTrust,
+    /// The server the resource being read came from (empty for the roots).
+    pub(crate) server: &'a str,
 }
 
 impl ParseCx<'_> {
@@ -90,7 +96,16 @@ impl ParseCx<'_> {
         if let Some(source) = source
             && source.authorities.iter().any(|a| a.name == authority)
         {
-            return Ok(Via::ConfigSource(Arc::new(source.clone())));
+            let named = trust::Named {
+                kind,
+                name,
+                authority,
+                referrer,
+                referrer_server: self.server,
+            };
+            if let Some(decided) = trust::via_source(source, &named, self.trust) {
+                return decided;
+            }
         }
         if self.known.contains(authority) {
             return Ok(Via::Bootstrap);

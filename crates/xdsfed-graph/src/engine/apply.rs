@@ -155,6 +155,8 @@ impl GraphEngine {
             Update::Changed(res, provenance) => {
                 let cx = ParseCx {
                     known: &self.opts.known_authorities,
+                    trust: self.opts.trust(),
+                    server: &provenance.server,
                 };
                 let (value, edges) = T::read(res, &key.name, &provenance, cx);
                 State::Present {

@@ -251,6 +251,8 @@ impl GraphEngine {
         if !node.watched && !node.wildcard_member {
             let cx = ParseCx {
                 known: &self.opts.known_authorities,
+                trust: self.opts.trust(),
+                server: "",
             };
             let referrer: Arc<str> = Arc::clone(collection);
             if let Ok(via) = cx.resolve(kind, member, None, &referrer) {

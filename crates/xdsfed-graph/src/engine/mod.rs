@@ -222,6 +222,8 @@ impl GraphEngine {
         let referrer: Arc<str> = Arc::from("the graph's roots");
         let cx = ParseCx {
             known: &self.opts.known_authorities,
+            trust: self.opts.trust(),
+            server: "",
         };
         let (name, via) = match canonical_name(kind, raw) {
             Ok(name) => {

@@ -417,6 +417,7 @@ fn check_servers(entries: Vec<model::ServerEntry>) -> Result<Vec<ServerSpec>, Sc
             protocol: match entry.protocol {
                 model::ProtocolEntry::Ads => crate::Protocol::Ads,
                 model::ProtocolEntry::PolicyStream => crate::Protocol::policy_stream(),
+                model::ProtocolEntry::Rest => crate::Protocol::Rest,
             },
         });
     }
@@ -758,6 +759,8 @@ impl Context<'_> {
             inject: Vec::new(),
             redirects: entry.redirects,
             delta_unimplemented: entry.delta_unimplemented,
+            http_status: entry.http_status,
+            malformed_body: entry.malformed_body,
             // Scenario files have no fields for the HTTP CDN faults: none.
             cdn_status: None,
             cdn_malformed_body: false,

@@ -52,7 +52,7 @@ pub(crate) struct ServerEntry {
     pub(crate) authorities: Vec<String>,
     #[serde(default)]
     pub(crate) port: u16,
-    /// `ads` (the default) or `policy_stream`.
+    /// `ads` (the default), `policy_stream` or `rest`.
     #[serde(default)]
     pub(crate) protocol: ProtocolEntry,
 }
@@ -64,6 +64,7 @@ pub(crate) enum ProtocolEntry {
     #[default]
     Ads,
     PolicyStream,
+    Rest,
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,6 +170,10 @@ pub(crate) struct FaultsEntry {
     pub(crate) redirects: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) delta_unimplemented: bool,
+    #[serde(default)]
+    pub(crate) http_status: Option<u16>,
+    #[serde(default)]
+    pub(crate) malformed_body: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -205,7 +205,7 @@ impl std::fmt::Debug for Connector {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl tower_service::Service<Uri> for Connector {
+impl tower::Service<Uri> for Connector {
     type Response = TokioIo<Stream>;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;

@@ -1,7 +1,7 @@
 //! Names across authorities (xDS TP1, gRFC A47).
 
 use super::*;
-use crate::{ClusterEndpoints, GraphError, KnownAuthorities, Via};
+use crate::{ClusterEndpoints, ConfigSourceTrust, GraphError, KnownAuthorities, Via};
 
 const L: &str = "xdstp://a.test/envoy.config.listener.v3.Listener/front";
 const R: &str = "xdstp://a.test/envoy.config.route.v3.RouteConfiguration/front";
@@ -47,13 +47,17 @@ fn route_on_one_authority_reaches_cluster_on_another() {
     assert_eq!(&*assignment.provenance.version, "9");
 }
 
-/// A ConfigSource beside the name that lists its authority is used, even
-/// for an authority the bootstrap does not know.
+/// A ConfigSource beside the name that lists its authority and names its
+/// own server is used, for an authority the bootstrap does not know, when the
+/// resource carrying it came from a trusted server.
 #[test]
 fn config_source_listing_the_authority_is_used_for_that_edge() {
-    let mut h = Harness::with_options(Roots::new().cluster(CA), known(&["a.test"]));
+    let mut trust = ConfigSourceTrust::default();
+    trust.trusted_servers.insert(SERVER.into());
+    let opts = known(&["a.test"]).with_config_source_trust(trust);
+    let mut h = Harness::with_options(Roots::new().cluster(CA), opts);
     h.watch_changes();
-    let source = config_source(&["b.test"]);
+    let source = server_source(&["b.test"], "10.0.0.9:18000");
     h.cluster(
         eds_cluster_with_source(CA, Some(EB), Some(source.clone())),
         "1",
@@ -66,6 +70,71 @@ fn config_source_listing_the_authority_is_used_for_that_edge() {
         }
         other => panic!("expected a watch of the endpoints, got {other:?}"),
     }
+}
+
+/// The same source in a resource from a server without
+/// `trusted_xds_server` is refused on the cluster, which names why.
+#[test]
+fn config_source_from_an_untrusted_server_is_refused_on_the_parent() {
+    let opts = known(&["a.test"]).with_config_source_trust(ConfigSourceTrust::default());
+    let mut h = Harness::with_options(Roots::new().cluster(CA), opts);
+    let source = server_source(&["b.test"], "10.0.0.9:18000");
+    h.cluster(eds_cluster_with_source(CA, Some(EB), Some(source)), "1");
+    let watched = h.watch_changes().watched;
+    assert!(!watched.contains(&key(ResourceKind::ClusterLoadAssignment, EB)));
+    let s = h.ready();
+    let error = s
+        .cluster(CA)
+        .and_then(|c| c.error.clone())
+        .expect("cluster in error");
+    assert!(
+        matches!(&error, GraphError::ConfigSourceRefused { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("trusted_xds_server"), "{error}");
+}
+
+/// A source claiming an authority the bootstrap maps to another server is
+/// refused, even from a trusted server.
+#[test]
+fn config_source_claiming_a_mapped_authority_for_another_server_is_refused() {
+    let mut trust = ConfigSourceTrust::default();
+    trust.trusted_servers.insert(SERVER.into());
+    trust
+        .mapped
+        .insert("b.test".into(), ["10.0.0.2:18000".to_owned()].into());
+    let opts = known(&["a.test", "b.test"]).with_config_source_trust(trust);
+    let mut h = Harness::with_options(Roots::new().cluster(CA), opts);
+    let source = server_source(&["b.test"], "10.6.6.6:18000");
+    h.cluster(eds_cluster_with_source(CA, Some(EB), Some(source)), "1");
+    let watched = h.watch_changes().watched;
+    assert!(!watched.contains(&key(ResourceKind::ClusterLoadAssignment, EB)));
+    let s = h.ready();
+    let error = s
+        .cluster(CA)
+        .and_then(|c| c.error.clone())
+        .expect("cluster in error");
+    assert!(error.to_string().contains("10.0.0.2:18000"), "{error}");
+}
+
+/// An `ads` source listing an authority leaves it to the bootstrap, which
+/// does not know it.
+#[test]
+fn ads_config_source_for_an_unknown_authority_is_an_unknown_authority() {
+    let mut h = Harness::with_options(Roots::new().cluster(CA), known(&["a.test"]));
+    h.cluster(
+        eds_cluster_with_source(CA, Some(EB), Some(config_source(&["b.test"]))),
+        "1",
+    );
+    let s = h.ready();
+    let error = s
+        .cluster(CA)
+        .and_then(|c| c.error.clone())
+        .expect("cluster in error");
+    assert!(
+        matches!(&error, GraphError::UnknownAuthority { .. }),
+        "{error:?}"
+    );
 }
 
 /// Without such a ConfigSource, the bootstrap decides.

@@ -220,6 +220,31 @@ pub(super) fn config_source(names: &[&str]) -> ConfigSource {
     }
 }
 
+/// The server every resource of the harness comes from.
+pub(super) const SERVER: &str = "server.test:443";
+
+/// A ConfigSource whose `authorities` list `names` and that names its own
+/// server (`AGGREGATED_DELTA_GRPC` to `target`).
+pub(super) fn server_source(names: &[&str], target: &str) -> ConfigSource {
+    use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+    use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
+    use envoy_types::pb::envoy::config::core::v3::{ApiConfigSource, GrpcService};
+    ConfigSource {
+        config_source_specifier: Some(ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
+            api_type: 6, // AGGREGATED_DELTA_GRPC
+            grpc_services: vec![GrpcService {
+                target_specifier: Some(TargetSpecifier::GoogleGrpc(GoogleGrpc {
+                    target_uri: target.into(),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })),
+        ..config_source(names)
+    }
+}
+
 // ---- harness ----
 
 /// An engine and a virtual clock.
@@ -247,11 +272,7 @@ impl Harness {
     }
 
     pub(super) fn provenance(name: &str, version: &str) -> Provenance {
-        Provenance::new(
-            xdsfed_core::name::authority_of(name),
-            "server.test:443",
-            version,
-        )
+        Provenance::new(xdsfed_core::name::authority_of(name), SERVER, version)
     }
 
     pub(super) fn listener(&mut self, l: Listener, version: &str) {

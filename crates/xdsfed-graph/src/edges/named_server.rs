@@ -2,13 +2,21 @@
 //!
 //! When a `ConfigSource` beside a name lists the name's authority, the
 //! resource is fetched through that source. A source that names its own
-//! server, an `api_config_source` whose first gRPC service is a
-//! `google_grpc` target, becomes a [`ServerConfig`] and the watch goes there
-//! ([`XdsClient::watch_on_server`]). Every other source (`ads`, `self`, an
-//! `envoy_grpc` cluster, which is a name in a data plane's own configuration
-//! that a client cannot dial, REST, credentials the client cannot express)
-//! falls back to the bootstrap: the name is watched by its authority, and an
-//! authority the bootstrap does not know is an error on that resource.
+//! server becomes a [`ServerConfig`] and the watch goes there
+//! ([`XdsClient::watch_on_server`]), if the trust rule allows it
+//! (`super::trust`):
+//!
+//! - an `api_config_source` whose first gRPC service is a `google_grpc`
+//!   target: ADS (delta or SotW, from `api_type`), or REST-JSON polling for
+//!   `api_type: REST` (with its `refresh_delay` and `request_timeout`);
+//! - a `path_config_source`: a filesystem source (its `watched_directory`
+//!   too).
+//!
+//! Every other source (`ads`, `self`, an `envoy_grpc` cluster, which is a
+//! name in a data plane's own configuration that a client cannot dial,
+//! credentials the client cannot express) falls back to the bootstrap: the
+//! name is watched by its authority, and an authority the bootstrap does not
+//! know is an error on that resource.
 //!
 //! [`XdsClient::watch_on_server`]: xdsfed_core::client::XdsClient::watch_on_server
 
@@ -19,19 +27,28 @@ use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifi
 use envoy_types::pb::envoy::config::core::v3::data_source::Specifier;
 use envoy_types::pb::envoy::config::core::v3::grpc_service::TargetSpecifier;
 use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::channel_credentials::CredentialSpecifier;
-use envoy_types::pb::envoy::config::core::v3::{ConfigSource, DataSource};
-use xdsfed_core::bootstrap::{ApiVariant, ChannelCreds, ServerConfig};
+use envoy_types::pb::envoy::config::core::v3::{
+    ApiConfigSource, ConfigSource, DataSource, PathConfigSource,
+};
+use xdsfed_core::bootstrap::{
+    ApiVariant, ChannelCreds, FileSource, RestTiming, ServerConfig, ServerProtocol,
+};
 
 /// The server `source` names, when it names one the client can dial.
 pub(crate) fn server_of(source: &ConfigSource) -> Option<ServerConfig> {
-    let Some(ConfigSourceSpecifier::ApiConfigSource(api)) = &source.config_source_specifier else {
-        return None;
+    let api = match &source.config_source_specifier {
+        Some(ConfigSourceSpecifier::ApiConfigSource(api)) => api,
+        Some(ConfigSourceSpecifier::PathConfigSource(path)) => return file_server(path),
+        _ => return None,
     };
-    // The client speaks ADS only; a per-type gRPC service is asked over ADS
-    // on the same target, which control planes serving both accept.
-    let api_variant = match ApiType::try_from(api.api_type) {
-        Ok(ApiType::AggregatedDeltaGrpc | ApiType::DeltaGrpc) => ApiVariant::Delta,
-        Ok(ApiType::AggregatedGrpc | ApiType::Grpc) => ApiVariant::Sotw,
+    // A per-type gRPC service is asked over ADS on the same target, which
+    // control planes serving both accept.
+    let (api_variant, protocol) = match ApiType::try_from(api.api_type) {
+        Ok(ApiType::AggregatedDeltaGrpc | ApiType::DeltaGrpc) => {
+            (ApiVariant::Delta, ServerProtocol::Ads)
+        }
+        Ok(ApiType::AggregatedGrpc | ApiType::Grpc) => (ApiVariant::Sotw, ServerProtocol::Ads),
+        Ok(ApiType::Rest) => (ApiVariant::Sotw, ServerProtocol::Rest(rest_timing(api))),
         _ => return None,
     };
     let Some(TargetSpecifier::GoogleGrpc(google)) = api
@@ -65,7 +82,44 @@ pub(crate) fn server_of(source: &ConfigSource) -> Option<ServerConfig> {
     server.api = api_variant;
     // The source chose the variant; do not second-guess it.
     server.api_pinned = true;
+    server.protocol = protocol;
     Some(server)
+}
+
+/// A `path_config_source`: the file (its format from its extension) and
+/// the directory watched for it.
+fn file_server(path: &PathConfigSource) -> Option<ServerConfig> {
+    let mut source = FileSource::new(&path.path).ok()?;
+    if let Some(dir) = path
+        .watched_directory
+        .as_ref()
+        .filter(|d| !d.path.is_empty())
+    {
+        source.watched_directory = Some(PathBuf::from(&dir.path));
+    }
+    Some(source.server())
+}
+
+/// A REST source's timers, Envoy's defaults where unset.
+fn rest_timing(api: &ApiConfigSource) -> RestTiming {
+    let mut timing = RestTiming::default();
+    if let Some(delay) = api.refresh_delay.as_ref().and_then(duration) {
+        timing.refresh_delay = delay;
+    }
+    if let Some(timeout) = api.request_timeout.as_ref().and_then(duration) {
+        timing.request_timeout = timeout;
+    }
+    timing
+}
+
+/// A non-negative protobuf duration.
+fn duration(d: &envoy_types::pb::google::protobuf::Duration) -> Option<std::time::Duration> {
+    let secs = u64::try_from(d.seconds).ok()?;
+    let nanos = u32::try_from(d.nanos).ok()?;
+    Some(
+        std::time::Duration::new(secs, 0)
+            .saturating_add(std::time::Duration::from_nanos(u64::from(nanos))),
+    )
 }
 
 /// A file the client can read; inline data is not something a
@@ -195,7 +249,65 @@ mod tests {
     }
 
     #[test]
-    fn ads_envoy_grpc_and_rest_sources_fall_back_to_the_bootstrap() {
+    fn rest_and_path_sources_name_a_rest_and_a_file_server() {
+        let mut rest = api_source(ApiType::Rest, google("http://cp:8080", None));
+        if let Some(ConfigSourceSpecifier::ApiConfigSource(api)) = &mut rest.config_source_specifier
+        {
+            api.refresh_delay = Some(envoy_types::pb::google::protobuf::Duration {
+                seconds: 0,
+                nanos: 250_000_000,
+            });
+        }
+        let server = server_of(&rest).expect("a REST server");
+        assert_eq!(server.server_uri, "http://cp:8080");
+        let ServerProtocol::Rest(timing) = server.protocol else {
+            panic!("not REST: {:?}", server.protocol);
+        };
+        assert_eq!(timing.refresh_delay, std::time::Duration::from_millis(250));
+        assert_eq!(
+            timing.request_timeout,
+            RestTiming::default().request_timeout
+        );
+
+        let path = ConfigSource {
+            config_source_specifier: Some(ConfigSourceSpecifier::PathConfigSource(
+                PathConfigSource {
+                    path: "/etc/xds/eds.yaml".into(),
+                    watched_directory: Some(
+                        envoy_types::pb::envoy::config::core::v3::WatchedDirectory {
+                            path: "/etc/xds".into(),
+                            ..Default::default()
+                        },
+                    ),
+                    ..Default::default()
+                },
+            )),
+            ..Default::default()
+        };
+        let server = server_of(&path).expect("a file server");
+        assert_eq!(server.server_uri, "file:///etc/xds/eds.yaml");
+        let ServerProtocol::File(file) = server.protocol else {
+            panic!("not a file: {:?}", server.protocol);
+        };
+        assert_eq!(file.watched_directory, Some(PathBuf::from("/etc/xds")));
+    }
+
+    #[test]
+    fn a_path_source_of_an_unknown_format_falls_back_to_the_bootstrap() {
+        let path = ConfigSource {
+            config_source_specifier: Some(ConfigSourceSpecifier::PathConfigSource(
+                PathConfigSource {
+                    path: "/etc/xds/eds.txt".into(),
+                    ..Default::default()
+                },
+            )),
+            ..Default::default()
+        };
+        assert_eq!(server_of(&path), None);
+    }
+
+    #[test]
+    fn ads_and_envoy_grpc_sources_fall_back_to_the_bootstrap() {
         let ads = ConfigSource {
             config_source_specifier: Some(ConfigSourceSpecifier::Ads(
                 AggregatedConfigSource::default(),
@@ -209,9 +321,8 @@ mod tests {
                 ..Default::default()
             }),
         );
-        let rest = api_source(ApiType::Rest, google("cp:443", None));
         let empty_target = api_source(ApiType::AggregatedDeltaGrpc, google("", None));
-        for source in [ads, envoy_grpc, rest, empty_target, ConfigSource::default()] {
+        for source in [ads, envoy_grpc, empty_target, ConfigSource::default()] {
             assert_eq!(server_of(&source), None, "{source:?}");
         }
     }

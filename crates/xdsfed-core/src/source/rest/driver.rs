@@ -1,0 +1,450 @@
+//! The driver task of a REST-JSON source: IO and time for one SotW
+//! [`Session`] and its [`PollSchedule`].
+//!
+//! ```text
+//!          ┌──────────── no subscriptions ◄───────────────┐
+//!          ▼                                               │ idle_grace
+//!   WaitingForInterest ──subscribe──► Polling ─────────────┘
+//!          ▲                            │ a poll fails
+//!          │                            ▼
+//!          └───────────────────── BackingOff (the transport's reconnect
+//!                                  policy: from the attempt's start, reset
+//!                                  by an answer)
+//! ```
+//!
+//! An attempt is what a stream is to ADS: it starts with
+//! `handle_connected` (every type written afresh) and ends with the first
+//! failed poll. The driver never reads a version or a nonce; it moves
+//! requests from the session to the schedule, due polls to the HTTP
+//! client, and answers back to the session.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+use tokio::sync::mpsc;
+
+use super::http::{Answer, Failure, HttpClient};
+use super::poll::{Cause, PollSchedule};
+use super::{Command, Shared, type_path};
+use crate::bootstrap::{RestTiming, ServerConfig};
+use crate::protocol::{
+    AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
+};
+use crate::transport::backoff::ReconnectPolicy;
+use crate::transport::{EventSink, TransportError, TransportOptions};
+use crate::types::TypeRegistry;
+
+/// The clock: tokio's, so that paused-time tests control it.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Sleeps until `at`, or forever.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One poll on the wire: its type URL and what came back.
+type InFlight = Pin<Box<dyn Future<Output = (String, Result<Answer, Failure>)> + Send>>;
+
+/// How an attempt ended.
+enum Outcome {
+    /// A poll failed; `answered` if any poll of the attempt was answered.
+    Failed { answered: bool },
+    /// Nothing was subscribed for `idle_grace`.
+    Idle,
+    /// The connection is shut down.
+    Shutdown,
+}
+
+/// What woke the driver.
+enum Wake {
+    Command(Option<Command>),
+    Answered(String, Result<Answer, Failure>),
+    Timer,
+    Poll,
+    Idle,
+    Deadline,
+}
+
+/// Everything the driver is built from.
+pub(super) struct Parts {
+    pub(super) server: ServerConfig,
+    pub(super) timing: RestTiming,
+    pub(super) authorities: AuthorityFilter,
+    pub(super) types: Arc<TypeRegistry>,
+    pub(super) sink: Arc<dyn EventSink>,
+    pub(super) opts: TransportOptions,
+    pub(super) client: Result<HttpClient, TransportError>,
+    pub(super) commands: mpsc::UnboundedReceiver<Command>,
+    pub(super) shared: Arc<Shared>,
+}
+
+pub(super) struct Driver {
+    server: ServerConfig,
+    session: Session,
+    schedule: PollSchedule,
+    sink: Arc<dyn EventSink>,
+    opts: TransportOptions,
+    client: Result<HttpClient, TransportError>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    shared: Arc<Shared>,
+    /// Events the driver itself produces (what REST cannot ask for),
+    /// delivered with the session's.
+    own_events: Vec<CoreEvent>,
+    /// The type of the response handled last, until its events are
+    /// delivered and the type is counted as answered.
+    answered: Option<String>,
+}
+
+impl Driver {
+    pub(super) fn new(parts: Parts) -> Self {
+        let Parts {
+            server,
+            timing,
+            authorities,
+            types,
+            sink,
+            opts,
+            client,
+            commands,
+            shared,
+        } = parts;
+        let mut cfg = SessionConfig::new(opts.node.clone())
+            .with_variant(server.api)
+            .with_does_not_exist_timeout(opts.does_not_exist_timeout)
+            .with_handshake_timeout(opts.connect_timeout)
+            .with_first_response_timeout(opts.first_response_timeout)
+            .with_authorities(authorities);
+        cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
+        let session = Session::new(cfg, types);
+        // The node as the session sends it: with the client features.
+        let schedule = PollSchedule::new(timing.refresh_delay, session.config().node.clone());
+        Driver {
+            server,
+            session,
+            schedule,
+            sink,
+            opts,
+            client,
+            commands,
+            shared,
+            own_events: Vec::new(),
+            answered: None,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let mut policy = ReconnectPolicy::new(self.opts.backoff);
+        loop {
+            if !self.session.has_subscriptions() && !self.wait(None).await {
+                return;
+            }
+            policy.started(now());
+            let answered = match self.attempt().await {
+                Outcome::Shutdown => return,
+                Outcome::Idle => {
+                    policy.closed_locally();
+                    continue;
+                }
+                Outcome::Failed { answered } => answered,
+            };
+            let at = policy.ended(now(), answered);
+            tracing::info!(
+                server = %self.server.server_uri,
+                delay = ?at.saturating_duration_since(now()),
+                "retrying the REST-JSON polls"
+            );
+            if !self.wait(Some(at)).await {
+                return;
+            }
+        }
+    }
+
+    /// Without an attempt: applies commands and fires timers until
+    /// `deadline` (or, without one, until something is subscribed).
+    /// `false` on shutdown.
+    async fn wait(&mut self, deadline: Option<Instant>) -> bool {
+        loop {
+            self.flush(Cause::Interest);
+            if deadline.is_none() && self.session.has_subscriptions() {
+                return true;
+            }
+            let timer = self.session.poll_timeout();
+            let wake = tokio::select! {
+                cmd = self.commands.recv() => Wake::Command(cmd),
+                () = sleep_until(timer) => Wake::Timer,
+                () = sleep_until(deadline) => Wake::Deadline,
+            };
+            match wake {
+                Wake::Command(cmd) => {
+                    if !self.apply(cmd) {
+                        return false;
+                    }
+                }
+                Wake::Timer => self.session.handle_timeout(now()),
+                _ => return true,
+            }
+        }
+    }
+
+    /// One attempt: polls until one fails, nothing is left to poll, or
+    /// shutdown.
+    async fn attempt(&mut self) -> Outcome {
+        let client = match &self.client {
+            Ok(client) => client.clone(),
+            Err(e) => {
+                let message = e.to_string();
+                return self.fail(Failure { code: 14, message }, false);
+            }
+        };
+        self.shared.stats().streams_opened += 1;
+        self.schedule.clear();
+        self.session.handle_connected(now());
+        self.flush(Cause::Interest);
+        let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+        let mut answered = false;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if let Some(end) = self.session.poll_close() {
+                let failure = Failure {
+                    code: end.code,
+                    message: end.message,
+                };
+                return self.fail(failure, answered);
+            }
+            self.start_due(&client, &mut inflight);
+            let idle_at = self.idle_deadline(&mut idle_since);
+            let wake = tokio::select! {
+                cmd = self.commands.recv() => Wake::Command(cmd),
+                Some((t, r)) = inflight.next(), if !inflight.is_empty() => Wake::Answered(t, r),
+                () = sleep_until(self.session.poll_timeout()) => Wake::Timer,
+                () = sleep_until(self.schedule.poll_timeout()) => Wake::Poll,
+                () = sleep_until(idle_at) => Wake::Idle,
+            };
+            match wake {
+                Wake::Command(cmd) => {
+                    if !self.apply(cmd) {
+                        self.end_locally("shut down");
+                        return Outcome::Shutdown;
+                    }
+                    self.flush(Cause::Interest);
+                }
+                Wake::Answered(type_url, Ok(answer)) => {
+                    answered = true;
+                    if let Err(failure) = self.answer(&type_url, answer) {
+                        return self.fail(failure, answered);
+                    }
+                }
+                Wake::Answered(_, Err(failure)) => return self.fail(failure, answered),
+                Wake::Timer => {
+                    self.session.handle_timeout(now());
+                    self.flush(Cause::Interest);
+                }
+                Wake::Idle => {
+                    tracing::debug!(server = %self.server.server_uri, "nothing left to poll");
+                    self.end_locally("idle");
+                    return Outcome::Idle;
+                }
+                Wake::Poll | Wake::Deadline => {}
+            }
+        }
+    }
+
+    /// Starts every poll that is due.
+    fn start_due(&mut self, client: &HttpClient, inflight: &mut FuturesUnordered<InFlight>) {
+        while let Some(request) = self.schedule.poll_request(now()) {
+            // Types without a path never reach the session (see `apply_one`).
+            let Some(path) = type_path(&request.type_url) else {
+                continue;
+            };
+            let client = client.clone();
+            tracing::debug!(
+                server = %self.server.server_uri,
+                type_url = %request.type_url,
+                version = %request.version_info,
+                nack = request.error_detail.is_some(),
+                "polling"
+            );
+            inflight.push(Box::pin(async move {
+                let result = client.post(path, &request).await;
+                (request.type_url, result)
+            }));
+        }
+    }
+
+    /// Feeds one answer of `type_url` to the schedule and the session.
+    fn answer(&mut self, type_url: &str, answer: Answer) -> Result<(), Failure> {
+        let now = now();
+        if !self.schedule.handle_answer(now, type_url) {
+            return Ok(()); // the type is no longer polled
+        }
+        match answer {
+            Answer::NotModified => self.session.handle_stream_accepted(now),
+            Answer::Response(response) => {
+                if response.type_url != type_url {
+                    return Err(Failure {
+                        code: 13,
+                        message: format!(
+                            "{}: a poll of {type_url} was answered with type {:?}",
+                            self.server.server_uri, response.type_url
+                        ),
+                    });
+                }
+                let first = !self.shared.stats().connected;
+                self.shared.stats().connected = true;
+                if first {
+                    tracing::info!(server = %self.server.server_uri, "REST-JSON source answering");
+                }
+                self.answered = Some(response.type_url.clone());
+                self.session.handle_sotw_response(now, response);
+            }
+        }
+        self.flush(Cause::Answer);
+        Ok(())
+    }
+
+    /// A poll failed: the attempt ends as a stream the server ended.
+    fn fail(&mut self, failure: Failure, answered: bool) -> Outcome {
+        tracing::warn!(server = %self.server.server_uri, code = failure.code, message = %failure.message, "REST-JSON poll failed");
+        self.shared.stats().connected = false;
+        self.schedule.clear();
+        let message = format!("{}: {}", self.server.server_uri, failure.message);
+        self.session
+            .handle_stream_end(now(), StreamEnd::new(failure.code, message));
+        self.flush(Cause::Interest);
+        Outcome::Failed { answered }
+    }
+
+    /// The client ends the attempt itself (idle, shutdown).
+    fn end_locally(&mut self, why: &str) {
+        self.schedule.clear();
+        self.session.handle_stream_end(now(), StreamEnd::local(why));
+        self.flush(Cause::Interest);
+    }
+
+    /// When polling stops for idleness: `idle_grace` after the last
+    /// subscription went.
+    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
+        if self.session.has_subscriptions() {
+            *idle_since = None;
+        } else if idle_since.is_none() {
+            *idle_since = Some(now());
+        }
+        idle_since.map(|t| t + self.opts.idle_grace)
+    }
+
+    /// Applies `command` and every command queued behind it, so that a
+    /// burst of subscriptions leaves in one poll per type. `false` on
+    /// shutdown.
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        if !self.apply_one(command) {
+            return false;
+        }
+        while let Ok(queued) = self.commands.try_recv() {
+            if !self.apply_one(Some(queued)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn apply_one(&mut self, command: Option<Command>) -> bool {
+        match command {
+            None | Some(Command::Shutdown) => return false,
+            Some(Command::Subscribe(key)) => {
+                if let Some(reason) = not_requestable(&key.type_url, &key.name) {
+                    self.own_events.push(CoreEvent::NotRequested {
+                        key,
+                        reason: Arc::from(reason),
+                    });
+                } else {
+                    self.session.subscribe(key);
+                }
+            }
+            Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
+            Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
+            Some(Command::SubscribeWildcard(t)) => {
+                if let Some(reason) = not_requestable(&t, "*") {
+                    self.own_events.push(CoreEvent::NotRequested {
+                        key: ResourceKey::new(t, "*"),
+                        reason: Arc::from(reason),
+                    });
+                } else {
+                    self.session.subscribe_wildcard(&t);
+                }
+            }
+            Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
+        }
+        true
+    }
+
+    /// Moves what the session wrote to the schedule (as `cause`), hands
+    /// the events to the sink and publishes the counters.
+    fn flush(&mut self, cause: Cause) {
+        let now = now();
+        while let Some(request) = self.session.poll_transmit(now) {
+            if let Request::Sotw(request) = request {
+                self.schedule.handle_request(now, request, cause);
+            }
+        }
+        let mut events = std::mem::take(&mut self.own_events);
+        events.extend(std::iter::from_fn(|| self.session.poll_event()).map(in_rest_words));
+        if !events.is_empty() {
+            self.sink.deliver(&self.server, events);
+        }
+        self.publish_stats();
+    }
+
+    fn publish_stats(&mut self) {
+        let s = self.session.stats();
+        let mut stats = self.shared.stats();
+        stats.server_failure = s.server_failure;
+        stats.resource_updates_valid = s.resource_updates_valid;
+        stats.resource_updates_invalid = s.resource_updates_invalid;
+        for (type_url, counts) in &s.updates_by_type {
+            stats.updates_by_type.insert(type_url.to_string(), *counts);
+        }
+        stats.foreign_names_ignored = s.foreign_names_ignored;
+        if let Some(type_url) = self.answered.take() {
+            stats.answered_types.insert(type_url);
+        }
+    }
+}
+
+/// Why `name` of `type_url` cannot be asked for over REST, if it cannot.
+fn not_requestable(type_url: &str, name: &str) -> Option<String> {
+    if type_path(type_url).is_none() {
+        return Some(format!(
+            "{type_url} has no REST-JSON path (/v3/discovery:...); this server is polled over REST, \
+             which serves listeners, routes, clusters, endpoints, secrets, runtime, scoped-routes, \
+             virtual_hosts and extension_configs"
+        ));
+    }
+    is_glob(name).then(|| {
+        "glob collections need delta xDS (xDS TP1), and REST-JSON polling is state of the world only"
+            .to_owned()
+    })
+}
+
+/// The session words a failure as an ADS stream's; this source is not one.
+fn in_rest_words(event: CoreEvent) -> CoreEvent {
+    match event {
+        CoreEvent::StreamFailed { error } => {
+            let rest = error
+                .strip_prefix("ADS stream failed before any response: ")
+                .map(|tail| format!("REST-JSON polling failed before any answer: {tail}"));
+            CoreEvent::StreamFailed {
+                error: rest.map_or(error, Arc::from),
+            }
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,217 @@
+//! The REST-JSON polling source: state-of-the-world xDS over plain HTTP
+//! (xds-protocol-v3, "REST-JSON polling subscriptions").
+//!
+//! ```text
+//!  RestConnection (handle) ──commands──► driver task (one per server)
+//!                                          │ protocol::Session (SotW): what to ask, ACK/NACK,
+//!                                          │   validation, deletions, does-not-exist timers
+//!                                          │ PollSchedule: when each type's poll leaves
+//!                                          │ HttpClient: POST /v3/discovery:{type}, JSON both ways
+//!                                          └─► EventSink::deliver(events)
+//! ```
+//!
+//! Each type is polled on its own: the session's latest `DiscoveryRequest`
+//! of the type is POSTed as JSON to `{server_uri}/v3/discovery:{path}`
+//! (`clusters`, `listeners`, … from the type URL, Envoy's v3 paths), and
+//! the `DiscoveryResponse` that comes back is handled exactly as one on a
+//! SotW ADS stream. The ACK or NACK it earns rides on the type's next
+//! poll, `refresh_delay` after the answer; `304 Not Modified` means no
+//! change. The module `poll` states the schedule's rules.
+//!
+//! A poll that fails (no connection, no answer within `request_timeout`,
+//! an HTTP status other than 200 and 304, a body that is not a
+//! `DiscoveryResponse` or is over `max_message_size`) ends the attempt as
+//! a stream end does: outstanding polls are dropped, and the next attempt
+//! starts after the transport's backoff with every type asked afresh. As
+//! on ADS, an attempt that fails before any answer is a server failure
+//! ([`CoreEvent::StreamFailed`]: ambient errors, gRFC A71 fallback); one
+//! that had answers is retried after the backoff's initial delay, and
+//! reported if that retry fails too.
+//!
+//! Types without a REST path, and glob collections (which need delta
+//! xDS), are answered [`CoreEvent::NotRequested`] at once.
+
+mod driver;
+mod http;
+mod poll;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::mpsc;
+
+use super::SourceConnection;
+use crate::bootstrap::{ApiVariant, RestTiming, ServerConfig, ServerProtocol};
+use crate::protocol::{AuthorityFilter, ResourceKey};
+use crate::transport::{ConnectionStats, EventSink, TransportOptions};
+use crate::types::TypeRegistry;
+
+/// The REST path segment of `type_url`: `discovery:{segment}` (Envoy's v3
+/// REST paths), or `None` for a type REST does not serve.
+pub fn type_path(type_url: &str) -> Option<&'static str> {
+    let name = type_url.rsplit('/').next()?;
+    Some(match name {
+        "envoy.config.listener.v3.Listener" => "listeners",
+        "envoy.config.route.v3.RouteConfiguration" => "routes",
+        "envoy.config.cluster.v3.Cluster" => "clusters",
+        "envoy.config.endpoint.v3.ClusterLoadAssignment" => "endpoints",
+        "envoy.extensions.transport_sockets.tls.v3.Secret" => "secrets",
+        "envoy.service.runtime.v3.Runtime" => "runtime",
+        "envoy.config.route.v3.ScopedRouteConfiguration" => "scoped-routes",
+        "envoy.config.route.v3.VirtualHost" => "virtual_hosts",
+        "envoy.config.core.v3.TypedExtensionConfig" => "extension_configs",
+        _ => return None,
+    })
+}
+
+/// The type URL a REST path segment names (the inverse of [`type_path`]).
+pub fn type_url_of_path(segment: &str) -> Option<&'static str> {
+    Some(match segment {
+        "listeners" => "type.googleapis.com/envoy.config.listener.v3.Listener",
+        "routes" => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+        "clusters" => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+        "endpoints" => "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+        "secrets" => "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+        "runtime" => "type.googleapis.com/envoy.service.runtime.v3.Runtime",
+        "scoped-routes" => "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration",
+        "virtual_hosts" => "type.googleapis.com/envoy.config.route.v3.VirtualHost",
+        "extension_configs" => "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+        _ => return None,
+    })
+}
+
+/// What the handle asks of the driver.
+#[derive(Debug)]
+enum Command {
+    Subscribe(ResourceKey),
+    Unsubscribe(ResourceKey),
+    ForgetVersion(ResourceKey),
+    SubscribeWildcard(String),
+    UnsubscribeWildcard(String),
+    Shutdown,
+}
+
+/// What the handle and the driver share.
+#[derive(Debug)]
+struct Shared {
+    stats: Mutex<ConnectionStats>,
+}
+
+impl Shared {
+    fn stats(&self) -> MutexGuard<'_, ConnectionStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A handle on the REST-JSON source of one server; the driver task ends
+/// on [`SourceConnection::shutdown`] or when the handle is dropped.
+#[derive(Debug)]
+pub(crate) struct RestConnection {
+    commands: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
+}
+
+impl RestConnection {
+    /// Spawns the driver of `server` on the current tokio runtime. Nothing
+    /// is polled until the first subscription. A server whose client cannot
+    /// be set up (unreadable TLS files) reports the error as a stream
+    /// failure on every attempt, as an ADS connection does.
+    pub(crate) fn spawn(
+        server: ServerConfig,
+        authorities: AuthorityFilter,
+        types: Arc<TypeRegistry>,
+        sink: Arc<dyn EventSink>,
+        opts: TransportOptions,
+    ) -> Self {
+        let timing = match server.protocol {
+            ServerProtocol::Rest(timing) => timing,
+            _ => RestTiming::default(),
+        };
+        let client = http::HttpClient::new(&server, timing.request_timeout, opts.max_message_size);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            stats: Mutex::new(ConnectionStats {
+                connected: false,
+                server_failure: 0,
+                resource_updates_valid: 0,
+                resource_updates_invalid: 0,
+                updates_by_type: BTreeMap::new(),
+                foreign_names_ignored: 0,
+                streams_opened: 0,
+                variant: ApiVariant::Sotw,
+                answered_types: BTreeSet::new(),
+            }),
+        });
+        let driver = driver::Driver::new(driver::Parts {
+            server,
+            timing,
+            authorities,
+            types,
+            sink,
+            opts,
+            client,
+            commands: rx,
+            shared: Arc::clone(&shared),
+        });
+        tokio::spawn(driver.run());
+        RestConnection {
+            commands: tx,
+            shared,
+        }
+    }
+
+    fn send(&self, command: Command) {
+        // The driver is gone only after a shutdown; then there is nothing
+        // left to do with the command.
+        let _ = self.commands.send(command);
+    }
+}
+
+impl SourceConnection for RestConnection {
+    fn subscribe(&self, key: ResourceKey) {
+        self.send(Command::Subscribe(key));
+    }
+    fn unsubscribe(&self, key: ResourceKey) {
+        self.send(Command::Unsubscribe(key));
+    }
+    fn forget_version(&self, key: ResourceKey) {
+        self.send(Command::ForgetVersion(key));
+    }
+    fn subscribe_wildcard(&self, type_url: &str) {
+        self.send(Command::SubscribeWildcard(type_url.to_owned()));
+    }
+    fn unsubscribe_wildcard(&self, type_url: &str) {
+        self.send(Command::UnsubscribeWildcard(type_url.to_owned()));
+    }
+    fn stats(&self) -> ConnectionStats {
+        self.shared.stats().clone()
+    }
+    fn shutdown(&self) {
+        self.send(Command::Shutdown);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rest_path_names_its_type_and_back() {
+        for path in [
+            "listeners",
+            "routes",
+            "clusters",
+            "endpoints",
+            "secrets",
+            "runtime",
+            "scoped-routes",
+            "virtual_hosts",
+            "extension_configs",
+        ] {
+            let type_url = type_url_of_path(path).unwrap();
+            assert_eq!(type_path(type_url), Some(path));
+        }
+        assert_eq!(type_path("type.googleapis.com/xds.type.v3.Unknown"), None);
+        assert_eq!(type_url_of_path("aggregated"), None);
+    }
+}

@@ -1,0 +1,280 @@
+//! The state directory: a last-known-good copy of every accepted resource
+//! on disk, so a client that restarts while its servers are unreachable
+//! serves what it had (opt in with
+//! [`XdsClientBuilder::state_dir`](crate::client::XdsClientBuilder::state_dir)).
+//!
+//! ```text
+//! cache applies an Upsert ─► Writer::put ─► WritePlan (one pending copy per key)
+//! cache drops a copy      ─► Writer::remove ─┘        │  writer thread
+//!                                                    ▼
+//!            DIR/xdsfed-state-v1/<sha256(type URL NUL name)>.rec  (tmp, fsync, rename, fsync dir)
+//! build() ─► read_records ─► decode + validate (TypeRegistry) ─► cache, status FROM_DISK
+//! ```
+//!
+//! - [`record`]: the file format and its checks (pure functions).
+//! - `plan`: which write comes next, coalescing and bounds (sans-IO).
+//! - `writer`: the thread that performs the plan.
+//! - [`read_records`]: the loader, public so tools and tests can read a
+//!   directory the way the client does.
+//!
+//! docs/client.md, "The state directory", says when a record is written
+//! and when it is deleted.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::protocol::ResourceKey;
+use crate::types::{Decoded, TypeRegistry};
+
+mod plan;
+pub mod record;
+mod writer;
+
+pub use record::{Record, RecordError};
+
+pub(crate) use writer::Writer;
+
+/// The directory inside the state directory that holds the records of
+/// this format (a later format gets a directory of its own).
+pub const RECORDS_DIR: &str = "xdsfed-state-v1";
+
+/// The default bound on the records' total size: 1 GiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
+
+/// How many problems the status keeps (all are counted).
+const MAX_PROBLEMS: usize = 64;
+
+/// A record read back from a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// The record.
+    pub record: Record,
+    /// The file's length in bytes.
+    pub len: u64,
+}
+
+/// A file that is not a usable record, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// Why it was ignored.
+    pub why: String,
+}
+
+/// What [`read_records`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The whole records, in no particular order.
+    pub records: Vec<StoredRecord>,
+    /// The files that were ignored, and why.
+    pub problems: Vec<Problem>,
+    /// Temporary files left by an interrupted write (ignored).
+    pub temporary: Vec<PathBuf>,
+}
+
+/// Reads every record of the state directory `dir` (its
+/// [`RECORDS_DIR`]), checking each as the client does: whole, checksum,
+/// file name, at most `max_record` bytes. Does not change the directory.
+/// A directory that does not exist holds no records.
+pub fn read_records(dir: &Path, max_record: u64) -> std::io::Result<Scan> {
+    let records_dir = dir.join(RECORDS_DIR);
+    let mut scan = Scan::default();
+    let entries = match std::fs::read_dir(&records_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(scan),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if file_name.ends_with(record::TEMP_SUFFIX) {
+            scan.temporary.push(path);
+            continue;
+        }
+        match read_one(&path, &file_name, max_record) {
+            Ok(stored) => scan.records.push(stored),
+            Err(why) => scan.problems.push(Problem { file: path, why }),
+        }
+    }
+    Ok(scan)
+}
+
+fn read_one(path: &Path, file_name: &str, max_record: u64) -> Result<StoredRecord, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(max_record.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    let len = bytes.len() as u64;
+    if len > max_record {
+        return Err(RecordError::TooLarge {
+            len,
+            max: max_record,
+        }
+        .to_string());
+    }
+    let record = Record::decode_file(file_name, &bytes).map_err(|e| e.to_string())?;
+    Ok(StoredRecord {
+        file: path.to_owned(),
+        record,
+        len,
+    })
+}
+
+/// The state directory's part of [`ClientStatus`](crate::status::ClientStatus).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StateDirStatus {
+    /// The state directory.
+    pub dir: String,
+    /// Records loaded into the cache at start.
+    pub records_loaded: u64,
+    /// Files ignored: corrupt, truncated, foreign, of an unregistered type,
+    /// failing validation, or unreadable.
+    pub records_rejected: u64,
+    /// The first of those files, each with why (at most 64).
+    pub problems: Vec<String>,
+    /// Records written since start.
+    pub records_written: u64,
+    /// Records deleted since start.
+    pub records_deleted: u64,
+    /// Copies not persisted because they were over a bound.
+    pub over_bound: u64,
+    /// Writes or deletions that failed (the key's record is deleted).
+    pub write_errors: u64,
+}
+
+/// The counters behind [`StateDirStatus`], shared with the writer thread.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    status: Mutex<StateDirStatus>,
+}
+
+impl Counters {
+    fn with(&self, f: impl FnOnce(&mut StateDirStatus)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    pub(crate) fn snapshot(&self) -> StateDirStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A file ignored, with why: warned, counted and listed.
+    fn rejected(&self, file: &Path, why: &str) {
+        tracing::warn!(file = %file.display(), why, "state directory: file ignored");
+        self.with(|s| {
+            s.records_rejected += 1;
+            if s.problems.len() < MAX_PROBLEMS {
+                s.problems.push(format!("{}: {why}", file.display()));
+            }
+        });
+    }
+
+    fn over_bound(&self, dir: &Path, report: &plan::Report) {
+        let (key, len, bound, what) = match report {
+            plan::Report::OverRecordBound { key, len, bound } => (key, len, bound, "record"),
+            plan::Report::OverTotalBound { key, len, bound } => (key, len, bound, "total"),
+        };
+        tracing::warn!(
+            dir = %dir.display(),
+            resource = %key,
+            len,
+            bound,
+            "state directory: copy not persisted, over the {what} bound"
+        );
+        self.with(|s| s.over_bound += 1);
+    }
+
+    fn write_failed(&self, dir: &Path, key: &ResourceKey, error: &std::io::Error) {
+        tracing::warn!(dir = %dir.display(), resource = %key, %error, "state directory: write failed");
+        self.with(|s| s.write_errors += 1);
+    }
+
+    fn performed(&self, op: &plan::Op) {
+        self.with(|s| match op {
+            plan::Op::Write(_) => s.records_written += 1,
+            plan::Op::Delete => s.records_deleted += 1,
+        });
+    }
+}
+
+/// A state directory opened by a client: the writer (`None` when the
+/// directory cannot be written), what loaded, and the counters.
+pub(crate) struct Opened {
+    pub(crate) writer: Option<Writer>,
+    pub(crate) loaded: Vec<(Record, Decoded)>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+/// Opens the state directory `dir`: creates it, deletes temporary files
+/// left by a crash, loads and validates every record, and starts the
+/// writer. Never fails: what goes wrong is warned and counted.
+pub(crate) fn open(dir: &Path, max_record: u64, max_total: u64, types: &TypeRegistry) -> Opened {
+    let counters = Arc::new(Counters::default());
+    counters.with(|s| s.dir = dir.display().to_string());
+    let records_dir = dir.join(RECORDS_DIR);
+    if let Err(e) = std::fs::create_dir_all(&records_dir) {
+        counters.rejected(&records_dir, &format!("cannot create the directory: {e}"));
+    }
+    let scan = read_records(dir, max_record).unwrap_or_else(|e| {
+        counters.rejected(&records_dir, &format!("cannot read the directory: {e}"));
+        Scan::default()
+    });
+    for temp in &scan.temporary {
+        // What an interrupted write left; the record it was for (if any)
+        // is still whole under its own name.
+        let _ = std::fs::remove_file(temp);
+    }
+    for problem in &scan.problems {
+        counters.rejected(&problem.file, &problem.why);
+    }
+    let mut plan = plan::WritePlan::new(max_record, max_total);
+    let mut loaded = Vec::with_capacity(scan.records.len());
+    for stored in scan.records {
+        match validate(&stored.record, types) {
+            Ok(decoded) => {
+                plan.handle_existing(stored.record.key(), stored.len);
+                loaded.push((stored.record, decoded));
+            }
+            Err(why) => counters.rejected(&stored.file, &why),
+        }
+    }
+    counters.with(|s| s.records_loaded = loaded.len() as u64);
+    let writer = match Writer::start(records_dir, plan, Arc::clone(&counters)) {
+        Ok(writer) => Some(writer),
+        Err(e) => {
+            counters.rejected(dir, &format!("cannot start the writer thread: {e}"));
+            None
+        }
+    };
+    Opened {
+        writer,
+        loaded,
+        counters,
+    }
+}
+
+/// Decodes and validates a record's resource again, as if a server had
+/// just sent it.
+fn validate(record: &Record, types: &TypeRegistry) -> Result<Decoded, String> {
+    let Some(erased) = types.get(&record.type_url) else {
+        return Err(format!(
+            "resource type {} is not registered with this client",
+            record.type_url
+        ));
+    };
+    erased
+        .decode(record.resource.clone())
+        .map_err(|e| format!("{} fails validation: {e}", record.name))
+}

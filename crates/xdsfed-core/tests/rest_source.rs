@@ -1,0 +1,347 @@
+//! The REST-JSON polling source (xds-protocol-v3, "REST-JSON polling
+//! subscriptions") against the testbed's REST server over loopback HTTP:
+//! delivery and updates by polling, ACK and NACK, failures as ambient
+//! errors with recovery, and gRFC A71 fallback between a REST and a gRPC
+//! server. Timers are short (refresh 50 ms); nothing asserts on timing.
+
+// Tests state their expectations with unwrap, expect and panic (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::cluster::v3::cluster::{
+    ClusterDiscoveryType, CustomClusterType,
+};
+use xdsfed_core::XdsClient;
+use xdsfed_core::bootstrap::Bootstrap;
+use xdsfed_core::cache::ResourceStatus;
+use xdsfed_core::transport::{BackoffConfig, TransportOptions};
+use xdsfed_core::types::ClusterType;
+use xdsfed_core::watch::{Watch, WatchEvent};
+use xdsfed_testbed::resources::cluster;
+use xdsfed_testbed::{Protocol, Server, ServerSpec, Testbed};
+
+const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+const NAME: &str = "c1";
+/// Long enough for loopback on a loaded machine; only bounds how long a
+/// failure takes to show.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A server entry: REST with short timers, or gRPC ADS.
+fn entry(uri: &str, rest: bool) -> String {
+    let timers = if rest {
+        r#", "api_type": "REST", "refresh_delay": "0.05s", "request_timeout": "0.3s""#
+    } else {
+        ""
+    };
+    format!(r#"{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]{timers}}}"#)
+}
+
+/// A client whose top-level servers are `servers`, in order (A71 order).
+fn client(servers: &[(&Server, bool)]) -> XdsClient {
+    let list: Vec<String> = servers
+        .iter()
+        .map(|(s, rest)| entry(&s.uri(), *rest))
+        .collect();
+    let json = format!(
+        r#"{{"xds_servers": [{}], "node": {{"id": "rest-node"}}}}"#,
+        list.join(",")
+    );
+    let bootstrap = Bootstrap::from_json_str(&json).unwrap();
+    let defaults = TransportOptions::default();
+    let options = TransportOptions {
+        does_not_exist_timeout: Duration::from_secs(5),
+        idle_grace: Duration::from_millis(200),
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+            ..defaults.backoff
+        },
+        ..defaults
+    };
+    XdsClient::builder(bootstrap)
+        .transport_options(options)
+        .build()
+        .unwrap()
+}
+
+fn rest_spec(name: &str) -> ServerSpec {
+    ServerSpec::new(name, ["rest.example"]).with_protocol(Protocol::Rest)
+}
+
+/// Stores `c1` on `server`, its EDS service name `service`.
+fn serve(server: &Server, service: &str) {
+    server.set_message(NAME, &cluster(NAME, service)).unwrap();
+}
+
+fn service_of(c: &Cluster) -> &str {
+    c.eds_cluster_config
+        .as_ref()
+        .map_or("", |e| e.service_name.as_str())
+}
+
+/// The next event that satisfies `want`, skipping others.
+async fn event_until(
+    watch: &mut Watch<ClusterType>,
+    what: &str,
+    mut want: impl FnMut(&WatchEvent<Cluster>) -> bool,
+) -> WatchEvent<Cluster> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match tokio::time::timeout_at(deadline, watch.next()).await {
+            Ok(Some(event)) if want(&event) => return event,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the watch ended waiting for {what}"),
+            Err(_) => panic!("no {what} within {PATIENCE:?}; state {:?}", watch.state()),
+        }
+    }
+}
+
+/// Waits for the copy whose service is `service`.
+async fn copy_from(watch: &mut Watch<ClusterType>, service: &str) {
+    event_until(
+        watch,
+        &format!("the copy of {service}"),
+        |e| matches!(e, WatchEvent::Changed(c) if service_of(c) == service),
+    )
+    .await;
+}
+
+/// Waits for an ambient error and returns its text.
+async fn ambient_error(watch: &mut Watch<ClusterType>) -> String {
+    match event_until(watch, "an ambient error", |e| {
+        matches!(e, WatchEvent::AmbientError(_))
+    })
+    .await
+    {
+        WatchEvent::AmbientError(e) => e.to_string(),
+        _ => unreachable!(),
+    }
+}
+
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Every SotW request the server recorded, in order.
+fn requests(
+    server: &Server,
+) -> Vec<envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest> {
+    server
+        .recording()
+        .streams()
+        .iter()
+        .flat_map(|s| s.sotw_requests().cloned().collect::<Vec<_>>())
+        .collect()
+}
+
+/// The copy the client serves is still `service`.
+fn still_serves(watch: &Watch<ClusterType>, service: &str) {
+    let current = watch.current().expect("a copy is cached");
+    assert_eq!(service_of(&current), service);
+}
+
+/// A REST source delivers a cluster, then an update arrives by polling:
+/// nothing pushes it, the next poll asks.
+#[tokio::test]
+async fn rest_source_delivers_and_polls_updates() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let client = client(&[(server, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    serve(server, "v2");
+    copy_from(&mut watch, "v2").await;
+    let polls = requests(server);
+    assert!(
+        polls
+            .iter()
+            .all(|r| r.node.as_ref().is_some_and(|n| n.id == "rest-node")),
+        "every poll names the node"
+    );
+}
+
+/// ACK: the poll after a response carries its version and nonce; NACK: an
+/// invalid resource is answered with the last good version and
+/// `error_detail`, and the last good copy keeps serving.
+#[tokio::test]
+async fn rest_source_acks_and_nacks_keeping_the_last_good_copy() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let client = client(&[(server, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    let report = server.wait_acked(CDS, NAME, None, PATIENCE).await.unwrap();
+    assert_eq!(report.acked_by, ["rest-node"], "{report:?}");
+    let response = server.recording().streams()[0]
+        .sotw_responses()
+        .last()
+        .cloned()
+        .unwrap();
+    eventually("a poll ACKs the response", || {
+        requests(server).iter().any(|r| {
+            r.version_info == response.version_info
+                && r.response_nonce == response.nonce
+                && r.error_detail.is_none()
+        })
+    })
+    .await;
+
+    // Valid protobuf (JSON has no way to carry bytes that do not decode),
+    // invalid as a cluster: a custom cluster type the client does not know.
+    let invalid = Cluster {
+        name: NAME.into(),
+        cluster_discovery_type: Some(ClusterDiscoveryType::ClusterType(CustomClusterType {
+            name: "envoy.clusters.unknown".into(),
+            typed_config: None,
+        })),
+        ..Default::default()
+    };
+    server.set_message(NAME, &invalid).unwrap();
+    let report = server.wait_acked(CDS, NAME, None, PATIENCE).await.unwrap();
+    assert_eq!(report.nacked_by.len(), 1, "{report:?}");
+    let nack = requests(server)
+        .into_iter()
+        .find(|r| r.error_detail.is_some())
+        .unwrap();
+    assert_eq!(
+        nack.version_info, response.version_info,
+        "a NACK names the last good version"
+    );
+    assert_eq!(nack.error_detail.unwrap().code, 3, "INVALID_ARGUMENT");
+    eventually("the client marks the copy NACKed", || {
+        watch.state().status == ResourceStatus::Nacked
+    })
+    .await;
+    still_serves(&watch, "v1");
+}
+
+/// A 5xx answer fails the poll: watchers get an ambient error, the copy
+/// keeps serving, and polling recovers when the server does.
+#[tokio::test]
+async fn rest_source_http_error_is_ambient_and_recovers() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let client = client(&[(server, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    server.update_faults(|f| f.http_status = Some(503));
+    let error = ambient_error(&mut watch).await;
+    assert!(error.contains("503"), "{error}");
+    still_serves(&watch, "v1");
+    server.update_faults(|f| f.http_status = None);
+    serve(server, "v2");
+    copy_from(&mut watch, "v2").await;
+}
+
+/// A body that is not a `DiscoveryResponse` fails the poll like a 5xx.
+#[tokio::test]
+async fn rest_source_malformed_body_is_ambient_and_recovers() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let client = client(&[(server, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    server.update_faults(|f| f.malformed_body = true);
+    // A new version, so that the server answers with a body, not 304.
+    serve(server, "v2");
+    let error = ambient_error(&mut watch).await;
+    assert!(error.contains("not a DiscoveryResponse"), "{error}");
+    still_serves(&watch, "v1");
+    server.update_faults(|f| f.malformed_body = false);
+    copy_from(&mut watch, "v2").await;
+}
+
+/// A poll that outlasts `request_timeout` fails, and is retried (with the
+/// transport's backoff) until the server answers in time.
+#[tokio::test]
+async fn rest_source_request_timeout_fails_and_retries() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let client = client(&[(server, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    server.update_faults(|f| f.response_delay = Some(Duration::from_secs(2)));
+    serve(server, "v2");
+    let before = requests(server).len();
+    let error = ambient_error(&mut watch).await;
+    assert!(error.contains("request_timeout"), "{error}");
+    eventually("the failed poll is retried", || {
+        requests(server).len() >= before + 3
+    })
+    .await;
+    still_serves(&watch, "v1");
+    server.update_faults(|f| f.response_delay = None);
+    copy_from(&mut watch, "v2").await;
+    let stats = &client.status();
+    assert!(!stats.resources.is_empty());
+}
+
+/// gRFC A71: a failing REST primary falls back to a gRPC secondary, and the
+/// client switches back once the primary answers.
+#[tokio::test]
+async fn rest_primary_falls_back_to_grpc_and_back() {
+    let testbed = Testbed::start([rest_spec("rest"), ServerSpec::new("grpc", ["rest.example"])])
+        .await
+        .unwrap();
+    let (rest, grpc) = (&testbed.servers()[0], &testbed.servers()[1]);
+    serve(rest, "rest");
+    serve(grpc, "grpc");
+    rest.update_faults(|f| f.http_status = Some(503));
+    let client = client(&[(rest, true), (grpc, false)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "grpc").await;
+    rest.update_faults(|f| f.http_status = None);
+    copy_from(&mut watch, "rest").await;
+}
+
+/// gRFC A71 the other way: a gRPC primary that refuses connections falls
+/// back to a REST secondary.
+#[tokio::test]
+async fn grpc_primary_falls_back_to_rest() {
+    let testbed = Testbed::start([ServerSpec::new("grpc", ["rest.example"]), rest_spec("rest")])
+        .await
+        .unwrap();
+    let (grpc, rest) = (&testbed.servers()[0], &testbed.servers()[1]);
+    serve(grpc, "grpc");
+    serve(rest, "rest");
+    grpc.update_faults(|f| f.refuse_connections = true);
+    let client = client(&[(grpc, false), (rest, true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "rest").await;
+    grpc.update_faults(|f| f.refuse_connections = false);
+    copy_from(&mut watch, "grpc").await;
+}
+
+/// The runnable example in `bootstrap-examples/rest-source/` loads: both
+/// bootstraps name a REST server at the scenario's REST port, and the
+/// scenario serves REST there.
+#[test]
+fn rest_source_example_loads() {
+    use xdsfed_core::bootstrap::ServerProtocol;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bootstrap-examples/rest-source");
+    for file in ["bootstrap.json", "envoy.yaml"] {
+        let b = Bootstrap::from_file(dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
+        let rest = &b.authorities["rest.example"].xds_servers[0];
+        assert!(matches!(rest.protocol, ServerProtocol::Rest(_)), "{file}");
+        assert!(rest.server_uri.ends_with("127.0.0.1:18110"), "{file}");
+    }
+    let scenario = xdsfed_testbed::scenario::Scenario::from_file(&dir.join("testbed.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = &scenario.servers()[0];
+    assert_eq!((rest.protocol, rest.port), (Protocol::Rest, 18110));
+}
