@@ -52,9 +52,9 @@ use super::{CliError, emit, runtime};
 
 /// The testbed: two servers, two authorities, a listener whose route
 /// splits traffic across both.
-const SCENARIO: &str = include_str!("../../bootstrap-examples/testbed-federated.yaml");
+const SCENARIO: &str = include_str!("../../../bootstrap-examples/testbed-federated.yaml");
 /// The client's bootstrap, with placeholder server addresses.
-const BOOTSTRAP: &str = include_str!("../../bootstrap-examples/demo.yaml");
+const BOOTSTRAP: &str = include_str!("../../../bootstrap-examples/demo.yaml");
 const LISTENER: &str = "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter";
 const ROUTE: &str = "xdstp://cloud.example/envoy.config.route.v3.RouteConfiguration/greeter";
 const ROUTE_TYPE: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
