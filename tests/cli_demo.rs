@@ -1,7 +1,8 @@
 //! `xdsfed demo`: runs with no arguments, narrates warming across both
 //! authorities, the update, the restart and recovery, `#alt` fallback and a
-//! redirect, prints the final tree
-//! and exits 0, on 80 columns.
+//! redirect, prints the final tree, restarts the proxy from its state
+//! directory and on-prem's file while the cloud is unreachable and
+//! converges when it returns, and exits 0, on 80 columns.
 
 // Helpers of tests and benchmarks state their expectations with unwrap,
 // expect and panic, like the tests themselves (clippy.toml).
@@ -10,7 +11,7 @@
 use assert_cmd::Command;
 
 #[test]
-fn demo_narrates_warming_update_restart_recovery_and_the_final_tree() {
+fn demo_narrates_warming_update_restart_recovery_the_final_tree_and_a_hybrid_restart() {
     let output = Command::cargo_bin("xdsfed")
         .unwrap()
         .arg("demo")
@@ -82,6 +83,45 @@ fn demo_narrates_warming_update_restart_recovery_and_the_final_tree() {
         "{stdout}"
     );
     assert!(stdout.contains("onprem/rack-2"), "{stdout}");
+
+    // The hybrid restart: ready from disk and from on-prem's file while
+    // neither server answers, then converged once the cloud returns.
+    let hybrid = stdout
+        .split("\n6. A hybrid restart")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no hybrid act:\n{stdout}"));
+    let line = |what: &str| {
+        hybrid
+            .lines()
+            .position(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("{what}:\n{stdout}"))
+    };
+    let loaded = line("copies loaded from the state directory");
+    let cloud_from_disk = line("Cluster   cloud.example   greeter-cloud   from disk, v");
+    line("Endpoints cloud.example   greeter-cloud   from disk, v");
+    let fallback = line("onprem.example falls back to onprem.pb (gRFC A71)");
+    let onprem_from_file = line("Endpoints onprem.example  greeter-onprem  from onprem.pb, v");
+    line("Cluster   onprem.example  greeter-onprem  from onprem.pb, v");
+    // The graph is ready before any server answers: whether its first
+    // snapshot already has the file's copies depends on which came first.
+    let ready = hybrid
+        .lines()
+        .position(|l| l.contains(" ready: ") && l.contains(" from disk"))
+        .unwrap_or_else(|| panic!("ready from disk:\n{stdout}"));
+    let from_file = line("4 from disk, 2 from onprem.pb; 4 ambient errors");
+    let unreachable = line("the client cannot reach server cloud");
+    let back = line("the interconnect is back");
+    let confirmed = line("Cluster   cloud.example   greeter-cloud   confirmed, v");
+    let converged = line("4 from cloud, 2 from onprem.pb; no ambient error");
+    let said_converged = line("converged");
+    assert!(
+        loaded < cloud_from_disk && cloud_from_disk < ready,
+        "{hybrid}"
+    );
+    assert!(fallback < onprem_from_file && onprem_from_file <= from_file);
+    assert!(ready <= from_file && from_file < back && back < confirmed);
+    assert!(loaded < unreachable && unreachable < back);
+    assert!(confirmed < converged && converged < said_converged);
     assert!(
         stdout
             .trim_end()

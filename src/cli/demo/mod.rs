@@ -4,8 +4,9 @@
 //! two management servers in this process, `cloud` for `cloud.example` and
 //! `onprem` for `onprem.example`. A client reads
 //! `bootstrap-examples/demo.yaml` with its server addresses replaced by the
-//! testbed's, and follows the listener `greeter` through a [`ConfigGraph`].
-//! The acts:
+//! testbed's, keeps its state directory (`--state-dir`, else one the demo
+//! creates in the temporary directory and removes at the end), and follows
+//! the listener `greeter` through a [`ConfigGraph`]. The acts:
 //!
 //! 1. **Warming.** The servers answer slowly on purpose (a short
 //!    `response_delay`), so each step shows: listener → route configuration
@@ -16,13 +17,22 @@
 //! 3. **A restart.** The onprem server goes down and comes back. The cached
 //!    copies keep serving while it is down (ambient errors), and the stream
 //!    reconnects.
-//! 4. **The final snapshot**, as a tree.
+//! 4. **Federation.** A policy watched with `#alt` is served by the
+//!    alternative while the cloud stays silent, and by the cloud once it
+//!    answers; a glob collection's member is a redirect to on-prem.
+//! 5. **The final snapshot**, as a tree.
+//! 6. **A hybrid restart** ([`hybrid`]). On-prem writes its resources to a
+//!    file; both servers refuse connections and the proxy restarts: a new
+//!    client on the same state directory is ready at once from disk, and
+//!    onprem.example falls back to the file (gRFC A71). The cloud comes
+//!    back and the client converges.
 //!
 //! Lines fit 80 columns; every step is narrated from what the client
 //! reports (`XdsClient::status`) and what the graph publishes, never from a
 //! script of expected output.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +42,7 @@ use envoy_types::pb::envoy::config::route::v3::route::Action;
 use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
 use envoy_types::pb::google::protobuf::UInt32Value;
 use tokio::time::Instant;
-use xdsfed::core::bootstrap::Bootstrap;
+use xdsfed::core::bootstrap::{Bootstrap, FILE_SCHEME};
 use xdsfed::core::cache::ResourceStatus;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
@@ -50,11 +60,15 @@ use super::target::StateDirArg;
 use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
 use super::{CliError, emit, runtime};
 
+mod hybrid;
+
+use hybrid::Scratch;
+
 /// The testbed: two servers, two authorities, a listener whose route
 /// splits traffic across both.
-const SCENARIO: &str = include_str!("../../bootstrap-examples/testbed-federated.yaml");
+const SCENARIO: &str = include_str!("../../../bootstrap-examples/testbed-federated.yaml");
 /// The client's bootstrap, with placeholder server addresses.
-const BOOTSTRAP: &str = include_str!("../../bootstrap-examples/demo.yaml");
+const BOOTSTRAP: &str = include_str!("../../../bootstrap-examples/demo.yaml");
 const LISTENER: &str = "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter";
 const ROUTE: &str = "xdstp://cloud.example/envoy.config.route.v3.RouteConfiguration/greeter";
 const ROUTE_TYPE: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
@@ -87,12 +101,21 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<(), CliError> {
+    // Dropped last, after the runtime and every client: nothing writes to
+    // it any more when it is removed.
+    let scratch = Scratch::create()?;
+    let state_dir = match args.state_dir.state_dir {
+        Some(dir) => dir,
+        None => scratch.path().join("state"),
+    };
     runtime()?.block_on(async {
-        let mut demo = Demo::start(args.state_dir.state_dir.as_deref()).await?;
+        let mut demo = Demo::start(&state_dir).await?;
         demo.warm().await?;
         demo.update().await?;
         demo.restart().await?;
         demo.federation().await?;
+        demo.final_tree().await?;
+        let demo = demo.hybrid(&state_dir, &scratch).await?;
         demo.finish().await
     })
 }
@@ -110,7 +133,7 @@ struct Demo {
 
 impl Demo {
     /// Starts the testbed and the client, and prints who is who.
-    async fn start(state_dir: Option<&std::path::Path>) -> Result<Self, CliError> {
+    async fn start(state_dir: &Path) -> Result<Self, CliError> {
         let started = Instant::now();
         let scenario = Scenario::from_yaml(SCENARIO)
             .map_err(|e| CliError::runtime("the embedded scenario is invalid").caused_by(&e))?;
@@ -124,15 +147,7 @@ impl Demo {
             server.update_faults(|f| f.response_delay = Some(WARMING_DELAY));
         }
         let bootstrap = demo_bootstrap(&testbed)?;
-        let mut builder = XdsClient::builder(bootstrap)
-            .register::<PolicyType>()
-            .transport_options(fast_transport());
-        if let Some(dir) = state_dir {
-            builder = builder.state_dir(dir);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))?;
+        let client = build_client(bootstrap, state_dir)?;
 
         emit("xdsfed demo: one xDS client, two control planes\n")?;
         for server in testbed.servers() {
@@ -505,8 +520,8 @@ impl Demo {
             .unwrap_or_default()
     }
 
-    /// Act 4: the final snapshot as a tree.
-    async fn finish(mut self) -> Result<(), CliError> {
+    /// Act 5: the final snapshot as a tree.
+    async fn final_tree(&mut self) -> Result<(), CliError> {
         let snapshot = self
             .graph
             .ready()
@@ -517,13 +532,18 @@ impl Demo {
             emit(&fit(line))?;
         }
         let errors: Vec<String> = snapshot.errors().map(ToString::to_string).collect();
-        self.graph.shutdown().await;
-        self.testbed.shutdown().await;
         if !errors.is_empty() {
             return Err(
                 CliError::runtime("the final snapshot has errors").with_cause(errors.join("; "))
             );
         }
+        Ok(())
+    }
+
+    /// Stops the graph and the testbed, and says how long it all took.
+    async fn finish(self) -> Result<(), CliError> {
+        self.graph.shutdown().await;
+        self.testbed.shutdown().await;
         emit(&format!(
             "done in {:.1} s. Next: docs/cli.md (watch, dump, graph, testbed).",
             self.started.elapsed().as_secs_f64()
@@ -593,6 +613,18 @@ fn demo_bootstrap(testbed: &Testbed) -> Result<Bootstrap, CliError> {
         }
     }
     Ok(bootstrap)
+}
+
+/// The demo's client of `bootstrap`: the policy type registered, quick
+/// timers, and a state directory (every copy it accepts is written there,
+/// and the copies found there serve at start).
+fn build_client(bootstrap: Bootstrap, state_dir: &Path) -> Result<XdsClient, CliError> {
+    XdsClient::builder(bootstrap)
+        .register::<PolicyType>()
+        .transport_options(fast_transport())
+        .state_dir(state_dir)
+        .build()
+        .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
 }
 
 /// Timers short enough for a demo: quick reconnects, a short
@@ -667,6 +699,8 @@ struct Seen {
     status: ResourceStatus,
     version: Option<String>,
     error: Option<String>,
+    /// The name of the server the copy came from.
+    from: Option<String>,
 }
 
 /// Turns successive status dumps into lines: a resource requested,
@@ -692,6 +726,12 @@ impl Narrator {
         self.server_names.insert(uri.to_owned(), name.to_owned());
     }
 
+    /// Forgets what it saw (the servers' names stay), for a new client.
+    fn forget(&mut self) {
+        self.resources.clear();
+        self.servers.clear();
+    }
+
     /// The testbed name of the server a status entry names.
     fn server_name(&self, server: &str) -> String {
         let uri = server_uri(server);
@@ -706,10 +746,15 @@ impl Narrator {
         for s in &status.servers {
             let uri = server_uri(&s.server).to_owned();
             let before = self.servers.insert(uri.clone(), s.connected);
+            let file = uri.starts_with(FILE_SCHEME);
             let name = self.server_names.get(&uri).cloned().unwrap_or(uri);
-            match (before, s.connected) {
-                (None | Some(false), true) => self.say(&format!("stream to {name} is up"))?,
-                (Some(true), false) => self.say(&format!("stream to {name} lost"))?,
+            match (before, s.connected, file) {
+                (None | Some(false), true, false) => {
+                    self.say(&format!("stream to {name} is up"))?;
+                }
+                (Some(true), false, false) => self.say(&format!("stream to {name} lost"))?,
+                (None | Some(false), true, true) => self.say(&format!("file {name} read"))?,
+                (Some(true), false, true) => self.say(&format!("file {name} unreadable"))?,
                 _ => {}
             }
         }
@@ -719,6 +764,7 @@ impl Narrator {
                 status: r.status,
                 version: r.version.clone(),
                 error: r.error.clone(),
+                from: r.source.as_ref().map(|s| self.server_name(&s.server)),
             };
             let before = self.resources.insert(key, now.clone());
             if let Some(what) = change(before.as_ref(), &now) {
@@ -748,9 +794,23 @@ fn change(before: Option<&Seen>, now: &Seen) -> Option<String> {
         None => Some(match now.status {
             ResourceStatus::Requested => "requested".to_owned(),
             ResourceStatus::Acked => format!("received, v {version}"),
+            ResourceStatus::FromDisk => format!("from disk, v {version}"),
             other => format!("{other:?}"),
         }),
         Some(before) => {
+            if before.status == ResourceStatus::FromDisk
+                && now.status != ResourceStatus::FromDisk
+                && now.version.is_some()
+            {
+                // The first answer since the restart: the copy from disk
+                // is confirmed, or replaced by another server's.
+                let from = now.from.as_deref().unwrap_or("a server");
+                return Some(if before.version == now.version {
+                    format!("confirmed, v {version}")
+                } else {
+                    format!("from {from}, v {version}")
+                });
+            }
             if now.error.is_some() && before.error.is_none() {
                 let error = now.error.as_deref().unwrap_or_default();
                 // The end of the message is the cause (`…: tcp connect
