@@ -157,11 +157,17 @@ pub(crate) fn watch_stream<T: Followed>(
             let from = watch.provenance();
             // Read right after the event; a newer version arriving in
             // between is delivered as the next event anyway.
-            let version = watch.state().version.unwrap_or_else(|| Arc::from(""));
+            let state = watch.state();
+            // The server that sent the copy: after gRFC A71 fallback, an
+            // `#alt` or a redirect, not the one the watch started on.
+            let server = match &state.source {
+                Some(source) => Arc::clone(&source.server),
+                None => Arc::clone(&from.server),
+            };
             Provenance {
                 authority: from.authority.clone(),
-                server: Arc::clone(&from.server),
-                version,
+                server,
+                version: state.version.unwrap_or_else(|| Arc::from("")),
             }
         });
         Some(T::input(Arc::clone(&name), update))
