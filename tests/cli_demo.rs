@@ -135,3 +135,30 @@ fn demo_narrates_warming_update_restart_recovery_the_final_tree_and_a_hybrid_res
         assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
     }
 }
+
+/// A second run over the first run's state directory starts from its
+/// copies: every act still completes, `#alt` and the redirect included
+/// (copies from disk do not stand in for a server's answer).
+#[test]
+fn demo_runs_again_over_its_own_state_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in 1..=2 {
+        let output = Command::cargo_bin("xdsfed")
+            .unwrap()
+            .arg("demo")
+            .arg("--state-dir")
+            .arg(dir.path())
+            .env_remove("RUST_LOG")
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "run {run}:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("converged"), "run {run}:\n{stdout}");
+        if run == 2 {
+            // The second client of the first act loaded the first run's copies.
+            assert!(stdout.contains("from disk"), "{stdout}");
+        }
+    }
+}

@@ -37,7 +37,8 @@ resources:
         ),
     )
     .unwrap();
-    let grpc = format!(r#"{{"server_uri": "{dead_uri}", "channel_creds": [{{"type": "insecure"}}]}}"#);
+    let grpc =
+        format!(r#"{{"server_uri": "{dead_uri}", "channel_creds": [{{"type": "insecure"}}]}}"#);
     let local = format!(r#"{{"server_uri": "file://{}"}}"#, file.display());
     let bootstrap = format!(
         r#"{{"xds_servers": [{grpc}], "node": {{"id": "n"}},

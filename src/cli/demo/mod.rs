@@ -470,7 +470,7 @@ impl Demo {
             .client
             .watch_collection::<PolicyType>(TENANTS_GLOB)
             .map_err(|e| CliError::runtime("cannot watch the collection").caused_by(&e))?;
-        let event = tokio::time::timeout(ACT_LIMIT, tenants.next())
+        let event = tokio::time::timeout(ACT_LIMIT, next_member_upsert(&mut tenants))
             .await
             .map_err(|_| CliError::runtime("gave up waiting for the redirected member"))?;
         match event {
@@ -879,4 +879,18 @@ fn endpoints_served_by(snapshot: &Snapshot, uri: &str) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The collection's next member update. A member loaded from a state
+/// directory (`--state-dir` of an earlier run) first reports the ambient
+/// error that no server has confirmed it; the server's copy follows.
+async fn next_member_upsert<T: xdsfed::core::types::ResourceType>(
+    watch: &mut xdsfed::core::watch::CollectionWatch<T>,
+) -> Option<CollectionEvent<T::Resource>> {
+    loop {
+        match watch.next().await? {
+            CollectionEvent::Error { .. } => continue,
+            other => return Some(other),
+        }
+    }
 }

@@ -271,10 +271,13 @@ impl Answers for Cache {
     }
 
     fn has_copy(&self, key: &ResourceKey) -> bool {
-        self.lock()
-            .entries
-            .get(key)
-            .is_some_and(|e| e.tx.borrow().resource.is_some())
+        // Nor does a copy from the state directory stand in for a server's:
+        // `#alt` is fetched while no server has delivered, as A71 falls
+        // back, so that a reachable source confirms or replaces it.
+        self.lock().entries.get(key).is_some_and(|e| {
+            let state = e.tx.borrow();
+            state.resource.is_some() && state.status != ResourceStatus::FromDisk
+        })
     }
 }
 

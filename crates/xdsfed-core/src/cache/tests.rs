@@ -171,8 +171,8 @@ fn first_copy_from_a_server_confirms_a_disk_copy_and_clears_its_error() {
     assert_eq!(state.error, None);
 }
 
-/// A copy from disk answers nothing for fallback (gRFC A71): a reachable
-/// server is still asked.
+/// A copy from disk answers nothing for fallback (gRFC A71), nor stands in
+/// for a server's copy for `#alt`: a reachable source is still asked.
 #[test]
 fn disk_copy_does_not_count_as_answered() {
     let cache = Cache::new();
@@ -180,7 +180,8 @@ fn disk_copy_does_not_count_as_answered() {
     let key = ResourceKey::new(CDS, "c1");
     from_disk(&cache, &key, &server);
     assert!(!cache.is_answered(&key));
-    assert!(cache.has_copy(&key));
+    assert!(!cache.has_copy(&key));
+    assert!(cache.state(&key).is_some_and(|s| s.resource.is_some()));
 }
 
 /// A copy loaded before anyone watched it takes its first watcher's

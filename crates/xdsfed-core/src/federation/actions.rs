@@ -68,6 +68,7 @@ pub(crate) enum Action {
 pub(crate) trait Answers {
     /// A copy, or a known absence.
     fn is_answered(&self, key: &ResourceKey) -> bool;
-    /// A copy.
+    /// A copy a server delivered (one loaded from the state directory and
+    /// not yet confirmed does not count).
     fn has_copy(&self, key: &ResourceKey) -> bool;
 }
