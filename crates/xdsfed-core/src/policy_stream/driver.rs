@@ -24,12 +24,12 @@ use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::PolicySessionConfig;
-use super::connection::{Command, Shared};
 use super::session::{PolicySession, PolicyTransmit};
 use super::wire::validating_policy_service_client::ValidatingPolicyServiceClient;
 use super::wire::{HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse};
 use crate::bootstrap::ServerConfig;
 use crate::protocol::StreamEnd;
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
@@ -96,8 +96,8 @@ pub(super) struct Driver {
     sink: Arc<dyn EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: mpsc::UnboundedReceiver<Command>,
-    shared: Arc<Shared>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
 }
 
 impl Driver {
@@ -107,8 +107,8 @@ impl Driver {
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
         endpoint: Result<Endpoint, TransportError>,
-        commands: mpsc::UnboundedReceiver<Command>,
-        shared: Arc<Shared>,
+        commands: Commands,
+        stats: Arc<StatsCell>,
     ) -> Self {
         Driver {
             session: PolicySession::new(cfg),
@@ -117,7 +117,7 @@ impl Driver {
             opts,
             endpoint,
             commands,
-            shared,
+            stats,
         }
     }
 
@@ -180,7 +180,7 @@ impl Driver {
                 return self.end(Code::Unavailable, message, false);
             }
         };
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let client = ValidatingPolicyServiceClient::new(channel)
             .max_decoding_message_size(self.opts.max_message_size)
@@ -253,7 +253,7 @@ impl Driver {
             }
             Wake::Message(Ok(Some(response))) => {
                 *after_response = true;
-                self.shared.stats().connected = true;
+                self.stats.lock().connected = true;
                 let _span = tracing::debug_span!(
                     "policy_snapshot",
                     version = %response.version_info,
@@ -290,7 +290,7 @@ impl Driver {
     }
 
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
-        self.shared.stats().connected = false;
+        self.stats.lock().connected = false;
         if code == Code::Ok {
             tracing::debug!(server = %self.server.server_uri, "policy stream ended");
         } else {
@@ -308,21 +308,15 @@ impl Driver {
     /// Applies `command` and every command queued behind it; `false` on
     /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        let mut next = command;
-        loop {
-            match next {
-                None | Some(Command::Shutdown) => return false,
-                Some(Command::Subscribe(key)) => self.session.subscribe(key),
-                Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-                Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
-                Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
-                Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-            }
-            match self.commands.try_recv() {
-                Ok(queued) => next = Some(queued),
-                Err(_) => return true,
-            }
-        }
+        let session = &mut self.session;
+        self.commands
+            .apply_queued(command, |command| match command {
+                Command::Subscribe(key) => session.subscribe(key),
+                Command::Unsubscribe(key) => session.unsubscribe(&key),
+                Command::ForgetVersion(key) => session.forget_version(&key),
+                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+            })
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -345,7 +339,7 @@ impl Driver {
             self.sink.deliver(&self.server, events);
         }
         let s = self.session.stats().clone();
-        let mut stats = self.shared.stats();
+        let mut stats = self.stats.lock();
         stats.server_failure = s.server_failure;
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;

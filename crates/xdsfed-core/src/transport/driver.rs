@@ -40,9 +40,10 @@ use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::backoff::ReconnectPolicy;
-use super::{Command, Shared, TransportError, TransportOptions};
+use super::{TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::types::TypeRegistry;
 
 /// The clock: tokio's, so that paused-time tests control it.
@@ -164,8 +165,8 @@ pub(super) struct Driver {
     sink: Arc<dyn super::EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: mpsc::UnboundedReceiver<Command>,
-    shared: Arc<Shared>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
     fallback_logged: bool,
     /// The type of the response handled last, until its events are
     /// delivered and the type is counted as answered.
@@ -181,8 +182,8 @@ impl Driver {
         sink: Arc<dyn super::EventSink>,
         opts: TransportOptions,
         endpoint: Result<Endpoint, TransportError>,
-        commands: mpsc::UnboundedReceiver<Command>,
-        shared: Arc<Shared>,
+        commands: Commands,
+        stats: Arc<StatsCell>,
     ) -> Self {
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
@@ -198,7 +199,7 @@ impl Driver {
             opts,
             endpoint,
             commands,
-            shared,
+            stats,
             fallback_logged: false,
             answered: None,
         }
@@ -260,7 +261,7 @@ impl Driver {
                 );
             }
             self.session.set_variant(ApiVariant::Sotw);
-            self.shared.stats().variant = ApiVariant::Sotw;
+            self.stats.lock().variant = ApiVariant::Sotw;
         }
         fall_back
     }
@@ -308,7 +309,7 @@ impl Driver {
                 return self.end(Code::Unavailable, message, false);
             }
         };
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let mut ready = probe(channel.clone());
         let (out, mut call) = self.open(channel);
@@ -417,9 +418,9 @@ impl Driver {
     /// Feeds one response to the session.
     fn handle(&mut self, response: Response) {
         let now = now();
-        let first = !self.shared.stats().connected;
+        let first = !self.stats.lock().connected;
         if first {
-            self.shared.stats().connected = true;
+            self.stats.lock().connected = true;
         }
         match response {
             Response::Delta(r) => {
@@ -449,7 +450,7 @@ impl Driver {
     /// The stream ended with `code`: tell the session (unless it is the
     /// delta→SotW fallback, which is not the server failing).
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
-        self.shared.stats().connected = false;
+        self.stats.lock().connected = false;
         let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
             StreamEnd::local(format!("delta ADS unimplemented: {message}"))
@@ -472,33 +473,18 @@ impl Driver {
         }
     }
 
-    /// Applies a command; `false` when the driver must stop.
-    /// Applies `command` and every command already queued behind it, so
-    /// that a burst of subscriptions (a graph reaching 10 000 clusters at
-    /// once) leaves in one request per type, not one request each. `false`
-    /// on shutdown.
+    /// Applies `command` and every command queued behind it; `false` on
+    /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        if !self.apply_one(command) {
-            return false;
-        }
-        while let Ok(queued) = self.commands.try_recv() {
-            if !self.apply_one(Some(queued)) {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn apply_one(&mut self, command: Option<Command>) -> bool {
-        match command {
-            None | Some(Command::Shutdown) => return false,
-            Some(Command::Subscribe(key)) => self.session.subscribe(key),
-            Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-            Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
-            Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
-            Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-        }
-        true
+        let session = &mut self.session;
+        self.commands
+            .apply_queued(command, |command| match command {
+                Command::Subscribe(key) => session.subscribe(key),
+                Command::Unsubscribe(key) => session.unsubscribe(&key),
+                Command::ForgetVersion(key) => session.forget_version(&key),
+                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+            })
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -515,7 +501,7 @@ impl Driver {
             self.sink.deliver(&self.server, events);
         }
         let s = self.session.stats();
-        let mut stats = self.shared.stats();
+        let mut stats = self.stats.lock();
         stats.server_failure = s.server_failure;
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;
