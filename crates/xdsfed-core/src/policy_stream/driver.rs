@@ -29,22 +29,11 @@ use super::wire::validating_policy_service_client::ValidatingPolicyServiceClient
 use super::wire::{HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse};
 use crate::bootstrap::ServerConfig;
 use crate::protocol::StreamEnd;
+use crate::source::driving::{IdleTimer, now, sleep_until};
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 type Call =
     Pin<Box<dyn Future<Output = Result<Streaming<PolicyDiscoveryResponse>, Status>> + Send>>;
@@ -200,13 +189,13 @@ impl Driver {
         };
         let mut inbound = None;
         let mut after_response = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 return self.end(Code::from_i32(end.code), end.message, after_response);
             }
             self.flush(Some(&mut io));
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 r = &mut call, if inbound.is_none() => Wake::Accepted(r),
@@ -278,15 +267,6 @@ impl Driver {
             }
         }
         None
-    }
-
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
     }
 
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {

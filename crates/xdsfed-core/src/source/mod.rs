@@ -11,6 +11,7 @@
 //! status and metrics work the same for every kind.
 
 pub mod cdn;
+pub(crate) mod driving;
 pub mod file;
 pub(crate) mod handle;
 pub mod rest;

@@ -43,21 +43,9 @@ use super::backoff::ReconnectPolicy;
 use super::{TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
+use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::types::TypeRegistry;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-/// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 /// The sending half of an open stream.
 enum Outbound {
@@ -315,14 +303,14 @@ impl Driver {
         let (out, mut call) = self.open(channel);
         let mut inbound: Option<Inbound> = None;
         let mut after_response = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 // The session's deadline: the server's failure, not ours.
                 return self.end(Code::from_i32(end.code), end.message, after_response);
             }
             self.flush(Some(&out));
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let timer = self.session.poll_timeout();
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
@@ -371,17 +359,6 @@ impl Driver {
                 Wake::Deadline => {}
             }
         }
-    }
-
-    /// When the open stream closes for idleness: `idle_grace` after the
-    /// last subscription went (`idle_since` remembers when).
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
     }
 
     /// Starts the RPC of the session's variant. The call resolves when the
@@ -500,27 +477,11 @@ impl Driver {
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }
-        let s = self.session.stats();
-        let mut stats = self.stats.lock();
-        stats.server_failure = s.server_failure;
-        stats.resource_updates_valid = s.resource_updates_valid;
-        stats.resource_updates_invalid = s.resource_updates_invalid;
-        // The session's map only grows; copy what changed, allocating only
-        // for a type's first count.
-        for (type_url, counts) in &s.updates_by_type {
-            match stats.updates_by_type.get_mut(&**type_url) {
-                Some(published) => *published = *counts,
-                None => {
-                    stats.updates_by_type.insert(type_url.to_string(), *counts);
-                }
-            }
-        }
-        stats.foreign_names_ignored = s.foreign_names_ignored;
-        if let Some(type_url) = self.answered.take()
-            && !stats.answered_types.contains(&type_url)
-        {
-            stats.answered_types.insert(type_url);
-        }
+        publish_session_stats(
+            &mut self.stats.lock(),
+            self.session.stats(),
+            self.answered.take(),
+        );
     }
 }
 

@@ -13,6 +13,7 @@ use super::session::{CdnConfig, CdnSession, Fetch, Fetched};
 use crate::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
 use crate::protocol::CoreEvent;
 use crate::source::SourceHandle;
+use crate::source::driving::sleep_until;
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::{EventSink, TransportOptions};
 use crate::types::TypeRegistry;
@@ -78,13 +79,7 @@ impl Driver {
         loop {
             self.issue(Instant::now());
             self.deliver();
-            let deadline = self.session.poll_timeout();
-            let sleep = async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = sleep_until(self.session.poll_timeout());
             tokio::select! {
                 command = self.commands.recv() => match command {
                     None => return,

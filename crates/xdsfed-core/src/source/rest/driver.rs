@@ -33,23 +33,11 @@ use crate::bootstrap::{RestTiming, ServerConfig};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
 };
+use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use crate::types::TypeRegistry;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-/// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 /// One poll on the wire: its type URL and what came back.
 type InFlight = Pin<Box<dyn Future<Output = (String, Result<Answer, Failure>)> + Send>>;
@@ -211,7 +199,7 @@ impl Driver {
         self.flush(Cause::Interest);
         let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
         let mut answered = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 let failure = Failure {
@@ -221,7 +209,7 @@ impl Driver {
                 return self.fail(failure, answered);
             }
             self.start_due(&client, &mut inflight);
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 Some((t, r)) = inflight.next(), if !inflight.is_empty() => Wake::Answered(t, r),
@@ -330,17 +318,6 @@ impl Driver {
         self.flush(Cause::Interest);
     }
 
-    /// When polling stops for idleness: `idle_grace` after the last
-    /// subscription went.
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
-    }
-
     /// Applies `command` and every command queued behind it, so that a
     /// burst of subscriptions leaves in one poll per type. `false` on
     /// shutdown.
@@ -364,22 +341,11 @@ impl Driver {
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }
-        self.publish_stats();
-    }
-
-    fn publish_stats(&mut self) {
-        let s = self.session.stats();
-        let mut stats = self.stats.lock();
-        stats.server_failure = s.server_failure;
-        stats.resource_updates_valid = s.resource_updates_valid;
-        stats.resource_updates_invalid = s.resource_updates_invalid;
-        for (type_url, counts) in &s.updates_by_type {
-            stats.updates_by_type.insert(type_url.to_string(), *counts);
-        }
-        stats.foreign_names_ignored = s.foreign_names_ignored;
-        if let Some(type_url) = self.answered.take() {
-            stats.answered_types.insert(type_url);
-        }
+        publish_session_stats(
+            &mut self.stats.lock(),
+            self.session.stats(),
+            self.answered.take(),
+        );
     }
 }
 
