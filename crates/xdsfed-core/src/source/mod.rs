@@ -14,6 +14,7 @@ pub mod cdn;
 pub(crate) mod driving;
 pub mod file;
 pub(crate) mod handle;
+pub(crate) mod http;
 pub mod rest;
 
 pub use handle::SourceHandle;
