@@ -24,27 +24,16 @@ use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::PolicySessionConfig;
-use super::connection::{Command, Shared};
 use super::session::{PolicySession, PolicyTransmit};
 use super::wire::validating_policy_service_client::ValidatingPolicyServiceClient;
 use super::wire::{HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse};
 use crate::bootstrap::ServerConfig;
 use crate::protocol::StreamEnd;
+use crate::source::driving::{IdleTimer, now, sleep_until};
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 type Call =
     Pin<Box<dyn Future<Output = Result<Streaming<PolicyDiscoveryResponse>, Status>> + Send>>;
@@ -96,8 +85,8 @@ pub(super) struct Driver {
     sink: Arc<dyn EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: mpsc::UnboundedReceiver<Command>,
-    shared: Arc<Shared>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
 }
 
 impl Driver {
@@ -107,8 +96,8 @@ impl Driver {
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
         endpoint: Result<Endpoint, TransportError>,
-        commands: mpsc::UnboundedReceiver<Command>,
-        shared: Arc<Shared>,
+        commands: Commands,
+        stats: Arc<StatsCell>,
     ) -> Self {
         Driver {
             session: PolicySession::new(cfg),
@@ -117,7 +106,7 @@ impl Driver {
             opts,
             endpoint,
             commands,
-            shared,
+            stats,
         }
     }
 
@@ -180,7 +169,7 @@ impl Driver {
                 return self.end(Code::Unavailable, message, false);
             }
         };
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let client = ValidatingPolicyServiceClient::new(channel)
             .max_decoding_message_size(self.opts.max_message_size)
@@ -200,13 +189,13 @@ impl Driver {
         };
         let mut inbound = None;
         let mut after_response = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 return self.end(Code::from_i32(end.code), end.message, after_response);
             }
             self.flush(Some(&mut io));
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 r = &mut call, if inbound.is_none() => Wake::Accepted(r),
@@ -253,7 +242,7 @@ impl Driver {
             }
             Wake::Message(Ok(Some(response))) => {
                 *after_response = true;
-                self.shared.stats().connected = true;
+                self.stats.lock().connected = true;
                 let _span = tracing::debug_span!(
                     "policy_snapshot",
                     version = %response.version_info,
@@ -280,17 +269,8 @@ impl Driver {
         None
     }
 
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
-    }
-
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
-        self.shared.stats().connected = false;
+        self.stats.lock().connected = false;
         if code == Code::Ok {
             tracing::debug!(server = %self.server.server_uri, "policy stream ended");
         } else {
@@ -308,21 +288,15 @@ impl Driver {
     /// Applies `command` and every command queued behind it; `false` on
     /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        let mut next = command;
-        loop {
-            match next {
-                None | Some(Command::Shutdown) => return false,
-                Some(Command::Subscribe(key)) => self.session.subscribe(key),
-                Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-                Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
-                Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
-                Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-            }
-            match self.commands.try_recv() {
-                Ok(queued) => next = Some(queued),
-                Err(_) => return true,
-            }
-        }
+        let session = &mut self.session;
+        self.commands
+            .apply_queued(command, |command| match command {
+                Command::Subscribe(key) => session.subscribe(key),
+                Command::Unsubscribe(key) => session.unsubscribe(&key),
+                Command::ForgetVersion(key) => session.forget_version(&key),
+                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+            })
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -345,7 +319,7 @@ impl Driver {
             self.sink.deliver(&self.server, events);
         }
         let s = self.session.stats().clone();
-        let mut stats = self.shared.stats();
+        let mut stats = self.stats.lock();
         stats.server_failure = s.server_failure;
         stats.resource_updates_valid = s.resource_updates_valid;
         stats.resource_updates_invalid = s.resource_updates_invalid;

@@ -64,5 +64,5 @@ mod snapshot;
 pub mod wire;
 
 pub use config::PolicySessionConfig;
-pub use connection::PolicyConnection;
+pub use connection::{PolicyConnection, PolicyKind};
 pub use session::{PolicySession, PolicyStats, PolicyTransmit};

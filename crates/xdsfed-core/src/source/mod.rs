@@ -11,8 +11,13 @@
 //! status and metrics work the same for every kind.
 
 pub mod cdn;
+pub(crate) mod driving;
 pub mod file;
+pub(crate) mod handle;
+pub(crate) mod http;
 pub mod rest;
+
+pub use handle::SourceHandle;
 
 use std::sync::Arc;
 
@@ -43,30 +48,6 @@ pub trait SourceConnection: Send + Sync + std::fmt::Debug {
     fn stats(&self) -> ConnectionStats;
     /// Closes the connection now.
     fn shutdown(&self);
-}
-
-impl SourceConnection for AdsConnection {
-    fn subscribe(&self, key: ResourceKey) {
-        AdsConnection::subscribe(self, key);
-    }
-    fn unsubscribe(&self, key: ResourceKey) {
-        AdsConnection::unsubscribe(self, key);
-    }
-    fn forget_version(&self, key: ResourceKey) {
-        AdsConnection::forget_version(self, key);
-    }
-    fn subscribe_wildcard(&self, type_url: &str) {
-        AdsConnection::subscribe_wildcard(self, type_url);
-    }
-    fn unsubscribe_wildcard(&self, type_url: &str) {
-        AdsConnection::unsubscribe_wildcard(self, type_url);
-    }
-    fn stats(&self) -> ConnectionStats {
-        AdsConnection::stats(self)
-    }
-    fn shutdown(&self) {
-        AdsConnection::shutdown(self);
-    }
 }
 
 /// Everything a connection is opened with.

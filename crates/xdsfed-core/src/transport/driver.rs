@@ -40,23 +40,12 @@ use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::backoff::ReconnectPolicy;
-use super::{Command, Shared, TransportError, TransportOptions};
+use super::{TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
+use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::types::TypeRegistry;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-/// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 /// The sending half of an open stream.
 enum Outbound {
@@ -164,8 +153,8 @@ pub(super) struct Driver {
     sink: Arc<dyn super::EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: mpsc::UnboundedReceiver<Command>,
-    shared: Arc<Shared>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
     fallback_logged: bool,
     /// The type of the response handled last, until its events are
     /// delivered and the type is counted as answered.
@@ -181,8 +170,8 @@ impl Driver {
         sink: Arc<dyn super::EventSink>,
         opts: TransportOptions,
         endpoint: Result<Endpoint, TransportError>,
-        commands: mpsc::UnboundedReceiver<Command>,
-        shared: Arc<Shared>,
+        commands: Commands,
+        stats: Arc<StatsCell>,
     ) -> Self {
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
@@ -198,7 +187,7 @@ impl Driver {
             opts,
             endpoint,
             commands,
-            shared,
+            stats,
             fallback_logged: false,
             answered: None,
         }
@@ -260,7 +249,7 @@ impl Driver {
                 );
             }
             self.session.set_variant(ApiVariant::Sotw);
-            self.shared.stats().variant = ApiVariant::Sotw;
+            self.stats.lock().variant = ApiVariant::Sotw;
         }
         fall_back
     }
@@ -308,20 +297,20 @@ impl Driver {
                 return self.end(Code::Unavailable, message, false);
             }
         };
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let mut ready = probe(channel.clone());
         let (out, mut call) = self.open(channel);
         let mut inbound: Option<Inbound> = None;
         let mut after_response = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 // The session's deadline: the server's failure, not ours.
                 return self.end(Code::from_i32(end.code), end.message, after_response);
             }
             self.flush(Some(&out));
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let timer = self.session.poll_timeout();
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
@@ -372,17 +361,6 @@ impl Driver {
         }
     }
 
-    /// When the open stream closes for idleness: `idle_grace` after the
-    /// last subscription went (`idle_since` remembers when).
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
-    }
-
     /// Starts the RPC of the session's variant. The call resolves when the
     /// server's headers arrive, which some servers send only with their
     /// first response, so requests are written meanwhile.
@@ -417,9 +395,9 @@ impl Driver {
     /// Feeds one response to the session.
     fn handle(&mut self, response: Response) {
         let now = now();
-        let first = !self.shared.stats().connected;
+        let first = !self.stats.lock().connected;
         if first {
-            self.shared.stats().connected = true;
+            self.stats.lock().connected = true;
         }
         match response {
             Response::Delta(r) => {
@@ -449,7 +427,7 @@ impl Driver {
     /// The stream ended with `code`: tell the session (unless it is the
     /// delta→SotW fallback, which is not the server failing).
     fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
-        self.shared.stats().connected = false;
+        self.stats.lock().connected = false;
         let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
             StreamEnd::local(format!("delta ADS unimplemented: {message}"))
@@ -472,33 +450,18 @@ impl Driver {
         }
     }
 
-    /// Applies a command; `false` when the driver must stop.
-    /// Applies `command` and every command already queued behind it, so
-    /// that a burst of subscriptions (a graph reaching 10 000 clusters at
-    /// once) leaves in one request per type, not one request each. `false`
-    /// on shutdown.
+    /// Applies `command` and every command queued behind it; `false` on
+    /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        if !self.apply_one(command) {
-            return false;
-        }
-        while let Ok(queued) = self.commands.try_recv() {
-            if !self.apply_one(Some(queued)) {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn apply_one(&mut self, command: Option<Command>) -> bool {
-        match command {
-            None | Some(Command::Shutdown) => return false,
-            Some(Command::Subscribe(key)) => self.session.subscribe(key),
-            Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-            Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
-            Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
-            Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-        }
-        true
+        let session = &mut self.session;
+        self.commands
+            .apply_queued(command, |command| match command {
+                Command::Subscribe(key) => session.subscribe(key),
+                Command::Unsubscribe(key) => session.unsubscribe(&key),
+                Command::ForgetVersion(key) => session.forget_version(&key),
+                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+            })
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -514,27 +477,11 @@ impl Driver {
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }
-        let s = self.session.stats();
-        let mut stats = self.shared.stats();
-        stats.server_failure = s.server_failure;
-        stats.resource_updates_valid = s.resource_updates_valid;
-        stats.resource_updates_invalid = s.resource_updates_invalid;
-        // The session's map only grows; copy what changed, allocating only
-        // for a type's first count.
-        for (type_url, counts) in &s.updates_by_type {
-            match stats.updates_by_type.get_mut(&**type_url) {
-                Some(published) => *published = *counts,
-                None => {
-                    stats.updates_by_type.insert(type_url.to_string(), *counts);
-                }
-            }
-        }
-        stats.foreign_names_ignored = s.foreign_names_ignored;
-        if let Some(type_url) = self.answered.take()
-            && !stats.answered_types.contains(&type_url)
-        {
-            stats.answered_types.insert(type_url);
-        }
+        publish_session_stats(
+            &mut self.stats.lock(),
+            self.session.stats(),
+            self.answered.take(),
+        );
     }
 }
 

@@ -38,11 +38,10 @@ mod driver;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use tokio::sync::mpsc;
 
 pub use backoff::BackoffConfig;
 pub use channel::{TransportError, endpoint};
@@ -50,8 +49,9 @@ pub use channel::{TransportError, endpoint};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, DEFAULT_DOES_NOT_EXIST_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
-    ResourceKey, TypeUpdates,
+    TypeUpdates,
 };
+use crate::source::SourceHandle;
 use crate::types::TypeRegistry;
 
 /// Where a connection's events go. Called by the driver task after each
@@ -149,39 +149,16 @@ pub struct ConnectionStats {
     pub answered_types: BTreeSet<String>,
 }
 
-/// What the handle asks of the driver.
+/// Marks a [`SourceHandle`] as an ADS connection's.
 #[derive(Debug)]
-enum Command {
-    Subscribe(ResourceKey),
-    Unsubscribe(ResourceKey),
-    ForgetVersion(ResourceKey),
-    SubscribeWildcard(String),
-    UnsubscribeWildcard(String),
-    Shutdown,
-}
-
-/// What the handle and the driver share.
-#[derive(Debug)]
-struct Shared {
-    stats: Mutex<ConnectionStats>,
-}
-
-impl Shared {
-    fn stats(&self) -> MutexGuard<'_, ConnectionStats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+pub enum AdsKind {}
 
 /// A handle on the ADS connection to one server. Cloning is cheap; the
 /// driver task ends when every handle is dropped or on
-/// [`shutdown`](Self::shutdown).
-#[derive(Debug, Clone)]
-pub struct AdsConnection {
-    commands: mpsc::UnboundedSender<Command>,
-    shared: Arc<Shared>,
-}
+/// [`shutdown`](SourceHandle::shutdown).
+pub type AdsConnection = SourceHandle<AdsKind>;
 
-impl AdsConnection {
+impl SourceHandle<AdsKind> {
     /// Spawns the driver task for `server` on the current tokio runtime
     /// (panics outside one, like `tokio::spawn`). Nothing connects until the
     /// first subscription. A server whose channel cannot be set up (bad
@@ -227,20 +204,7 @@ impl AdsConnection {
         opts: TransportOptions,
         endpoint: Result<tonic::transport::Endpoint, TransportError>,
     ) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            stats: Mutex::new(ConnectionStats {
-                connected: false,
-                server_failure: 0,
-                resource_updates_valid: 0,
-                resource_updates_invalid: 0,
-                updates_by_type: BTreeMap::new(),
-                foreign_names_ignored: 0,
-                streams_opened: 0,
-                variant: server.api,
-                answered_types: BTreeSet::new(),
-            }),
-        });
+        let (handle, commands, stats) = Self::new(server.api);
         let driver = driver::Driver::new(
             server,
             authorities,
@@ -248,55 +212,10 @@ impl AdsConnection {
             sink,
             opts,
             endpoint,
-            rx,
-            Arc::clone(&shared),
+            commands,
+            stats,
         );
         tokio::spawn(driver.run());
-        AdsConnection {
-            commands: tx,
-            shared,
-        }
-    }
-
-    /// Subscribes to `key` (its name a canonical key).
-    pub fn subscribe(&self, key: ResourceKey) {
-        self.send(Command::Subscribe(key));
-    }
-
-    /// Unsubscribes from `key`.
-    pub fn unsubscribe(&self, key: ResourceKey) {
-        self.send(Command::Unsubscribe(key));
-    }
-
-    /// Forgets the version held of `key`: the next stream asks for it
-    /// afresh (see [`Session::forget_version`](crate::protocol::Session::forget_version)).
-    pub fn forget_version(&self, key: ResourceKey) {
-        self.send(Command::ForgetVersion(key));
-    }
-
-    /// Subscribes to `*` for `type_url`.
-    pub fn subscribe_wildcard(&self, type_url: &str) {
-        self.send(Command::SubscribeWildcard(type_url.to_owned()));
-    }
-
-    /// Unsubscribes from `*` for `type_url`.
-    pub fn unsubscribe_wildcard(&self, type_url: &str) {
-        self.send(Command::UnsubscribeWildcard(type_url.to_owned()));
-    }
-
-    /// The connection's counters.
-    pub fn stats(&self) -> ConnectionStats {
-        self.shared.stats().clone()
-    }
-
-    /// Closes the stream and ends the driver task.
-    pub fn shutdown(&self) {
-        self.send(Command::Shutdown);
-    }
-
-    fn send(&self, command: Command) {
-        // The driver is gone only after a shutdown; then there is nothing
-        // left to do with the command.
-        let _ = self.commands.send(command);
+        handle
     }
 }

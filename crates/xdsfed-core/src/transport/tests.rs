@@ -23,6 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::*;
 use crate::bootstrap::ChannelCreds;
+use crate::protocol::ResourceKey;
 use crate::types::{ResourceType, ValidationError};
 
 const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";

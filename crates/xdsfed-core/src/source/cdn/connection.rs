@@ -1,42 +1,35 @@
 //! [`CdnConnection`]: the handle on one CDN source's driver task, as the
-//! client's executor sees it (a [`SourceConnection`]), and the driver: it
+//! client's executor sees it (a [`SourceConnection`](crate::source::SourceConnection)), and the driver: it
 //! issues the session's fetches, feeds their answers back, and sleeps
 //! until the next is due. It never looks at a status code or an ETag.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::http::HttpClient;
 use super::session::{CdnConfig, CdnSession, Fetch, Fetched};
 use crate::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
-use crate::protocol::{CoreEvent, ResourceKey};
-use crate::source::SourceConnection;
-use crate::transport::{ConnectionStats, EventSink, TransportOptions};
+use crate::protocol::CoreEvent;
+use crate::source::SourceHandle;
+use crate::source::driving::sleep_until;
+use crate::source::handle::{Command, Commands, StatsCell};
+use crate::transport::{EventSink, TransportOptions};
 use crate::types::TypeRegistry;
 
-/// What the handle asks of the driver.
+/// Marks a [`SourceHandle`] as an HTTP CDN source's.
 #[derive(Debug)]
-enum Command {
-    Subscribe(ResourceKey),
-    Unsubscribe(ResourceKey),
-    ForgetVersion(ResourceKey),
-    Shutdown,
-}
+pub enum CdnKind {}
 
 /// A handle on an HTTP CDN source. Nothing is fetched until the first
-/// subscription; the driver task ends on [`SourceConnection::shutdown`] or
-/// when every handle is dropped, and its fetches in flight with it.
-#[derive(Debug, Clone)]
-pub struct CdnConnection {
-    commands: mpsc::UnboundedSender<Command>,
-    stats: Arc<Mutex<ConnectionStats>>,
-}
+/// subscription; the driver task ends on [`SourceHandle::shutdown`] or
+/// when every handle is dropped, and its fetches in flight with it. A
+/// file host cannot list what it holds: wildcard subscriptions are
+/// ignored (logged).
+pub type CdnConnection = SourceHandle<CdnKind>;
 
-impl CdnConnection {
+impl SourceHandle<CdnKind> {
     /// Spawns the driver for `server` on the current tokio runtime (panics
     /// outside one, like `tokio::spawn`). TLS credentials that cannot be
     /// read fail every fetch, each failure naming the file.
@@ -52,69 +45,19 @@ impl CdnConnection {
         }
         cfg.backoff = opts.backoff;
         let client = HttpClient::new(&server, cfg.timing.request_timeout, opts.max_message_size);
-        let stats = Arc::new(Mutex::new(ConnectionStats {
-            connected: false,
-            server_failure: 0,
-            resource_updates_valid: 0,
-            resource_updates_invalid: 0,
-            updates_by_type: BTreeMap::new(),
-            foreign_names_ignored: 0,
-            streams_opened: 0,
-            // Whole files: the nearest of the two ADS variants.
-            variant: ApiVariant::Sotw,
-            answered_types: BTreeSet::new(),
-        }));
-        let (tx, rx) = mpsc::unbounded_channel();
+        // Whole files: the nearest of the two ADS variants.
+        let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let driver = Driver {
             session: CdnSession::new(cfg, types),
             client: client.map_err(Arc::from),
             server,
             sink,
-            commands: rx,
+            commands,
             fetches: JoinSet::new(),
-            stats: Arc::clone(&stats),
+            stats,
         };
         tokio::spawn(driver.run());
-        CdnConnection {
-            commands: tx,
-            stats,
-        }
-    }
-
-    fn send(&self, command: Command) {
-        // The driver is gone only after a shutdown; then there is nothing
-        // left to do with the command.
-        let _ = self.commands.send(command);
-    }
-}
-
-fn lock(stats: &Mutex<ConnectionStats>) -> MutexGuard<'_, ConnectionStats> {
-    stats.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl SourceConnection for CdnConnection {
-    fn subscribe(&self, key: ResourceKey) {
-        self.send(Command::Subscribe(key));
-    }
-    fn unsubscribe(&self, key: ResourceKey) {
-        self.send(Command::Unsubscribe(key));
-    }
-    fn forget_version(&self, key: ResourceKey) {
-        self.send(Command::ForgetVersion(key));
-    }
-    fn subscribe_wildcard(&self, type_url: &str) {
-        // A file host cannot list what it holds.
-        tracing::warn!(
-            type_url,
-            "an HTTP CDN source cannot serve a wildcard subscription; ignored"
-        );
-    }
-    fn unsubscribe_wildcard(&self, _type_url: &str) {}
-    fn stats(&self) -> ConnectionStats {
-        lock(&self.stats).clone()
-    }
-    fn shutdown(&self) {
-        self.send(Command::Shutdown);
+        handle
     }
 }
 
@@ -125,10 +68,10 @@ struct Driver {
     client: Result<HttpClient, Arc<str>>,
     server: ServerConfig,
     sink: Arc<dyn EventSink>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    commands: Commands,
     /// The fetches in flight; dropped (aborted) with the driver.
     fetches: JoinSet<(Fetch, Fetched)>,
-    stats: Arc<Mutex<ConnectionStats>>,
+    stats: Arc<StatsCell>,
 }
 
 impl Driver {
@@ -136,19 +79,11 @@ impl Driver {
         loop {
             self.issue(Instant::now());
             self.deliver();
-            let deadline = self.session.poll_timeout();
-            let sleep = async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = sleep_until(self.session.poll_timeout());
             tokio::select! {
                 command = self.commands.recv() => match command {
-                    None | Some(Command::Shutdown) => return,
-                    Some(Command::Subscribe(key)) => self.session.subscribe(key),
-                    Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-                    Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
+                    None => return,
+                    Some(command) => self.apply(command),
                 },
                 Some(done) = self.fetches.join_next(), if !self.fetches.is_empty() => {
                     match done {
@@ -162,6 +97,22 @@ impl Driver {
                 }
                 () = sleep => {}
             }
+        }
+    }
+
+    fn apply(&mut self, command: Command) {
+        match command {
+            Command::Subscribe(key) => self.session.subscribe(key),
+            Command::Unsubscribe(key) => self.session.unsubscribe(&key),
+            Command::ForgetVersion(key) => self.session.forget_version(&key),
+            Command::SubscribeWildcard(type_url) => {
+                // A file host cannot list what it holds.
+                tracing::warn!(
+                    %type_url,
+                    "an HTTP CDN source cannot serve a wildcard subscription; ignored"
+                );
+            }
+            Command::UnsubscribeWildcard(_) => {}
         }
     }
 
@@ -198,7 +149,7 @@ impl Driver {
             self.sink.deliver(&self.server, events);
         }
         let s = self.session.stats();
-        let mut stats = lock(&self.stats);
+        let mut stats = self.stats.lock();
         stats.connected = self.session.is_healthy();
         stats.server_failure = s.failed;
         stats.resource_updates_valid = s.valid;

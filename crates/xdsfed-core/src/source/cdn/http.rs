@@ -19,18 +19,16 @@ use http::header::{CONTENT_TYPE, ETAG, HeaderMap, IF_NONE_MATCH, USER_AGENT};
 use http::{Request, Uri};
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
 
 use super::session::{Fetched, HttpReply};
 use crate::bootstrap::{ChannelCreds, ServerConfig};
 use crate::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
+use crate::source::http::{Stream, TlsConfigError, error_chain};
 
 /// The longest `ETag` or `Content-Type` kept; a longer one is ignored.
 pub(crate) const HEADER_LIMIT: usize = 1024;
@@ -127,18 +125,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &http::header::HeaderName) -> Option
     (value.len() <= HEADER_LIMIT).then_some(value)
 }
 
-/// `e` and its causes, for the one line a watcher sees.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
 /// rustls trusting only `ca`, with the client identity `identity`
 /// (certificate chain, key) when given; HTTP/1.1 by ALPN.
 fn tls_config(
@@ -146,30 +132,21 @@ fn tls_config(
     identity: Option<(&std::path::Path, &std::path::Path)>,
 ) -> Result<rustls::ClientConfig, String> {
     let ca = ca.ok_or("tls credentials without ca_certificate_file")?;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certificates(ca)? {
-        roots
-            .add(cert)
-            .map_err(|e| format!("CA certificate file {}: {e}", ca.display()))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots);
-    let mut config = match identity {
-        None => builder.with_no_client_auth(),
+    let roots = certificates(ca)?;
+    let identity = match identity {
+        None => None,
         Some((chain, key)) => {
             let pem = pem_file(key, PemKind::PrivateKey)?;
             let key = PrivateKeyDer::from_pem_slice(&pem)
                 .map_err(|e| format!("private key file {}: {e}", key.display()))?;
-            builder
-                .with_client_auth_cert(certificates(chain)?, key)
-                .map_err(|e| format!("client certificate: {e}"))?
+            Some((certificates(chain)?, key))
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
+    crate::source::http::tls_config(roots, identity).map_err(|e| match e {
+        TlsConfigError::Root(e) => format!("CA certificate file {}: {e}", ca.display()),
+        TlsConfigError::Versions(e) => e.to_string(),
+        TlsConfigError::Identity(e) => format!("client certificate: {e}"),
+    })
 }
 
 /// The certificates of the PEM file `path`.
@@ -250,58 +227,5 @@ impl Connector {
             .ok_or("an https URL needs tls channel_creds (with ca_certificate_file)")?;
         let name = ServerName::try_from(host)?;
         Ok(Stream::Tls(Box::new(tls.connect(name, tcp).await?)))
-    }
-}
-
-/// A connection to the CDN, plain or TLS.
-#[derive(Debug)]
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl Connection for Stream {
-    fn connected(&self) -> Connected {
-        Connected::new()
-    }
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
-        }
     }
 }

@@ -28,5 +28,5 @@ mod reply;
 mod session;
 mod url;
 
-pub use connection::CdnConnection;
+pub use connection::{CdnConnection, CdnKind};
 pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply};

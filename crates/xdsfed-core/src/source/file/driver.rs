@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use notify::Watcher as _;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::connection::{Command, Shared};
 use super::session::FileSession;
 use crate::bootstrap::{FileSource, ServerConfig};
 use crate::file::read_bounded;
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::EventSink;
 
 async fn sleep_until(at: Option<Instant>) {
@@ -48,8 +48,8 @@ pub(super) struct Driver {
     pub(super) source: FileSource,
     pub(super) limit: u64,
     pub(super) sink: Arc<dyn EventSink>,
-    pub(super) commands: mpsc::UnboundedReceiver<Command>,
-    pub(super) shared: Arc<Shared>,
+    pub(super) commands: Commands,
+    pub(super) stats: Arc<StatsCell>,
 }
 
 impl Driver {
@@ -60,7 +60,7 @@ impl Driver {
                 return;
             }
         }
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         let wake = Arc::new(Notify::new());
         let mut changes = self.watch(&wake);
         self.reload().await;
@@ -159,20 +159,16 @@ impl Driver {
     /// Applies `command` and every command queued behind it; `false` on
     /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        let mut next = command;
-        loop {
-            match next {
-                None | Some(Command::Shutdown) => return false,
-                Some(Command::Subscribe(key)) => self.session.subscribe(key),
-                Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-                Some(Command::SubscribeWildcard(t)) => self.session.subscribe_wildcard(&t),
-                Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-            }
-            match self.commands.try_recv() {
-                Ok(queued) => next = Some(queued),
-                Err(_) => return true,
-            }
-        }
+        let session = &mut self.session;
+        self.commands
+            .apply_queued(command, |command| match command {
+                Command::Subscribe(key) => session.subscribe(key),
+                Command::Unsubscribe(key) => session.unsubscribe(&key),
+                // A file has no versions: what it holds is read afresh.
+                Command::ForgetVersion(_) => {}
+                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+            })
     }
 
     /// Hands the session's events to the sink and publishes the counters.
@@ -182,7 +178,7 @@ impl Driver {
             self.sink.deliver(&self.server, events);
         }
         let s = self.session.stats();
-        let mut stats = self.shared.stats();
+        let mut stats = self.stats.lock();
         stats.connected = self.session.is_healthy();
         stats.server_failure = s.failures;
         stats.resource_updates_valid = s.resource_updates_valid;

@@ -63,5 +63,5 @@ mod driver;
 mod entries;
 mod session;
 
-pub use connection::FileConnection;
+pub use connection::{FileConnection, FileKind};
 pub use session::{FileSession, FileSessionConfig, FileStats};

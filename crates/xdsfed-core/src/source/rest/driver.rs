@@ -25,31 +25,19 @@ use std::time::Instant;
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use tokio::sync::mpsc;
 
 use super::http::{Answer, Failure, HttpClient};
 use super::poll::{Cause, PollSchedule};
-use super::{Command, Shared, type_path};
+use super::type_path;
 use crate::bootstrap::{RestTiming, ServerConfig};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
 };
+use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
+use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use crate::types::TypeRegistry;
-
-/// The clock: tokio's, so that paused-time tests control it.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-/// Sleeps until `at`, or forever.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
-    }
-}
 
 /// One poll on the wire: its type URL and what came back.
 type InFlight = Pin<Box<dyn Future<Output = (String, Result<Answer, Failure>)> + Send>>;
@@ -83,8 +71,8 @@ pub(super) struct Parts {
     pub(super) sink: Arc<dyn EventSink>,
     pub(super) opts: TransportOptions,
     pub(super) client: Result<HttpClient, TransportError>,
-    pub(super) commands: mpsc::UnboundedReceiver<Command>,
-    pub(super) shared: Arc<Shared>,
+    pub(super) commands: Commands,
+    pub(super) stats: Arc<StatsCell>,
 }
 
 pub(super) struct Driver {
@@ -94,8 +82,8 @@ pub(super) struct Driver {
     sink: Arc<dyn EventSink>,
     opts: TransportOptions,
     client: Result<HttpClient, TransportError>,
-    commands: mpsc::UnboundedReceiver<Command>,
-    shared: Arc<Shared>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
     /// Events the driver itself produces (what REST cannot ask for),
     /// delivered with the session's.
     own_events: Vec<CoreEvent>,
@@ -115,7 +103,7 @@ impl Driver {
             opts,
             client,
             commands,
-            shared,
+            stats,
         } = parts;
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
@@ -135,7 +123,7 @@ impl Driver {
             opts,
             client,
             commands,
-            shared,
+            stats,
             own_events: Vec::new(),
             answered: None,
         }
@@ -205,13 +193,13 @@ impl Driver {
                 return self.fail(Failure { code: 14, message }, false);
             }
         };
-        self.shared.stats().streams_opened += 1;
+        self.stats.lock().streams_opened += 1;
         self.schedule.clear();
         self.session.handle_connected(now());
         self.flush(Cause::Interest);
         let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
         let mut answered = false;
-        let mut idle_since: Option<Instant> = None;
+        let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
                 let failure = Failure {
@@ -221,7 +209,7 @@ impl Driver {
                 return self.fail(failure, answered);
             }
             self.start_due(&client, &mut inflight);
-            let idle_at = self.idle_deadline(&mut idle_since);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
             let wake = tokio::select! {
                 cmd = self.commands.recv() => Wake::Command(cmd),
                 Some((t, r)) = inflight.next(), if !inflight.is_empty() => Wake::Answered(t, r),
@@ -298,8 +286,8 @@ impl Driver {
                         ),
                     });
                 }
-                let first = !self.shared.stats().connected;
-                self.shared.stats().connected = true;
+                let first = !self.stats.lock().connected;
+                self.stats.lock().connected = true;
                 if first {
                     tracing::info!(server = %self.server.server_uri, "REST-JSON source answering");
                 }
@@ -314,7 +302,7 @@ impl Driver {
     /// A poll failed: the attempt ends as a stream the server ended.
     fn fail(&mut self, failure: Failure, answered: bool) -> Outcome {
         tracing::warn!(server = %self.server.server_uri, code = failure.code, message = %failure.message, "REST-JSON poll failed");
-        self.shared.stats().connected = false;
+        self.stats.lock().connected = false;
         self.schedule.clear();
         let message = format!("{}: {}", self.server.server_uri, failure.message);
         self.session
@@ -330,60 +318,13 @@ impl Driver {
         self.flush(Cause::Interest);
     }
 
-    /// When polling stops for idleness: `idle_grace` after the last
-    /// subscription went.
-    fn idle_deadline(&self, idle_since: &mut Option<Instant>) -> Option<Instant> {
-        if self.session.has_subscriptions() {
-            *idle_since = None;
-        } else if idle_since.is_none() {
-            *idle_since = Some(now());
-        }
-        idle_since.map(|t| t + self.opts.idle_grace)
-    }
-
     /// Applies `command` and every command queued behind it, so that a
     /// burst of subscriptions leaves in one poll per type. `false` on
     /// shutdown.
     fn apply(&mut self, command: Option<Command>) -> bool {
-        if !self.apply_one(command) {
-            return false;
-        }
-        while let Ok(queued) = self.commands.try_recv() {
-            if !self.apply_one(Some(queued)) {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn apply_one(&mut self, command: Option<Command>) -> bool {
-        match command {
-            None | Some(Command::Shutdown) => return false,
-            Some(Command::Subscribe(key)) => {
-                if let Some(reason) = not_requestable(&key.type_url, &key.name) {
-                    self.own_events.push(CoreEvent::NotRequested {
-                        key,
-                        reason: Arc::from(reason),
-                    });
-                } else {
-                    self.session.subscribe(key);
-                }
-            }
-            Some(Command::Unsubscribe(key)) => self.session.unsubscribe(&key),
-            Some(Command::ForgetVersion(key)) => self.session.forget_version(&key),
-            Some(Command::SubscribeWildcard(t)) => {
-                if let Some(reason) = not_requestable(&t, "*") {
-                    self.own_events.push(CoreEvent::NotRequested {
-                        key: ResourceKey::new(t, "*"),
-                        reason: Arc::from(reason),
-                    });
-                } else {
-                    self.session.subscribe_wildcard(&t);
-                }
-            }
-            Some(Command::UnsubscribeWildcard(t)) => self.session.unsubscribe_wildcard(&t),
-        }
-        true
+        let (session, own_events) = (&mut self.session, &mut self.own_events);
+        self.commands
+            .apply_queued(command, |command| apply_one(session, own_events, command))
     }
 
     /// Moves what the session wrote to the schedule (as `cause`), hands
@@ -400,22 +341,41 @@ impl Driver {
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }
-        self.publish_stats();
+        publish_session_stats(
+            &mut self.stats.lock(),
+            self.session.stats(),
+            self.answered.take(),
+        );
     }
+}
 
-    fn publish_stats(&mut self) {
-        let s = self.session.stats();
-        let mut stats = self.shared.stats();
-        stats.server_failure = s.server_failure;
-        stats.resource_updates_valid = s.resource_updates_valid;
-        stats.resource_updates_invalid = s.resource_updates_invalid;
-        for (type_url, counts) in &s.updates_by_type {
-            stats.updates_by_type.insert(type_url.to_string(), *counts);
+/// Applies one command to `session`; what REST cannot ask for is
+/// answered in `own_events` instead.
+fn apply_one(session: &mut Session, own_events: &mut Vec<CoreEvent>, command: Command) {
+    match command {
+        Command::Subscribe(key) => {
+            if let Some(reason) = not_requestable(&key.type_url, &key.name) {
+                own_events.push(CoreEvent::NotRequested {
+                    key,
+                    reason: Arc::from(reason),
+                });
+            } else {
+                session.subscribe(key);
+            }
         }
-        stats.foreign_names_ignored = s.foreign_names_ignored;
-        if let Some(type_url) = self.answered.take() {
-            stats.answered_types.insert(type_url);
+        Command::Unsubscribe(key) => session.unsubscribe(&key),
+        Command::ForgetVersion(key) => session.forget_version(&key),
+        Command::SubscribeWildcard(t) => {
+            if let Some(reason) = not_requestable(&t, "*") {
+                own_events.push(CoreEvent::NotRequested {
+                    key: ResourceKey::new(t, "*"),
+                    reason: Arc::from(reason),
+                });
+            } else {
+                session.subscribe_wildcard(&t);
+            }
         }
+        Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
     }
 }
 

@@ -18,16 +18,14 @@ use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, Discovery
 use http::{Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
 
 use crate::bootstrap::{ChannelCreds, ServerConfig};
 use crate::json::{discovery_request_to_json, discovery_response_from_json};
+use crate::source::http::{Stream, TlsConfigError, error_chain, tls_config};
 use crate::transport::TransportError;
 use crate::transport::channel::read_tls_files;
 
@@ -216,18 +214,6 @@ fn code_of_status(status: StatusCode) -> i32 {
     }
 }
 
-/// An error and its causes, for people (hyper's own says only "client error").
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// `server_uri` with its scheme: as given, or `https://` with TLS
 /// credentials and `http://` without; no trailing `/`.
 fn base_uri(uri: &str, tls: bool) -> String {
@@ -254,33 +240,27 @@ fn rustls_config(
         uri: uri.to_owned(),
         why,
     };
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&files.ca) {
-        let cert = cert.map_err(|e| tls_error(format!("CA certificate: {e}")))?;
-        roots
-            .add(cert)
-            .map_err(|e| tls_error(format!("CA certificate: {e}")))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls_error(e.to_string()))?
-        .with_root_certificates(roots);
-    let mut config = match files.identity {
+    let ca = CertificateDer::pem_slice_iter(&files.ca)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| tls_error(format!("CA certificate: {e}")))?;
+    let identity = match files.identity {
         Some((chain, key)) => {
             let chain = CertificateDer::pem_slice_iter(&chain)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| tls_error(format!("certificate: {e}")))?;
             let key = PrivateKeyDer::from_pem_slice(&key)
                 .map_err(|e| tls_error(format!("private key: {e}")))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| tls_error(format!("certificate and key: {e}")))?
+            Some((chain, key))
         }
-        None => builder.with_no_client_auth(),
+        None => None,
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
+    tls_config(ca, identity).map_err(|e| {
+        tls_error(match e {
+            TlsConfigError::Root(e) => format!("CA certificate: {e}"),
+            TlsConfigError::Versions(e) => e.to_string(),
+            TlsConfigError::Identity(e) => format!("certificate and key: {e}"),
+        })
+    })
 }
 
 /// Connects to a REST server: TCP, then TLS when configured.
@@ -332,59 +312,6 @@ impl tower::Service<Uri> for Connector {
             let stream = tls.connect(name, tcp).await?;
             Ok(TokioIo::new(Stream::Tls(Box::new(stream))))
         })
-    }
-}
-
-/// A connection to a REST server, plain or TLS.
-#[derive(Debug)]
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl Connection for Stream {
-    fn connected(&self) -> Connected {
-        Connected::new()
-    }
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }
 

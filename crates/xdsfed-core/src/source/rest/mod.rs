@@ -35,15 +35,12 @@ mod driver;
 mod http;
 mod poll;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::SourceConnection;
+use super::SourceHandle;
 use crate::bootstrap::{ApiVariant, RestTiming, ServerConfig, ServerProtocol};
-use crate::protocol::{AuthorityFilter, ResourceKey};
-use crate::transport::{ConnectionStats, EventSink, TransportOptions};
+use crate::protocol::AuthorityFilter;
+use crate::transport::{EventSink, TransportOptions};
 use crate::types::TypeRegistry;
 
 /// The REST path segment of `type_url`: `discovery:{segment}` (Envoy's v3
@@ -80,38 +77,15 @@ pub fn type_url_of_path(segment: &str) -> Option<&'static str> {
     })
 }
 
-/// What the handle asks of the driver.
+/// Marks a [`SourceHandle`] as a REST-JSON source's.
 #[derive(Debug)]
-enum Command {
-    Subscribe(ResourceKey),
-    Unsubscribe(ResourceKey),
-    ForgetVersion(ResourceKey),
-    SubscribeWildcard(String),
-    UnsubscribeWildcard(String),
-    Shutdown,
-}
-
-/// What the handle and the driver share.
-#[derive(Debug)]
-struct Shared {
-    stats: Mutex<ConnectionStats>,
-}
-
-impl Shared {
-    fn stats(&self) -> MutexGuard<'_, ConnectionStats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+pub(crate) enum RestKind {}
 
 /// A handle on the REST-JSON source of one server; the driver task ends
-/// on [`SourceConnection::shutdown`] or when the handle is dropped.
-#[derive(Debug)]
-pub(crate) struct RestConnection {
-    commands: mpsc::UnboundedSender<Command>,
-    shared: Arc<Shared>,
-}
+/// on [`SourceHandle::shutdown`] or when every handle is dropped.
+pub(crate) type RestConnection = SourceHandle<RestKind>;
 
-impl RestConnection {
+impl SourceHandle<RestKind> {
     /// Spawns the driver of `server` on the current tokio runtime. Nothing
     /// is polled until the first subscription. A server whose client cannot
     /// be set up (unreadable TLS files) reports the error as a stream
@@ -128,20 +102,7 @@ impl RestConnection {
             _ => RestTiming::default(),
         };
         let client = http::HttpClient::new(&server, timing.request_timeout, opts.max_message_size);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            stats: Mutex::new(ConnectionStats {
-                connected: false,
-                server_failure: 0,
-                resource_updates_valid: 0,
-                resource_updates_invalid: 0,
-                updates_by_type: BTreeMap::new(),
-                foreign_names_ignored: 0,
-                streams_opened: 0,
-                variant: ApiVariant::Sotw,
-                answered_types: BTreeSet::new(),
-            }),
-        });
+        let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let driver = driver::Driver::new(driver::Parts {
             server,
             timing,
@@ -150,44 +111,11 @@ impl RestConnection {
             sink,
             opts,
             client,
-            commands: rx,
-            shared: Arc::clone(&shared),
+            commands,
+            stats,
         });
         tokio::spawn(driver.run());
-        RestConnection {
-            commands: tx,
-            shared,
-        }
-    }
-
-    fn send(&self, command: Command) {
-        // The driver is gone only after a shutdown; then there is nothing
-        // left to do with the command.
-        let _ = self.commands.send(command);
-    }
-}
-
-impl SourceConnection for RestConnection {
-    fn subscribe(&self, key: ResourceKey) {
-        self.send(Command::Subscribe(key));
-    }
-    fn unsubscribe(&self, key: ResourceKey) {
-        self.send(Command::Unsubscribe(key));
-    }
-    fn forget_version(&self, key: ResourceKey) {
-        self.send(Command::ForgetVersion(key));
-    }
-    fn subscribe_wildcard(&self, type_url: &str) {
-        self.send(Command::SubscribeWildcard(type_url.to_owned()));
-    }
-    fn unsubscribe_wildcard(&self, type_url: &str) {
-        self.send(Command::UnsubscribeWildcard(type_url.to_owned()));
-    }
-    fn stats(&self) -> ConnectionStats {
-        self.shared.stats().clone()
-    }
-    fn shutdown(&self) {
-        self.send(Command::Shutdown);
+        handle
     }
 }
 

@@ -1,0 +1,72 @@
+//! What the driver tasks of ADS, REST and the policy stream share around
+//! their sessions: the clock they pass in, the sleep on the session's next
+//! deadline, and the idle deadline after the last subscription goes.
+
+use std::time::{Duration, Instant};
+
+use crate::protocol::SessionStats;
+use crate::transport::ConnectionStats;
+
+/// The clock: tokio's, so that paused-time tests control it.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Sleeps until `at`, or forever without one (a `select!` branch that
+/// never fires).
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// When an attempt with nothing subscribed ends: `idle_grace` after the
+/// last subscription went. One per attempt.
+#[derive(Debug, Default)]
+pub(crate) struct IdleTimer {
+    /// Since when nothing is subscribed.
+    since: Option<Instant>,
+}
+
+impl IdleTimer {
+    /// The deadline, given whether anything is `subscribed` now.
+    pub(crate) fn deadline(&mut self, subscribed: bool, grace: Duration) -> Option<Instant> {
+        if subscribed {
+            self.since = None;
+        } else if self.since.is_none() {
+            self.since = Some(now());
+        }
+        self.since.map(|t| t + grace)
+    }
+}
+
+/// Publishes a protocol session's counters (ADS, REST) in the connection's,
+/// and `answered` among the answered types: called once the events of
+/// that answer reached the cache, as [`ConnectionStats::answered_types`]
+/// requires.
+pub(crate) fn publish_session_stats(
+    stats: &mut ConnectionStats,
+    s: &SessionStats,
+    answered: Option<String>,
+) {
+    stats.server_failure = s.server_failure;
+    stats.resource_updates_valid = s.resource_updates_valid;
+    stats.resource_updates_invalid = s.resource_updates_invalid;
+    // The session's map only grows; copy what changed, allocating only
+    // for a type's first count.
+    for (type_url, counts) in &s.updates_by_type {
+        match stats.updates_by_type.get_mut(&**type_url) {
+            Some(published) => *published = *counts,
+            None => {
+                stats.updates_by_type.insert(type_url.to_string(), *counts);
+            }
+        }
+    }
+    stats.foreign_names_ignored = s.foreign_names_ignored;
+    if let Some(type_url) = answered
+        && !stats.answered_types.contains(&type_url)
+    {
+        stats.answered_types.insert(type_url);
+    }
+}
