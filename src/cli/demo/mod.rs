@@ -50,9 +50,9 @@ use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::watch::CollectionEvent;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot};
 use xdsfed::policy::{Policy, PolicyType};
-use xdsfed::testbed::Testbed;
 use xdsfed::testbed::faults::Faults;
 use xdsfed::testbed::scenario::{RunningScenario, Scenario};
+use xdsfed::testbed::{Server, Testbed};
 
 use super::render::Model;
 use super::table::server_uri;
@@ -451,7 +451,12 @@ impl Demo {
                 .await?;
         }
         drop(watch);
+        self.redirect(&cloud, &onprem).await
+    }
 
+    /// Act 4, continued: a member of a glob collection is a
+    /// `ResourceLocator` redirect to on-prem, and is followed.
+    async fn redirect(&mut self, cloud: &Server, onprem: &Server) -> Result<(), CliError> {
         emit(&format!(
             "\n   The client watches the glob collection {:?}.\n   Its member \"acme\" is a ResourceLocator redirect to on-prem.",
             id_of(TENANTS_GLOB)

@@ -2,7 +2,7 @@
 //! (Envoy: `path_config_source`) serves what one file holds, as the xDS
 //! protocol's "Filesystem subscriptions" describe and as xDS TP1's
 //! handcrafted configuration on a filesystem uses (list collections with
-//! inline entries). Its events are the same [`CoreEvent`]s an ADS stream
+//! inline entries). Its events are the same [`CoreEvent`](crate::protocol::CoreEvent)s an ADS stream
 //! produces, so gRFC A71 fallback, `#alt`, status and metrics work alike.
 //!
 //! ```text

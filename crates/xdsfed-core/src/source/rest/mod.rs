@@ -24,12 +24,12 @@
 //! a stream end does: outstanding polls are dropped, and the next attempt
 //! starts after the transport's backoff with every type asked afresh. As
 //! on ADS, an attempt that fails before any answer is a server failure
-//! ([`CoreEvent::StreamFailed`]: ambient errors, gRFC A71 fallback); one
+//! ([`CoreEvent::StreamFailed`](crate::protocol::CoreEvent::StreamFailed): ambient errors, gRFC A71 fallback); one
 //! that had answers is retried after the backoff's initial delay, and
 //! reported if that retry fails too.
 //!
 //! Types without a REST path, and glob collections (which need delta
-//! xDS), are answered [`CoreEvent::NotRequested`] at once.
+//! xDS), are answered [`CoreEvent::NotRequested`](crate::protocol::CoreEvent::NotRequested) at once.
 
 mod driver;
 mod http;
