@@ -145,12 +145,9 @@ impl Follower {
                 return Target::Unavailable(Unservable::Route(message.into()));
             }
         };
-        let connect_timeout = cluster.and_then(|c| c.value.connect_timeout).and_then(|d| {
-            Some(Duration::new(
-                u64::try_from(d.seconds).ok()?,
-                u32::try_from(d.nanos).ok()?,
-            ))
-        });
+        let connect_timeout = cluster
+            .and_then(|c| c.value.connect_timeout.as_ref())
+            .and_then(xdsfed_core::types::std_duration);
         let config = BalancerConfig {
             policy,
             connect_timeout,

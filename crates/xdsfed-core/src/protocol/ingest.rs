@@ -190,13 +190,9 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
     let Some(ttl) = ttl else {
         return Ok(None);
     };
-    let (Ok(secs), Ok(nanos)) = (u64::try_from(ttl.seconds), u64::try_from(ttl.nanos)) else {
-        return Err(ValidationError::field("ttl", "negative"));
-    };
-    Duration::from_secs(secs)
-        .checked_add(Duration::from_nanos(nanos))
+    crate::types::std_duration(&ttl)
         .map(Some)
-        .ok_or_else(|| ValidationError::field("ttl", "out of range"))
+        .ok_or_else(|| ValidationError::field("ttl", "negative"))
 }
 
 /// Decodes and validates the bytes of an `Any` whose type URL is

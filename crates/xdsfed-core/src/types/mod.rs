@@ -210,6 +210,27 @@ pub(crate) mod testing;
 mod tests_support;
 mod validating_policy;
 
+/// A protobuf `Duration` from a server as a [`std::time::Duration`];
+/// `None` when either part is negative. Every conversion of a server's
+/// duration goes through here, so none of them can panic on what was sent.
+///
+/// ```
+/// use envoy_types::pb::google::protobuf::Duration;
+/// use xdsfed_core::types::std_duration;
+/// let d = Duration { seconds: 1, nanos: 500_000_000 };
+/// assert_eq!(std_duration(&d), Some(std::time::Duration::from_millis(1500)));
+/// assert_eq!(std_duration(&Duration { seconds: -1, nanos: 0 }), None);
+/// assert_eq!(std_duration(&Duration { seconds: 0, nanos: -1 }), None);
+/// assert!(std_duration(&Duration { seconds: i64::MAX, nanos: i32::MAX }).is_some());
+/// ```
+pub fn std_duration(
+    d: &envoy_types::pb::google::protobuf::Duration,
+) -> Option<std::time::Duration> {
+    let secs = u64::try_from(d.seconds).ok()?;
+    let nanos = u64::try_from(d.nanos).ok()?;
+    std::time::Duration::from_secs(secs).checked_add(std::time::Duration::from_nanos(nanos))
+}
+
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
 pub use collection::{
     CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,

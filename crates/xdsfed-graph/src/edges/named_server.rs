@@ -103,23 +103,21 @@ fn file_server(path: &PathConfigSource) -> Option<ServerConfig> {
 /// A REST source's timers, Envoy's defaults where unset.
 fn rest_timing(api: &ApiConfigSource) -> RestTiming {
     let mut timing = RestTiming::default();
-    if let Some(delay) = api.refresh_delay.as_ref().and_then(duration) {
+    if let Some(delay) = api
+        .refresh_delay
+        .as_ref()
+        .and_then(xdsfed_core::types::std_duration)
+    {
         timing.refresh_delay = delay;
     }
-    if let Some(timeout) = api.request_timeout.as_ref().and_then(duration) {
+    if let Some(timeout) = api
+        .request_timeout
+        .as_ref()
+        .and_then(xdsfed_core::types::std_duration)
+    {
         timing.request_timeout = timeout;
     }
     timing
-}
-
-/// A non-negative protobuf duration.
-fn duration(d: &envoy_types::pb::google::protobuf::Duration) -> Option<std::time::Duration> {
-    let secs = u64::try_from(d.seconds).ok()?;
-    let nanos = u32::try_from(d.nanos).ok()?;
-    Some(
-        std::time::Duration::new(secs, 0)
-            .saturating_add(std::time::Duration::from_nanos(u64::from(nanos))),
-    )
 }
 
 /// A file the client can read; inline data is not something a
