@@ -82,4 +82,6 @@ pub use transport::TransportOptions;
 pub use types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, ResourceType, RouteConfigurationType,
 };
-pub use watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};
+pub use watch::{
+    CollectionEvent, CollectionWatch, SetEvent, Watch, WatchEvent, WatchSet, WildcardWatch,
+};

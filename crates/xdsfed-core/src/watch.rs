@@ -9,6 +9,11 @@
 //!
 //! Dropping the last handle of a resource unsubscribes it.
 //!
+//! A program that follows many resources of one type (a graph's hundred
+//! thousand `ClusterLoadAssignment`s) takes a [`WatchSet`] instead of a
+//! `Watch` each: one queue of changed names instead of a channel per
+//! resource (see [`set`]).
+//!
 //! Every handle is a [`futures::Stream`] of its events (and `Unpin`), so the
 //! combinators of [`futures::StreamExt`] apply; its inherent `next` is the
 //! same as `StreamExt::next`. A handle keeps the wait for its next event
@@ -47,9 +52,13 @@ use futures::Stream;
 use tokio::sync::watch;
 
 use crate::cache::{Provenance, ResourceState, ResourceStatus, WildcardQueue};
+
+pub mod set;
+
 use crate::error::{ErrorKind, XdsError};
 use crate::protocol::ResourceKey;
 use crate::types::ResourceType;
+pub use set::{SetEvent, WatchSet};
 
 /// What a watcher learns about its resource.
 #[derive(Debug, Clone)]

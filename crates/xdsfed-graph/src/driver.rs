@@ -1,22 +1,24 @@
 //! The async driver: a [`GraphEngine`] over a real [`XdsClient`].
 //!
 //! ```text
-//!            ┌──────────────────────────── driver task ───────────────────────────┐
-//!  Watch<T> ─┤ SelectAll of watch streams ─► on_* ─► GraphEngine ─► poll_snapshot ─┼─► SnapshotCell ─► readers
-//!  Watch<T> ─┤                                         │    ▲                      │
-//!     …      │  client.watch / watch_on_server ◄─ poll_watch  └─ handle_timeout ◄──┼── sleep until poll_timeout
-//!            └─────────────────────────────────────────────────────────────────────┘
+//!               ┌──────────────────────────── driver task ───────────────────────────┐
+//!  WatchSet × 4 ─┤ sets, then collection ─► on_* ─► GraphEngine ─► poll_snapshot ─────┼─► SnapshotCell ─► readers
+//!  collections ──┤ and wildcard streams          │    ▲                               │
+//!               │  set.insert / insert_on_server ◄─ poll_watch  └─ handle_timeout ◄──┼── sleep until poll_timeout
+//!               └────────────────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! [`ConfigGraph::builder`] names the roots; [`start`](ConfigGraphBuilder::start)
-//! spawns one task that owns the engine and every [`Watch`] the engine asked
+//! spawns one task that owns the engine and every watch the engine asked
 //! for. The task:
 //!
-//! - waits for the next event of any watch (the watches are merged in one
-//!   `futures` `SelectAll`, which polls only the streams that were woken: an
-//!   event costs the same with ten watches or twenty thousand), then feeds
-//!   every event that is ready at that moment before polling the engine, so
-//!   a response carrying many resources yields one snapshot;
+//! - waits for the next change of anything it watches, then feeds every
+//!   change that is ready at that moment before polling the engine, so a
+//!   response carrying many resources yields one snapshot. Single resources
+//!   are members of a [`WatchSet`](xdsfed_core::WatchSet) per kind, whose
+//!   queue of changed names costs the same with ten members or a hundred
+//!   thousand; collection and wildcard watches are streams merged in one
+//!   `futures` `SelectAll`;
 //! - publishes each snapshot the engine cuts, then carries out its watch
 //!   changes (the engine's [polling order](crate::engine#polling-order));
 //! - sleeps until the engine's next warming deadline when nothing arrives.
@@ -26,16 +28,18 @@
 //! resource's newest state, not a backlog.
 //!
 //! # Carrying out watch changes
-//! - `Watch` with [`Via::Bootstrap`] → [`XdsClient::watch`]: the name's
-//!   authority in the bootstrap picks the server.
-//! - `Watch` with [`Via::ConfigSource`] → [`XdsClient::watch_on_server`] when
+//! - `Watch` with [`Via::Bootstrap`] → the kind's set, subscribed as
+//!   [`XdsClient::watch`] does: the name's authority in the bootstrap picks
+//!   the server.
+//! - `Watch` with [`Via::ConfigSource`] → the kind's set, subscribed as
+//!   [`XdsClient::watch_on_server`] does, when
 //!   the source names a server the client can dial (an `api_config_source`
 //!   whose first gRPC service is a `google_grpc` target); otherwise (`ads`,
 //!   `self`, `envoy_grpc`) the bootstrap, as above.
 //! - A watch the client refuses (a malformed name, an authority in neither
 //!   the `ConfigSource` nor the bootstrap) is fed back to the engine as
 //!   [`Update::Error`] for that resource: the error lands on that edge only.
-//! - `Unwatch` drops the [`Watch`], which unsubscribes.
+//! - `Unwatch` takes the resource out of its set, which unsubscribes.
 //! - `Watch` of an LEDS collection (kind [`ResourceKind::LbEndpoint`]) →
 //!   [`XdsClient::watch_collection`] through the bootstrap, its events fed
 //!   with [`GraphEngine::on_leds`].
@@ -88,6 +92,7 @@
 //! [`CollectionUpdate`]: crate::CollectionUpdate
 
 mod inputs;
+mod sets;
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -100,9 +105,7 @@ use tokio::task::JoinHandle;
 use xdsfed_core::authority::ServerKey;
 use xdsfed_core::client::{WatchError, XdsClient};
 use xdsfed_core::name::ResourceName;
-use xdsfed_core::types::{
-    ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
-};
+use xdsfed_core::types::{ClusterType, LbEndpointType, ListenerType};
 
 use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
 use crate::edges::Via;
@@ -110,9 +113,8 @@ use crate::engine::{GraphEngine, WatchChange};
 use crate::options::{ConfigSourceTrust, GraphOptions, KnownAuthorities, Roots};
 use crate::resource::{CollectionUpdate, ResourceKind};
 use crate::snapshot::Snapshot;
-use inputs::{
-    CollectionFollowed, Followed, Input, collection_stream, watch_stream, wildcard_stream,
-};
+use inputs::{CollectionFollowed, Followed, Input, collection_stream, wildcard_stream};
+use sets::Sets;
 use xdsfed_core::bootstrap::features;
 
 /// At most this many events are fed between two looks at the engine, so
@@ -210,12 +212,14 @@ impl ConfigGraphBuilder {
         let reader = cell.reader();
         let wildcard_server = default_server(&self.client);
         let engine = GraphEngine::new(self.roots, options, now());
+        let sets = Sets::new(&self.client);
         let driver = Driver {
             client: self.client,
             engine,
             cell,
+            sets,
             streams: SelectAll::new(),
-            watches: HashMap::new(),
+            leds: HashMap::new(),
             wildcards: HashMap::new(),
             collections: HashMap::new(),
             wildcard_server,
@@ -300,8 +304,10 @@ struct Driver {
     cell: SnapshotCell,
     /// Every live watch's events, merged.
     streams: SelectAll<futures::stream::Abortable<BoxStream<'static, Input>>>,
-    /// How to stop each named watch's stream (which drops the watch).
-    watches: HashMap<(ResourceKind, Arc<str>), AbortHandle>,
+    /// The single-resource watches, a set per kind.
+    sets: Sets,
+    /// How to stop each LEDS collection's stream (which drops the watch).
+    leds: HashMap<Arc<str>, AbortHandle>,
     /// Wildcard watches by type; kept for the graph's lifetime.
     wildcards: HashMap<ResourceKind, AbortHandle>,
     /// Collection watches by name; kept for the graph's lifetime.
@@ -315,10 +321,10 @@ impl Driver {
         loop {
             self.settle();
             let deadline = self.engine.poll_timeout();
-            let streams = &mut self.streams;
+            let inputs = (&mut self.sets, &mut self.streams);
             let engine = &mut self.engine;
             tokio::select! {
-                _fed = feed_ready(streams, engine) => {}
+                _fed = feed_ready(inputs, engine) => {}
                 () = sleep_until(deadline) => self.engine.handle_timeout(now()),
             }
         }
@@ -351,35 +357,16 @@ impl Driver {
 
     fn apply(&mut self, change: WatchChange) {
         match change {
-            WatchChange::Watch { kind, name, via } => {
-                let opened = match kind {
-                    ResourceKind::Listener => self.open::<ListenerType>(&name, &via),
-                    ResourceKind::RouteConfiguration => {
-                        self.open::<RouteConfigurationType>(&name, &via)
-                    }
-                    ResourceKind::Cluster => self.open::<ClusterType>(&name, &via),
-                    ResourceKind::ClusterLoadAssignment => self.open::<EndpointType>(&name, &via),
-                    ResourceKind::LbEndpoint => self.open_leds(&name),
-                };
-                match opened {
-                    Ok(stream) => {
-                        let (stream, handle) = futures::stream::abortable(stream);
-                        self.streams.push(stream);
-                        if let Some(old) = self.watches.insert((kind, name), handle) {
-                            old.abort();
-                        }
-                    }
-                    Err(e) => {
-                        tracing::debug!(%kind, %name, error = %e, "watch refused");
-                        Input::error(kind, name, e.to_string()).feed(&mut self.engine, now());
-                    }
-                }
-            }
+            WatchChange::Watch { kind, name, via } => self.watch(kind, name, &via),
             WatchChange::Unwatch { kind, name } => {
-                // The aborted stream ends at its next poll and drops its
-                // watch, which unsubscribes.
-                if let Some(handle) = self.watches.remove(&(kind, name)) {
-                    handle.abort();
+                if kind == ResourceKind::LbEndpoint {
+                    // The aborted stream ends at its next poll and drops
+                    // its watch, which unsubscribes.
+                    if let Some(handle) = self.leds.remove(&name) {
+                        handle.abort();
+                    }
+                } else {
+                    self.sets.unwatch(kind, &name);
                 }
             }
             WatchChange::WatchCollection { kind, name } => self.watch_collection(kind, name),
@@ -460,21 +447,28 @@ impl Driver {
         Ok(collection_stream(Arc::clone(name), watch))
     }
 
-    /// Starts watching `name` through `via`.
-    fn open<T: Followed>(
-        &self,
-        name: &Arc<str>,
-        via: &Via,
-    ) -> Result<BoxStream<'static, Input>, WatchError> {
-        let server = match via {
-            Via::ConfigSource(source) => crate::edges::named_server::server_of(source),
-            Via::Bootstrap => None,
+    /// Starts watching `name` through `via`; a watch the client refuses is
+    /// fed back as that resource's error.
+    fn watch(&mut self, kind: ResourceKind, name: Arc<str>, via: &Via) {
+        let watched = if kind == ResourceKind::LbEndpoint {
+            self.open_leds(&name).map(|stream| {
+                let (stream, handle) = futures::stream::abortable(stream);
+                self.streams.push(stream);
+                if let Some(old) = self.leds.insert(Arc::clone(&name), handle) {
+                    old.abort();
+                }
+            })
+        } else {
+            let server = match via {
+                Via::ConfigSource(source) => crate::edges::named_server::server_of(source),
+                Via::Bootstrap => None,
+            };
+            self.sets.watch(kind, &name, server.as_ref())
         };
-        let watch = match server {
-            Some(server) => self.client.watch_on_server::<T>(name, &server)?,
-            None => self.client.watch::<T>(name)?,
-        };
-        Ok(watch_stream(Arc::clone(name), watch))
+        if let Err(e) = watched {
+            tracing::debug!(%kind, %name, error = %e, "watch refused");
+            Input::error(kind, name, e.to_string()).feed(&mut self.engine, now());
+        }
     }
 
     /// An LEDS glob collection, through the bootstrap: the client watches
@@ -494,7 +488,10 @@ impl Driver {
 
 /// Feeds the engine every event ready now, waiting for the first one.
 /// Resolves with how many were fed (at least one, at most [`MAX_BATCH`]).
-async fn feed_ready<S>(streams: &mut SelectAll<S>, engine: &mut GraphEngine) -> usize
+async fn feed_ready<S>(
+    (sets, streams): (&mut Sets, &mut SelectAll<S>),
+    engine: &mut GraphEngine,
+) -> usize
 where
     S: futures::Stream<Item = Input> + Unpin,
 {
@@ -502,17 +499,20 @@ where
     poll_fn(|cx| {
         let mut fed = 0;
         while fed < MAX_BATCH {
-            match streams.poll_next_unpin(cx) {
-                Poll::Ready(Some(input)) => {
-                    // One clock reading per batch: the batch is one moment.
-                    let now = *at.get_or_insert_with(now);
-                    input.feed(engine, now);
-                    fed += 1;
-                }
-                // `None` means no stream is left: nothing to wait for until
-                // the driver adds one, which it does outside this future.
-                Poll::Ready(None) | Poll::Pending => break,
-            }
+            let input = match sets.poll_input(cx) {
+                Poll::Ready(input) => input,
+                Poll::Pending => match streams.poll_next_unpin(cx) {
+                    Poll::Ready(Some(input)) => input,
+                    // `None` means no stream is left: nothing to wait for
+                    // until the driver adds one, which it does outside this
+                    // future.
+                    Poll::Ready(None) | Poll::Pending => break,
+                },
+            };
+            // One clock reading per batch: the batch is one moment.
+            let now = *at.get_or_insert_with(now);
+            input.feed(engine, now);
+            fed += 1;
         }
         if fed > 0 {
             Poll::Ready(fed)

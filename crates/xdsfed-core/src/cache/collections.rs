@@ -18,7 +18,43 @@ pub(crate) struct WildcardQueue {
     pub(crate) notify: Notify,
 }
 
+impl WildcardQueue {
+    /// Queues `name` (once, however often it changes before it is read)
+    /// and wakes the reader.
+    pub(crate) fn mark(&self, name: Arc<str>) {
+        self.dirty
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name);
+        self.notify.notify_one();
+    }
+}
+
 impl Cache {
+    /// Makes `key`'s entry (which a watch holds, so it exists) report its
+    /// changes to `queue` as `label`; a state already known counts as
+    /// changed.
+    pub(crate) fn join_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &Arc<str>) {
+        let mut inner = self.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return;
+        };
+        entry.sets.push((Arc::clone(queue), Arc::clone(label)));
+        if entry.tx.borrow().status != ResourceStatus::Requested {
+            queue.mark(Arc::clone(label));
+        }
+    }
+
+    /// Stops `key`'s entry reporting to `queue` as `label`.
+    pub(crate) fn leave_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &str) {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entries.get_mut(key) {
+            entry
+                .sets
+                .retain(|(q, l)| !(Arc::ptr_eq(q, queue) && **l == *label));
+        }
+    }
+
     pub(crate) fn add_wildcard(
         &self,
         type_url: &str,
@@ -296,6 +332,11 @@ impl Inner {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(Arc::clone(&key.name));
             queue.notify.notify_one();
+        }
+        if let Some(entry) = self.entries.get(key) {
+            for (queue, label) in &entry.sets {
+                queue.mark(Arc::clone(label));
+            }
         }
         if let Some(list) = self.wildcard.get(&key.type_url) {
             for queue in list {

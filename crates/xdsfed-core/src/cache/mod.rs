@@ -37,6 +37,10 @@ struct Entry {
     /// a server that sends the same bad update again, typically on every
     /// reconnect, is not news.
     reported_nack: ReportedNack,
+    /// The watch sets this entry is a member of, each with the name the
+    /// set knows it by: a change queues that name rather than waking a
+    /// channel receiver per resource.
+    sets: Vec<(Arc<WildcardQueue>, Arc<str>)>,
 }
 
 #[derive(Default)]
@@ -324,6 +328,7 @@ impl Entry {
             provenance,
             policy,
             reported_nack: None,
+            sets: Vec::new(),
         }
     }
 }

@@ -381,6 +381,13 @@ impl XdsClient {
         ))
     }
 
+    /// An empty set of watches of type `T`: one stream for many resources,
+    /// each subscribed as [`watch`](Self::watch) subscribes it (see
+    /// [`WatchSet`](crate::watch::WatchSet)).
+    pub fn watch_set<T: ResourceType>(&self) -> crate::watch::WatchSet<T> {
+        crate::watch::WatchSet::new(self.clone(), Arc::clone(&self.inner.cache))
+    }
+
     /// Watches every resource of type `T` on the default servers (wildcard
     /// LDS/CDS, as Envoy does).
     pub fn watch_wildcard<T: ResourceType>(&self) -> Result<WildcardWatch<T>, WatchError> {

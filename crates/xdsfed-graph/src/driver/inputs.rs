@@ -1,8 +1,8 @@
 //! The client's watch events, turned into the engine's inputs.
 //!
-//! Each [`Watch`] becomes a stream of [`Input`]s; the driver merges them in
-//! one `SelectAll`, which polls only the streams that were woken, so an
-//! event costs the same however many resources are watched.
+//! Single resources are watched through a watch set per kind (`sets`);
+//! each collection and wildcard watch becomes a stream of [`Input`]s, and
+//! the driver merges those in one `SelectAll`.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use xdsfed_core::cache::ResourceStatus;
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
 };
-use xdsfed_core::watch::{CollectionEvent, CollectionWatch, Watch, WatchEvent, WildcardWatch};
+use xdsfed_core::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
 
 use crate::engine::GraphEngine;
 use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
@@ -119,60 +119,6 @@ impl Followed for EndpointType {
     fn input(name: Arc<str>, update: Update<ClusterLoadAssignment>) -> Input {
         Input::Endpoints(name, update)
     }
-}
-
-/// A watch's events as engine inputs, reported under `name` (the engine's
-/// canonical name). The stream owns the watch: dropping it unsubscribes.
-///
-/// An ambient error repeating the one just reported is skipped: while a
-/// server is down, every reconnection attempt reports the same failure, and
-/// each would otherwise cost a snapshot that differs in nothing.
-pub(crate) fn watch_stream<T: Followed>(
-    name: Arc<str>,
-    watch: Watch<T>,
-) -> BoxStream<'static, Input> {
-    let mut last_ambient = None::<String>;
-    WatchInputs::new(watch, move |watch: &Watch<T>, event| {
-        let event = match (event, watch.current()) {
-            // A copy from the client's state directory arrives with its
-            // ambient error ("not confirmed yet"); the copy is what the
-            // graph needs to warm.
-            (WatchEvent::AmbientError(_), Some(copy))
-                if watch.state().status == ResourceStatus::FromDisk =>
-            {
-                WatchEvent::Changed(copy)
-            }
-            (event, _) => event,
-        };
-        if let WatchEvent::AmbientError(e) = &event {
-            let message = e.to_string();
-            if last_ambient.as_ref() == Some(&message) {
-                return None;
-            }
-            last_ambient = Some(message);
-        } else {
-            last_ambient = None;
-        }
-        let update = update_of(event, || {
-            let from = watch.provenance();
-            // Read right after the event; a newer version arriving in
-            // between is delivered as the next event anyway.
-            let state = watch.state();
-            // The server that sent the copy: after gRFC A71 fallback, an
-            // `#alt` or a redirect, not the one the watch started on.
-            let server = match &state.source {
-                Some(source) => Arc::clone(&source.server),
-                None => Arc::clone(&from.server),
-            };
-            Provenance {
-                authority: from.authority.clone(),
-                server,
-                version: state.version.unwrap_or_else(|| Arc::from("")),
-            }
-        });
-        Some(T::input(Arc::clone(&name), update))
-    })
-    .boxed()
 }
 
 /// A wildcard watch's events as engine inputs. A wildcard watch reports no
@@ -314,7 +260,10 @@ fn member_provenance<T: CollectionFollowed>(watch: &CollectionWatch<T>, name: &s
 
 /// The engine's form of a client event; `provenance` is asked for only
 /// when the event carries a resource.
-fn update_of<R>(event: WatchEvent<R>, provenance: impl FnOnce() -> Provenance) -> Update<R> {
+pub(crate) fn update_of<R>(
+    event: WatchEvent<R>,
+    provenance: impl FnOnce() -> Provenance,
+) -> Update<R> {
     match event {
         WatchEvent::Changed(resource) => Update::Changed(resource, provenance()),
         WatchEvent::DoesNotExist => Update::DoesNotExist,

@@ -1,0 +1,179 @@
+//! The graph's single-resource watches: one [`WatchSet`] per kind.
+//!
+//! A graph of a hundred thousand clusters watches a hundred thousand
+//! `ClusterLoadAssignment`s. A set per kind keeps that to four queues the
+//! driver polls, instead of a stream (and a wake-up) per resource: a change
+//! costs the same however many resources are watched, and nothing is
+//! polled that did not change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::StreamExt;
+use xdsfed_core::bootstrap::ServerConfig;
+use xdsfed_core::cache::ResourceStatus;
+use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
+use xdsfed_core::watch::{SetEvent, WatchSet};
+use xdsfed_core::{WatchError, WatchEvent, XdsClient};
+
+use super::inputs::{Followed, Input, update_of};
+use crate::resource::{Provenance, ResourceKind};
+
+/// A watch set of one kind, and what its stream last said of each member.
+struct Followers<T: Followed> {
+    set: WatchSet<T>,
+    /// The ambient error last reported per member. While a server is down,
+    /// every reconnection attempt reports the same failure, and each would
+    /// otherwise cost a snapshot that differs in nothing.
+    last_ambient: HashMap<Arc<str>, String>,
+}
+
+impl<T: Followed> Followers<T> {
+    fn new(client: &XdsClient) -> Self {
+        Followers {
+            set: client.watch_set::<T>(),
+            last_ambient: HashMap::new(),
+        }
+    }
+
+    fn watch(&mut self, name: &str, server: Option<&ServerConfig>) -> Result<(), WatchError> {
+        match server {
+            Some(server) => self.set.insert_on_server(name, server),
+            None => self.set.insert(name),
+        }
+    }
+
+    fn unwatch(&mut self, name: &str) {
+        self.set.remove(name);
+        self.last_ambient.remove(name);
+    }
+
+    /// The next member change worth an input.
+    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
+        loop {
+            let Poll::Ready(Some(change)) = self.set.poll_next_unpin(cx) else {
+                return Poll::Pending;
+            };
+            if let Some(input) = self.input_of(change) {
+                return Poll::Ready(input);
+            }
+        }
+    }
+
+    /// The engine's form of a member's change; `None` for an ambient error
+    /// that repeats the last one.
+    fn input_of(&mut self, change: SetEvent<T::Resource>) -> Option<Input> {
+        let SetEvent { name, event, state } = change;
+        let event = match (event, &state.resource) {
+            // A copy from the client's state directory arrives with its
+            // ambient error ("not confirmed yet"); the copy is what the
+            // graph needs to warm.
+            (WatchEvent::AmbientError(_), Some(copy))
+                if state.status == ResourceStatus::FromDisk =>
+            {
+                match copy.downcast::<T::Resource>() {
+                    Some(copy) => WatchEvent::Changed(copy),
+                    None => return None,
+                }
+            }
+            (event, _) => event,
+        };
+        if let WatchEvent::AmbientError(e) = &event {
+            let message = e.to_string();
+            if self.last_ambient.get(&name) == Some(&message) {
+                return None;
+            }
+            self.last_ambient.insert(Arc::clone(&name), message);
+        } else {
+            self.last_ambient.remove(&name);
+        }
+        let update = update_of(event, || {
+            let from = self.set.provenance(&name);
+            // The server that sent the copy: after gRFC A71 fallback, an
+            // `#alt` or a redirect, not the one the watch started on.
+            let server = match (&state.source, from) {
+                (Some(source), _) => Arc::clone(&source.server),
+                (None, Some(from)) => Arc::clone(&from.server),
+                (None, None) => Arc::from(""),
+            };
+            Provenance {
+                authority: from.and_then(|f| f.authority.clone()),
+                server,
+                version: state.version.clone().unwrap_or_else(|| Arc::from("")),
+            }
+        });
+        Some(T::input(name, update))
+    }
+}
+
+/// The four kinds the graph watches one resource at a time.
+pub(crate) struct Sets {
+    listeners: Followers<ListenerType>,
+    routes: Followers<RouteConfigurationType>,
+    clusters: Followers<ClusterType>,
+    endpoints: Followers<EndpointType>,
+    /// The kind polled first next time, so that a busy kind cannot starve
+    /// the others.
+    next: usize,
+}
+
+impl Sets {
+    pub(crate) fn new(client: &XdsClient) -> Self {
+        Sets {
+            listeners: Followers::new(client),
+            routes: Followers::new(client),
+            clusters: Followers::new(client),
+            endpoints: Followers::new(client),
+            next: 0,
+        }
+    }
+
+    /// Watches `name` of `kind`, on `server` when one is given, else on the
+    /// servers the bootstrap names for its authority. LEDS collections are
+    /// not single watches: the driver watches them as collections.
+    pub(crate) fn watch(
+        &mut self,
+        kind: ResourceKind,
+        name: &str,
+        server: Option<&ServerConfig>,
+    ) -> Result<(), WatchError> {
+        match kind {
+            ResourceKind::Listener => self.listeners.watch(name, server),
+            ResourceKind::RouteConfiguration => self.routes.watch(name, server),
+            ResourceKind::Cluster => self.clusters.watch(name, server),
+            ResourceKind::ClusterLoadAssignment => self.endpoints.watch(name, server),
+            ResourceKind::LbEndpoint => Ok(()),
+        }
+    }
+
+    /// Stops watching `name` of `kind`.
+    pub(crate) fn unwatch(&mut self, kind: ResourceKind, name: &str) {
+        match kind {
+            ResourceKind::Listener => self.listeners.unwatch(name),
+            ResourceKind::RouteConfiguration => self.routes.unwatch(name),
+            ResourceKind::Cluster => self.clusters.unwatch(name),
+            ResourceKind::ClusterLoadAssignment => self.endpoints.unwatch(name),
+            ResourceKind::LbEndpoint => {}
+        }
+    }
+
+    /// The next change of any kind, starting from a different kind each
+    /// time.
+    pub(crate) fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
+        for turn in 0..4 {
+            let kind = (self.next + turn) % 4;
+            let polled = match kind {
+                0 => self.listeners.poll_input(cx),
+                1 => self.routes.poll_input(cx),
+                2 => self.clusters.poll_input(cx),
+                _ => self.endpoints.poll_input(cx),
+            };
+            if let Poll::Ready(input) = polled {
+                self.next = (kind + 1) % 4;
+                return Poll::Ready(input);
+            }
+        }
+        Poll::Pending
+    }
+}
