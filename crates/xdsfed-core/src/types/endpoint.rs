@@ -49,7 +49,6 @@ pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<()
     let mut priorities = Vec::new();
     let mut seen_localities = HashSet::new();
     for (l, locality) in cla.endpoints.iter().enumerate() {
-        let at = format!("endpoints[{l}]");
         // A locality with weight 0 is ignored by gRPC, not rejected; but the
         // same locality twice in one priority is ambiguous.
         let id = locality.locality.as_ref().map(|loc| {
@@ -61,7 +60,7 @@ pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<()
         });
         if !seen_localities.insert((locality.priority, id)) {
             return Err(ValidationError::field(
-                format_args!("{at}.locality"),
+                format_args!("endpoints[{l}].locality"),
                 format_args!(
                     "duplicate locality {id:?} in priority {}",
                     locality.priority
@@ -71,20 +70,25 @@ pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<()
         priorities.push(locality.priority);
         let mut weight_sum: u64 = 0;
         for (e, lb) in locality.lb_endpoints.iter().enumerate() {
-            let at = format!("{at}.lb_endpoints[{e}]");
+            // Paths are written only for an error: this loop runs for every
+            // endpoint of every update.
+            let at = EndpointAt::Listed {
+                locality: l,
+                endpoint: e,
+            };
             let weight = lb.load_balancing_weight.as_ref().map_or(1, |w| w.value);
             if weight == 0 {
                 return Err(ValidationError::field(
-                    format_args!("{at}.load_balancing_weight"),
+                    format_args!("{at}load_balancing_weight"),
                     "must be at least 1",
                 ));
             }
             weight_sum += u64::from(weight);
-            validate_host(lb.host_identifier.as_ref(), &at)?;
+            validate_host(lb.host_identifier.as_ref(), at)?;
         }
         if weight_sum > u64::from(u32::MAX) {
             return Err(ValidationError::field(
-                format_args!("{at}.lb_endpoints"),
+                format_args!("endpoints[{l}].lb_endpoints"),
                 "endpoint weights add up to more than 4294967295",
             ));
         }
@@ -136,7 +140,7 @@ impl ResourceType for LbEndpointType {
                 "must be at least 1",
             ));
         }
-        validate_host(lb.host_identifier.as_ref(), "")?;
+        validate_host(lb.host_identifier.as_ref(), EndpointAt::Bare)?;
         Ok(lb)
     }
 
@@ -145,13 +149,27 @@ impl ResourceType for LbEndpointType {
     }
 }
 
-fn validate_host(host: Option<&HostIdentifier>, at: &str) -> Result<(), ValidationError> {
-    // A field path below `at`; a bare LbEndpoint (LEDS) has none above it.
-    let at = if at.is_empty() {
-        String::new()
-    } else {
-        format!("{at}.")
-    };
+/// Where an endpoint sits, as the start of a field path (with its trailing
+/// dot): inside a load assignment, or a bare LEDS `LbEndpoint` with nothing
+/// above it.
+#[derive(Debug, Clone, Copy)]
+enum EndpointAt {
+    Bare,
+    Listed { locality: usize, endpoint: usize },
+}
+
+impl std::fmt::Display for EndpointAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointAt::Bare => Ok(()),
+            EndpointAt::Listed { locality, endpoint } => {
+                write!(f, "endpoints[{locality}].lb_endpoints[{endpoint}].")
+            }
+        }
+    }
+}
+
+fn validate_host(host: Option<&HostIdentifier>, at: EndpointAt) -> Result<(), ValidationError> {
     let Some(HostIdentifier::Endpoint(endpoint)) = host else {
         return Err(ValidationError::field(
             format_args!("{at}endpoint"),
