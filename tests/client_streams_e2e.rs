@@ -135,15 +135,7 @@ async fn two_authorities_on_two_servers_use_two_streams() {
 
 #[tokio::test]
 async fn unknown_authority_is_refused_without_touching_any_server() {
-    let testbed = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
-        .await
-        .unwrap();
-    let uri = testbed.servers()[0].uri();
-    let client = client(&bootstrap_json(
-        &uri,
-        &[("cloud.example", &[uri.as_str()])],
-        "",
-    ));
+    let (testbed, client) = common::one_server().await;
     let err = client
         .watch::<ClusterType>(&cluster_name("elsewhere.example", "x"))
         .unwrap_err();

@@ -11,30 +11,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::resources::endpoints;
-use common::{PATIENCE, bootstrap_json, client, eventually, next};
+use common::{PATIENCE, eventually, next, one_server};
 use xdsfed::core::WatchSet;
 use xdsfed::core::client::{WatchError, XdsClient};
 use xdsfed::core::types::EndpointType;
 use xdsfed::core::watch::{SetEvent, WatchEvent};
-use xdsfed::testbed::{Server, ServerSpec, Testbed};
+use xdsfed::testbed::Server;
 
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 
 fn eds_name(id: &str) -> String {
     format!("xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/{id}")
-}
-
-async fn start() -> (Testbed, XdsClient) {
-    let testbed = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
-        .await
-        .unwrap();
-    let uri = testbed.servers()[0].uri();
-    let client = client(&bootstrap_json(
-        &uri,
-        &[("cloud.example", &[uri.as_str()])],
-        "",
-    ));
-    (testbed, client)
 }
 
 fn serve(server: &Server, id: &str, port: u32) {
@@ -99,7 +86,7 @@ fn cached(client: &XdsClient, name: &str) -> bool {
 /// unsubscribed and reports nothing more.
 #[tokio::test]
 async fn members_report_their_changes_and_a_removed_one_is_unsubscribed() {
-    let (testbed, client) = start().await;
+    let (testbed, client) = one_server().await;
     let server = &testbed.servers()[0];
     for (id, port) in [("a", 1), ("b", 2), ("c", 3)] {
         serve(server, id, port);
@@ -131,7 +118,7 @@ async fn members_report_their_changes_and_a_removed_one_is_unsubscribed() {
 /// read is reported once, with its newest copy.
 #[tokio::test]
 async fn a_member_changed_twice_before_it_is_read_is_reported_once() {
-    let (testbed, client) = start().await;
+    let (testbed, client) = one_server().await;
     let server = &testbed.servers()[0];
     serve(server, "a", 1);
     let mut set = client.watch_set::<EndpointType>();
@@ -157,7 +144,7 @@ async fn a_member_changed_twice_before_it_is_read_is_reported_once() {
 /// was; re-inserting a member keeps it subscribed throughout.
 #[tokio::test]
 async fn a_cached_member_reports_at_once_and_a_refused_name_changes_nothing() {
-    let (testbed, client) = start().await;
+    let (testbed, client) = one_server().await;
     let server = &testbed.servers()[0];
     serve(server, "a", 7);
     let mut plain = client.watch::<EndpointType>(&eds_name("a")).unwrap();

@@ -70,6 +70,22 @@ pub fn client(bootstrap: &str) -> XdsClient {
         .expect("inside a tokio runtime")
 }
 
+/// A testbed of one server, `cloud`, serving `cloud.example`, and a client
+/// (delta ADS, fast timers) whose bootstrap maps that authority to it.
+pub async fn one_server() -> (xdsfed::testbed::Testbed, XdsClient) {
+    let spec = xdsfed::testbed::ServerSpec::new("cloud", ["cloud.example"]);
+    let testbed = xdsfed::testbed::Testbed::start([spec])
+        .await
+        .expect("the testbed starts");
+    let uri = testbed.servers()[0].uri();
+    let client = client(&bootstrap_json(
+        &uri,
+        &[("cloud.example", &[uri.as_str()])],
+        "",
+    ));
+    (testbed, client)
+}
+
 /// A client for a JSON bootstrap whose every server is pinned to `variant`.
 pub fn client_with(bootstrap: &str, variant: ApiVariant) -> XdsClient {
     let mut bootstrap = Bootstrap::from_json_str(bootstrap).expect("test bootstrap is valid");
