@@ -40,7 +40,10 @@ impl Cache {
             return;
         };
         entry.sets.push((Arc::clone(queue), Arc::clone(label)));
-        if entry.tx.borrow().status != ResourceStatus::Requested {
+        // The watch that subscribed the member is gone: the set reads the
+        // state through the cache.
+        entry.slot.shed_unused_channel();
+        if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
             queue.mark(Arc::clone(label));
         }
     }
@@ -68,7 +71,7 @@ impl Cache {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
             for (key, entry) in &inner.entries {
                 if &*key.type_url == type_url
-                    && entry.tx.borrow().status != ResourceStatus::Requested
+                    && entry.slot.with(|s| s.status != ResourceStatus::Requested)
                 {
                     dirty.insert(Arc::clone(&key.name));
                 }
@@ -90,7 +93,7 @@ impl Cache {
         {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
             for (key, entry) in inner.under_glob(glob) {
-                if entry.tx.borrow().status != ResourceStatus::Requested {
+                if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
                     dirty.insert(Arc::clone(&key.name));
                 }
             }
@@ -100,7 +103,7 @@ impl Cache {
                 if inner
                     .entries
                     .get(key)
-                    .is_some_and(|e| e.tx.borrow().status != ResourceStatus::Requested)
+                    .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
                 {
                     dirty.insert(Arc::clone(&key.name));
                 }
@@ -167,7 +170,7 @@ impl Cache {
             if inner
                 .entries
                 .get(joined)
-                .is_some_and(|e| e.tx.borrow().status != ResourceStatus::Requested)
+                .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
             {
                 changed.push(joined.clone());
             }
@@ -261,13 +264,13 @@ impl Inner {
     /// A member arrived: its glob collection, if watched and still waiting,
     /// has its answer (CSDS shows it `ACKED`; gRFC A71 counts it as cached,
     /// so a failing server with the members held causes no fallback).
-    pub(super) fn answer_glob_of(&self, member: &ResourceKey) {
+    pub(super) fn answer_glob_of(&mut self, member: &ResourceKey) {
         let Some(glob) = glob_of(&member.name) else {
             return;
         };
         let glob = ResourceKey::new(Arc::clone(&member.type_url), glob);
-        if let Some(entry) = self.entries.get(&glob) {
-            entry.tx.send_if_modified(|state| {
+        if let Some(entry) = self.entries.get_mut(&glob) {
+            entry.slot.modify(|state| {
                 if state.status != ResourceStatus::Requested {
                     return false;
                 }

@@ -22,7 +22,7 @@ impl Cache {
         if inner
             .entries
             .get(&key)
-            .is_some_and(|e| e.tx.borrow().resource.is_some())
+            .is_some_and(|e| e.slot.with(|s| s.resource.is_some()))
         {
             return;
         }
@@ -41,8 +41,8 @@ impl Cache {
             source: Some(Source::direct(&record.server, &key)),
             ..ResourceState::requested()
         };
-        if let Some(entry) = inner.entries.get(&key) {
-            entry.tx.send_replace(state);
+        if let Some(entry) = inner.entries.get_mut(&key) {
+            entry.slot.replace(state);
         }
         inner.mark_wildcard_dirty(&key);
     }
@@ -61,7 +61,7 @@ impl super::Inner {
         let Some(entry) = self.entries.get_mut(key) else {
             return;
         };
-        if entry.watchers > 0 || entry.tx.borrow().status != ResourceStatus::FromDisk {
+        if entry.watchers > 0 || entry.slot.with(|s| s.status != ResourceStatus::FromDisk) {
             return;
         }
         entry.policy = policy;

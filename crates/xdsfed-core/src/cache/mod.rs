@@ -16,11 +16,13 @@ use tokio::sync::watch;
 
 mod collections;
 mod from_disk;
+mod slot;
 mod state;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use collections::WildcardQueue;
+use slot::Slot;
 pub use state::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
 
 use crate::error::XdsError;
@@ -28,7 +30,8 @@ use crate::federation::{self, Answers, Context, ReportedNack};
 use crate::protocol::{CoreEvent, ResourceKey, glob_of};
 
 struct Entry {
-    tx: watch::Sender<ResourceState>,
+    /// The state, in a channel while single watchers hold receivers.
+    slot: Slot,
     /// Explicit watchers; entries with none are held for wildcard watchers.
     watchers: usize,
     provenance: Provenance,
@@ -141,8 +144,8 @@ impl Cache {
         };
         let first = entry.watchers == 0;
         entry.watchers += 1;
-        let mut rx = entry.tx.subscribe();
-        if entry.tx.borrow().status != ResourceStatus::Requested {
+        let mut rx = entry.slot.subscribe();
+        if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
             // A late joiner sees what is cached at once.
             rx.mark_changed();
         }
@@ -162,19 +165,22 @@ impl Cache {
             || inner.member_of.contains_key(key);
         if !held {
             inner.remove_entry(key);
+        } else if let Some(entry) = inner.entries.get_mut(key) {
+            // Held for queues only now, perhaps: they need no channel.
+            entry.slot.shed_unused_channel();
         }
     }
 
     /// The current state of `key`, if it is in the cache.
     pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
-        self.lock().entries.get(key).map(|e| e.tx.borrow().clone())
+        self.lock().entries.get(key).map(|e| e.slot.get())
     }
 
     /// Calls `f` with every entry's key, provenance and state.
     pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
         let inner = self.lock();
         for (key, entry) in &inner.entries {
-            f(key, &entry.provenance, &entry.tx.borrow());
+            entry.slot.with(|state| f(key, &entry.provenance, state));
         }
     }
 
@@ -210,7 +216,7 @@ impl Cache {
     /// Reports a transient error (gRFC A57) to `key`: an ambient error where
     /// a copy serves, an error where none does.
     pub(crate) fn transient_error(&self, key: &ResourceKey, error: &XdsError) {
-        let inner = self.lock();
+        let mut inner = self.lock();
         inner.modify(key, |state| federation::transient(state, error));
     }
 
@@ -219,32 +225,36 @@ impl Cache {
     /// by it are over. A reconnect whose versions all match sends no
     /// resource, so without this the errors would outlive the outage.
     pub(crate) fn stream_healthy(&self, server: &Arc<str>) {
-        let inner = self.lock();
-        for (key, entry) in &inner.entries {
+        let mut inner = self.lock();
+        let mut healed = Vec::new();
+        for (key, entry) in &mut inner.entries {
             let served_by = entry.provenance.server == *server
                 || entry
-                    .tx
-                    .borrow()
-                    .source
-                    .as_ref()
-                    .is_some_and(|s| s.server == *server);
-            if served_by && entry.tx.send_if_modified(federation::healthy_again) {
-                inner.mark_wildcard_dirty(key);
+                    .slot
+                    .with(|s| s.source.as_ref().is_some_and(|s| s.server == *server));
+            if served_by && entry.slot.modify(federation::healthy_again) {
+                healed.push(key.clone());
             }
+        }
+        for key in &healed {
+            inner.mark_wildcard_dirty(key);
         }
     }
 
     /// Reports a stream failure of `server` to the entries held only for
     /// wildcard watchers of that server (watched entries are the router's).
     pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
-        let inner = self.lock();
-        let Some(keys) = inner.by_server.get(server) else {
-            return;
-        };
-        for key in keys {
-            if inner.entries.get(key).is_some_and(|e| e.watchers == 0) {
-                inner.modify(key, |state| federation::transient(state, error));
-            }
+        let mut inner = self.lock();
+        let unwatched: Vec<ResourceKey> = inner
+            .by_server
+            .get(server)
+            .into_iter()
+            .flatten()
+            .filter(|key| inner.entries.get(*key).is_some_and(|e| e.watchers == 0))
+            .cloned()
+            .collect();
+        for key in &unwatched {
+            inner.modify(key, |state| federation::transient(state, error));
         }
     }
 
@@ -269,8 +279,9 @@ impl Answers for Cache {
             // A copy from the state directory serves, but answers
             // nothing: fallback (gRFC A71) proceeds as if it were not
             // there, so a reachable server can confirm or replace it.
-            let state = e.tx.borrow();
-            state.status != ResourceStatus::FromDisk && federation::is_answered(key, &state)
+            e.slot.with(|state| {
+                state.status != ResourceStatus::FromDisk && federation::is_answered(key, state)
+            })
         })
     }
 
@@ -279,8 +290,8 @@ impl Answers for Cache {
         // `#alt` is fetched while no server has delivered, as A71 falls
         // back, so that a reachable source confirms or replaces it.
         self.lock().entries.get(key).is_some_and(|e| {
-            let state = e.tx.borrow();
-            state.resource.is_some() && state.status != ResourceStatus::FromDisk
+            e.slot
+                .with(|state| state.resource.is_some() && state.status != ResourceStatus::FromDisk)
         })
     }
 }
@@ -323,7 +334,7 @@ fn persistence(
 impl Entry {
     fn new(provenance: Provenance, policy: DataErrorPolicy) -> Self {
         Entry {
-            tx: watch::Sender::new(ResourceState::requested()),
+            slot: Slot::new(),
             watchers: 0,
             provenance,
             policy,
@@ -372,7 +383,7 @@ impl Inner {
         let answered = self.answered.contains(&source.server);
         let reported = &mut entry.reported_nack;
         let mut persist = None;
-        let changed = entry.tx.send_if_modified(|state| {
+        let changed = entry.slot.modify(|state| {
             let had = state.resource.is_some();
             let old_version = state.version.clone();
             let sent_by = Arc::clone(&source.server);
@@ -401,23 +412,27 @@ impl Inner {
     }
 
     /// Runs `f` on `key`'s state; wakes its watchers if `f` says so.
-    fn modify(&self, key: &ResourceKey, f: impl FnOnce(&mut ResourceState) -> bool) {
-        if let Some(entry) = self.entries.get(key)
-            && entry.tx.send_if_modified(f)
+    fn modify(&mut self, key: &ResourceKey, f: impl FnOnce(&mut ResourceState) -> bool) {
+        if let Some(entry) = self.entries.get_mut(key)
+            && entry.slot.modify(f)
         {
             self.mark_wildcard_dirty(key);
         }
     }
 
     /// gRFC A57: every entry of `server` keeps its copy, with an error.
-    fn stream_failed(&self, server: &Arc<str>, message: &Arc<str>) {
+    fn stream_failed(&mut self, server: &Arc<str>, message: &Arc<str>) {
         let error = XdsError::new(crate::error::ErrorKind::Transient, Arc::clone(message))
             .with_cause(crate::error::Cause::StreamFailed)
             .with_server(Arc::clone(server));
-        let Some(keys) = self.by_server.get(server) else {
-            return;
-        };
-        for key in keys {
+        let keys: Vec<ResourceKey> = self
+            .by_server
+            .get(server)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for key in &keys {
             self.modify(key, |state| federation::transient(state, &error));
         }
     }
