@@ -19,6 +19,10 @@
 //! A reconnecting delta client that lists `r1@v1` in
 //! `initial_resource_versions` is taken to hold (and so to have ACKed) it.
 //!
+//! A client's answers are kept for the latest [`VERSIONS_KEPT`] versions of
+//! each resource: a churning workload must not grow the tracker without
+//! bound.
+//!
 //! A client is its node id together with the address its connection comes
 //! from (the peer): clients that share one bootstrap, and so one node id,
 //! are still told apart, and the streams one client opens on one connection
@@ -105,7 +109,38 @@ struct StreamEntry {
 struct ClientEntry {
     last_request: SystemTime,
     streams: usize,
-    answers: HashMap<ResourceId, HashMap<String, Outcome>>,
+    answers: HashMap<ResourceId, Answers>,
+}
+
+/// How many versions of one resource a client's answers are kept for. A
+/// client under churn answers a new version of each resource every few
+/// seconds for as long as it runs; only the recent ones are ever awaited.
+const VERSIONS_KEPT: usize = 16;
+
+/// A client's answers to the latest versions of one resource, oldest first,
+/// at most [`VERSIONS_KEPT`].
+#[derive(Debug, Default)]
+struct Answers(std::collections::VecDeque<(String, Outcome)>);
+
+impl Answers {
+    fn get(&self, version: &str) -> Option<&Outcome> {
+        self.0.iter().find(|(v, _)| v == version).map(|(_, o)| o)
+    }
+
+    /// Records `outcome` for `version`; `replace` says whether an answer
+    /// already recorded for it gives way.
+    fn record(&mut self, version: String, outcome: Outcome, replace: bool) {
+        if let Some((_, old)) = self.0.iter_mut().find(|(v, _)| *v == version) {
+            if replace {
+                *old = outcome;
+            }
+            return;
+        }
+        self.0.push_back((version, outcome));
+        if self.0.len() > VERSIONS_KEPT {
+            self.0.pop_front();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -175,7 +210,7 @@ impl AckTracker {
                 .clients
                 .get(client)
                 .and_then(|c| c.answers.get(&id))
-                .and_then(|versions| versions.get(version));
+                .and_then(|answers| answers.get(version));
             match outcome {
                 Some(Outcome::Acked) => report.acked_by.push(node.clone()),
                 Some(Outcome::Nacked(error)) => report.nacked_by.push(Nack {
@@ -283,11 +318,11 @@ impl AckTracker {
         };
         let outcome = error.map_or(Outcome::Acked, Outcome::Nacked);
         for (type_url, key, version) in carried {
-            client
-                .answers
-                .entry((type_url, key))
-                .or_default()
-                .insert(version, outcome.clone());
+            client.answers.entry((type_url, key)).or_default().record(
+                version,
+                outcome.clone(),
+                true,
+            );
         }
         drop(inner);
         self.bump();
@@ -309,8 +344,7 @@ impl AckTracker {
                 .answers
                 .entry((type_url.to_owned(), key.clone()))
                 .or_default()
-                .entry(version.clone())
-                .or_insert(Outcome::Acked);
+                .record(version.clone(), Outcome::Acked, false);
         }
     }
 
@@ -326,5 +360,58 @@ impl AckTracker {
         }
         drop(inner);
         self.bump();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+
+    /// A client that has answered version after version of one resource
+    /// for a long time is remembered for the latest [`VERSIONS_KEPT`] only:
+    /// the tracker stays the same size under churn.
+    #[test]
+    fn answers_are_kept_for_the_latest_versions_only() {
+        let tracker = AckTracker::default();
+        tracker.open(1, None);
+        tracker.request(1, Some("node"));
+        let mut sub = Subscription::default();
+        let _ = sub.apply_delta(&["c".to_owned()], &[]);
+        tracker.subscribed(1, EDS, &sub);
+        let total = VERSIONS_KEPT * 3;
+        for v in 0..total {
+            let nonce = v.to_string();
+            tracker.sent(1, &nonce, vec![(EDS.into(), "c".into(), format!("v{v}"))]);
+            tracker.answered(1, &nonce, None);
+        }
+
+        let (newest, done) = tracker.report(EDS, "c", &format!("v{}", total - 1));
+        assert!(done);
+        assert_eq!(newest.acked_by, vec!["node".to_owned()]);
+        let (oldest_kept, _) = tracker.report(EDS, "c", &format!("v{}", total - VERSIONS_KEPT));
+        assert_eq!(oldest_kept.acked_by, vec!["node".to_owned()]);
+        let (forgotten, done) = tracker.report(EDS, "c", "v0");
+        assert!(!done);
+        assert_eq!(forgotten.pending, vec!["node".to_owned()]);
+
+        let inner = tracker.lock();
+        let client = inner.clients.values().next().map(|c| &c.answers);
+        let kept = client.and_then(|a| a.get(&(EDS.to_owned(), "c".to_owned())));
+        assert_eq!(kept.map(|a| a.0.len()), Some(VERSIONS_KEPT));
+    }
+
+    /// A NACK recorded for a version is replaced by a later answer to the
+    /// same version, but a reconnecting client's claim to hold a version
+    /// does not overwrite what it answered.
+    #[test]
+    fn a_later_answer_replaces_an_earlier_one_but_a_held_claim_does_not() {
+        let mut answers = Answers::default();
+        answers.record("v1".into(), Outcome::Nacked("bad".into()), true);
+        answers.record("v1".into(), Outcome::Acked, false);
+        assert_eq!(answers.get("v1"), Some(&Outcome::Nacked("bad".into())));
+        answers.record("v1".into(), Outcome::Acked, true);
+        assert_eq!(answers.get("v1"), Some(&Outcome::Acked));
     }
 }
