@@ -34,6 +34,9 @@ pub struct Churn {
     pub testbed_share: f64,
     pub latencies: Vec<Duration>,
     pub rss: Vec<usize>,
+    /// Live heap of the whole process (client and testbed), sampled with
+    /// `rss`: tells a growing heap from a fragmenting allocator.
+    pub heap: Vec<usize>,
     pub load: f64,
 }
 
@@ -61,7 +64,8 @@ pub fn run(rt_server: &Runtime, rt_client: &Runtime, warm: &mut Warm, shape: Sha
         per_tick,
         Arc::clone(&pending),
     ));
-    let (latencies, rss) = rt_client.block_on(watch(warm, shape, Arc::clone(&pending), start));
+    let (latencies, (rss, heap)) =
+        rt_client.block_on(watch(warm, shape, Arc::clone(&pending), start));
     let sent = rt_server.block_on(updater).unwrap_or(0);
     let elapsed = start.elapsed().as_secs_f64();
     let (client, testbed) = mark.since();
@@ -72,6 +76,7 @@ pub fn run(rt_server: &Runtime, rt_client: &Runtime, warm: &mut Warm, shape: Sha
         testbed_share: testbed.as_secs_f64() / elapsed,
         latencies,
         rss,
+        heap,
         load: probe::load(),
     }
 }
@@ -129,9 +134,10 @@ async fn watch(
     shape: Shape,
     pending: Pending,
     start: Instant,
-) -> (Vec<Duration>, Vec<usize>) {
+) -> (Vec<Duration>, (Vec<usize>, Vec<usize>)) {
     let mut latencies = Vec::new();
     let mut rss = Vec::new();
+    let mut heap = Vec::new();
     let mut next_rss = start;
     let end = start + LENGTH + Duration::from_secs(2);
     while Instant::now() < end {
@@ -150,10 +156,11 @@ async fn watch(
         }
         if Instant::now() >= next_rss {
             rss.push(probe::rss());
+            heap.push(probe::heap());
             next_rss += Duration::from_secs(1);
         }
     }
-    (latencies, rss)
+    (latencies, (rss, heap))
 }
 
 /// The port of cluster `i`'s first endpoint.

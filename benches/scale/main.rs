@@ -133,15 +133,24 @@ fn print_churn(c: &churn::Churn) {
         "",
         c.load,
     );
-    let warm: Vec<String> = c
-        .rss
-        .iter()
-        .map(|r| format!("{:.0}", *r as f64 / 1e6))
-        .collect();
+    let megabytes = |samples: &[usize]| -> String {
+        let each: Vec<String> = samples
+            .iter()
+            .map(|r| format!("{:.0}", *r as f64 / 1e6))
+            .collect();
+        each.join(" ")
+    };
     row(
         &format!("{label}: RSS each second (MB)"),
-        &warm.join(" "),
+        &megabytes(&c.rss),
         "flat after warm-up",
+        "",
+        c.load,
+    );
+    row(
+        &format!("{label}: live heap each second, whole process (MB)"),
+        &megabytes(&c.heap),
+        "",
         "",
         c.load,
     );
@@ -161,7 +170,8 @@ fn design_load(server: &Runtime, client: &Runtime, mode: Mode, kept: &mut Vec<co
     cold
 }
 
-fn print_memory(eds: &Cold, leds: &Cold) {
+/// Scenario 5: the EDS rows, and the LEDS ones when that group ran too.
+fn print_memory(eds: &Cold, leds: Option<&Cold>) {
     let per_cluster = eds.client_heap as f64 / eds.shape.clusters as f64;
     let endpoints = (eds.shape.clusters * ENDPOINTS) as f64;
     row(
@@ -178,6 +188,9 @@ fn print_memory(eds: &Cold, leds: &Cold) {
         "",
         eds.load,
     );
+    let Some(leds) = leds else {
+        return;
+    };
     row(
         "heap of cache + graph, LEDS, after churn",
         &mb(leds.client_heap),
@@ -287,8 +300,8 @@ fn main() {
     let eds = wanted("eds").then(|| design_load(&server, &client, Mode::Eds, &mut kept));
     curve.extend(eds.clone());
     let leds = wanted("leds").then(|| design_load(&server, &client, Mode::Leds, &mut kept));
-    if let (Some(eds), Some(leds)) = (&eds, &leds) {
-        print_memory(eds, leds);
+    if let Some(eds) = &eds {
+        print_memory(eds, leds.as_ref());
     }
     if wanted("ingest") {
         ingest_rows();
