@@ -108,11 +108,12 @@ fn print_churn(c: &churn::Churn) {
     };
     row(label, &format!("{:.0}/s set", c.rate), rate, "", c.load);
     row(
-        &format!("{label}: CPU share of one core, client / testbed"),
+        &format!("{label}: CPU share of one core, client / testbed / load generator"),
         &format!(
-            "{:.0} % / {:.0} %",
+            "{:.0} % / {:.0} % / {:.0} %",
             c.client_share * 100.0,
-            c.testbed_share * 100.0
+            c.testbed_share * 100.0,
+            c.updater_share * 100.0
         ),
         "client ≤ 25 %",
         "",
@@ -162,7 +163,7 @@ fn design_load(server: &Runtime, client: &Runtime, mode: Mode, kept: &mut Vec<co
     let baseline = probe::heap();
     let (mut cold, mut warm) = cold::start(server, client, shape);
     print_cold(&format!("{mode:?} 100 000 × 10"), &cold);
-    let churn = churn::run(server, client, &mut warm, shape);
+    let churn = churn::run(client, &mut warm, shape);
     print_churn(&churn);
     let (heap, held) = cold::client_heap(server, client, warm, baseline);
     cold.client_heap = heap;
