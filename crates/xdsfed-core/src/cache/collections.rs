@@ -109,11 +109,15 @@ impl Cache {
                 }
             }
         }
-        inner
-            .collections
-            .entry(glob.clone())
-            .or_default()
-            .push(Arc::clone(&queue));
+        let inner = &mut *inner;
+        let watchers = inner.collections.entry(glob.clone()).or_default();
+        if watchers.is_empty() {
+            *inner
+                .collection_types
+                .entry(Arc::clone(&glob.type_url))
+                .or_default() += 1;
+        }
+        watchers.push(Arc::clone(&queue));
         queue
     }
 
@@ -129,6 +133,12 @@ impl Cache {
             return;
         }
         inner.collections.remove(glob);
+        if let Some(count) = inner.collection_types.get_mut(&glob.type_url) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                inner.collection_types.remove(&glob.type_url);
+            }
+        }
         if inner.wildcard.contains_key(&glob.type_url) {
             return;
         }
@@ -307,7 +317,9 @@ impl Inner {
 
     /// The watched glob collection `key` is a member of, if any.
     pub(super) fn collection_of(&self, key: &ResourceKey) -> Option<&Vec<Arc<WildcardQueue>>> {
-        if self.collections.is_empty() {
+        // Most changes are of types no collection is watched of: that
+        // answer is a lookup, not a glob formatted from the name.
+        if !self.collection_types.contains_key(&key.type_url) {
             return None;
         }
         let glob = glob_of(&key.name)?;

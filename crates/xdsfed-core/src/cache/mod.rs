@@ -56,6 +56,8 @@ struct Inner {
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
     /// watched glob get entries, and changes are queued for its watchers.
     collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    /// How many collections of each type are watched.
+    collection_types: HashMap<Arc<str>, usize>,
     /// The entries under each glob they could be a member of, so that a new
     /// glob watcher finds the members already cached without walking every
     /// entry (a graph following LEDS watches a glob per cluster).
