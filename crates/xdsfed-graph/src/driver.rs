@@ -297,12 +297,13 @@ impl Drop for ConfigGraph {
     }
 }
 
-/// The task's state: the engine, the client, and a stream per live watch.
+/// The task's state: the engine, the client, a watch set per kind, and a
+/// stream per live collection or wildcard watch.
 struct Driver {
     client: XdsClient,
     engine: GraphEngine,
     cell: SnapshotCell,
-    /// Every live watch's events, merged.
+    /// Every live collection and wildcard watch's events, merged.
     streams: SelectAll<futures::stream::Abortable<BoxStream<'static, Input>>>,
     /// The single-resource watches, a set per kind.
     sets: Sets,
