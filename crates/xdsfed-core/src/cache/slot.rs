@@ -13,20 +13,20 @@ use tokio::sync::watch;
 use super::ResourceState;
 
 /// An entry's state.
-// The bare state is the common variant, and boxing it would put back an
-// allocation per entry; a channel's sender is one pointer.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum Slot {
-    /// Read only through the cache (queues, status dumps).
-    Bare(ResourceState),
+    /// Read only through the cache (queues, status dumps). Boxed: a state
+    /// is some 300 bytes, and the cache's map holds room for up to twice
+    /// as many entries as it has, so a state inline would cost that room
+    /// in every empty slot too.
+    Bare(Box<ResourceState>),
     /// Also read by single watchers, through their receivers.
     Watched(watch::Sender<ResourceState>),
 }
 
 impl Slot {
     pub(super) fn new() -> Self {
-        Slot::Bare(ResourceState::requested())
+        Slot::Bare(Box::new(ResourceState::requested()))
     }
 
     /// Runs `f` on the state.
@@ -54,7 +54,7 @@ impl Slot {
     /// Replaces the state, waking its receivers.
     pub(super) fn replace(&mut self, state: ResourceState) {
         match self {
-            Slot::Bare(old) => *old = state,
+            Slot::Bare(old) => **old = state,
             Slot::Watched(tx) => {
                 tx.send_replace(state);
             }
@@ -64,14 +64,15 @@ impl Slot {
     /// A receiver of the state's changes, making the channel if there is
     /// none yet.
     pub(super) fn subscribe(&mut self) -> watch::Receiver<ResourceState> {
-        if let Slot::Bare(state) = self {
-            let state = std::mem::replace(state, ResourceState::requested());
-            *self = Slot::Watched(watch::Sender::new(state));
-        }
         match self {
             Slot::Watched(tx) => tx.subscribe(),
-            // Made just above; never taken.
-            Slot::Bare(state) => watch::Sender::new(state.clone()).subscribe(),
+            Slot::Bare(state) => {
+                let state = std::mem::replace(&mut **state, ResourceState::requested());
+                let tx = watch::Sender::new(state);
+                let rx = tx.subscribe();
+                *self = Slot::Watched(tx);
+                rx
+            }
         }
     }
 
@@ -81,7 +82,7 @@ impl Slot {
             && tx.receiver_count() == 0
         {
             let state = tx.borrow().clone();
-            *self = Slot::Bare(state);
+            *self = Slot::Bare(Box::new(state));
         }
     }
 }
