@@ -1,12 +1,14 @@
 //! The resource cache: the latest state of every watched resource.
 //!
 //! The cache is fed by the federation core's deliveries and read by
-//! watchers. Each entry owns a `tokio::sync::watch` channel holding the
-//! resource's latest [`ResourceState`]: a stream never waits on a watcher, a
+//! watchers. Each entry holds the resource's latest [`ResourceState`]: in a
+//! `tokio::sync::watch` channel while single watchers hold receivers, bare
+//! otherwise; watch sets, wildcard and collection watchers are told through
+//! queues of changed names instead. A stream never waits on a watcher, a
 //! slow watcher simply sees the newest state when it looks (latest-value
 //! delivery), and identical bytes wake nobody. How an event changes a state
 //! (gRFC A88) is decided by the federation core's pure transitions, which
-//! the cache runs inside each channel.
+//! the cache runs on each entry's state.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
