@@ -25,7 +25,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::discovery::v3::{
@@ -43,7 +42,9 @@ use super::backoff::ReconnectPolicy;
 use super::{TransportError, TransportOptions};
 use crate::bootstrap::{ApiVariant, ServerConfig};
 use crate::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
-use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
+use crate::source::driving::{
+    BetweenAttempts, IdleTimer, now, publish_session_stats, sleep_until, wait_between,
+};
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::types::TypeRegistry;
 
@@ -144,7 +145,6 @@ enum Wake {
     Message(Result<Option<Response>, Status>),
     Timer,
     Idle,
-    Deadline,
 }
 
 pub(super) struct Driver {
@@ -197,7 +197,7 @@ impl Driver {
         let mut policy = ReconnectPolicy::new(self.opts.backoff);
         let mut attempt: u64 = 0;
         loop {
-            if !self.session.has_subscriptions() && !self.wait(None).await {
+            if !self.session.has_subscriptions() && !wait_between(&mut self, None).await {
                 return;
             }
             attempt += 1;
@@ -230,7 +230,7 @@ impl Driver {
             } else {
                 tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
             }
-            if !self.wait(Some(at)).await {
+            if !wait_between(&mut self, Some(at)).await {
                 return;
             }
         }
@@ -260,32 +260,6 @@ impl Driver {
             && !after_response
             && self.session.variant() == ApiVariant::Delta
             && !self.server.api_pinned
-    }
-
-    /// Without a stream: applies commands and fires timers until `deadline`
-    /// (or, without one, until something is subscribed). `false` on shutdown.
-    async fn wait(&mut self, deadline: Option<Instant>) -> bool {
-        loop {
-            self.flush(None);
-            if deadline.is_none() && self.session.has_subscriptions() {
-                return true;
-            }
-            let timer = self.session.poll_timeout();
-            let wake = tokio::select! {
-                cmd = self.commands.recv() => Wake::Command(cmd),
-                () = sleep_until(timer) => Wake::Timer,
-                () = sleep_until(deadline) => Wake::Deadline,
-            };
-            match wake {
-                Wake::Command(cmd) => {
-                    if !self.apply(cmd) {
-                        return false;
-                    }
-                }
-                Wake::Timer => self.session.handle_timeout(now()),
-                _ => return true,
-            }
-        }
     }
 
     /// Opens a stream and drives it until it ends.
@@ -356,7 +330,6 @@ impl Driver {
                     self.flush(None);
                     return Outcome::Idle;
                 }
-                Wake::Deadline => {}
             }
         }
     }
@@ -513,6 +486,24 @@ fn explain_too_large(code: Code, message: &str) -> Option<String> {
         "{direction} of {found} bytes is over the message size limit of {limit} bytes \
          (TransportOptions::max_message_size); the stream was ended"
     ))
+}
+
+impl BetweenAttempts for Driver {
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    fn commands(&mut self) -> &mut Commands {
+        &mut self.commands
+    }
+
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        Driver::apply(self, command)
+    }
+
+    fn flush_between(&mut self) {
+        self.flush(None);
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
@@ -33,7 +32,9 @@ use crate::bootstrap::{RestTiming, ServerConfig};
 use crate::protocol::{
     AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
 };
-use crate::source::driving::{IdleTimer, now, publish_session_stats, sleep_until};
+use crate::source::driving::{
+    BetweenAttempts, IdleTimer, now, publish_session_stats, sleep_until, wait_between,
+};
 use crate::source::handle::{Command, Commands, StatsCell};
 use crate::transport::backoff::ReconnectPolicy;
 use crate::transport::{EventSink, TransportError, TransportOptions};
@@ -59,7 +60,6 @@ enum Wake {
     Timer,
     Poll,
     Idle,
-    Deadline,
 }
 
 /// Everything the driver is built from.
@@ -132,7 +132,7 @@ impl Driver {
     pub(super) async fn run(mut self) {
         let mut policy = ReconnectPolicy::new(self.opts.backoff);
         loop {
-            if !self.session.has_subscriptions() && !self.wait(None).await {
+            if !self.session.has_subscriptions() && !wait_between(&mut self, None).await {
                 return;
             }
             policy.started(now());
@@ -150,35 +150,8 @@ impl Driver {
                 delay = ?at.saturating_duration_since(now()),
                 "retrying the REST-JSON polls"
             );
-            if !self.wait(Some(at)).await {
+            if !wait_between(&mut self, Some(at)).await {
                 return;
-            }
-        }
-    }
-
-    /// Without an attempt: applies commands and fires timers until
-    /// `deadline` (or, without one, until something is subscribed).
-    /// `false` on shutdown.
-    async fn wait(&mut self, deadline: Option<Instant>) -> bool {
-        loop {
-            self.flush(Cause::Interest);
-            if deadline.is_none() && self.session.has_subscriptions() {
-                return true;
-            }
-            let timer = self.session.poll_timeout();
-            let wake = tokio::select! {
-                cmd = self.commands.recv() => Wake::Command(cmd),
-                () = sleep_until(timer) => Wake::Timer,
-                () = sleep_until(deadline) => Wake::Deadline,
-            };
-            match wake {
-                Wake::Command(cmd) => {
-                    if !self.apply(cmd) {
-                        return false;
-                    }
-                }
-                Wake::Timer => self.session.handle_timeout(now()),
-                _ => return true,
             }
         }
     }
@@ -241,7 +214,7 @@ impl Driver {
                     self.end_locally("idle");
                     return Outcome::Idle;
                 }
-                Wake::Poll | Wake::Deadline => {}
+                Wake::Poll => {}
             }
         }
     }
@@ -406,5 +379,23 @@ fn in_rest_words(event: CoreEvent) -> CoreEvent {
             }
         }
         other => other,
+    }
+}
+
+impl BetweenAttempts for Driver {
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    fn commands(&mut self) -> &mut Commands {
+        &mut self.commands
+    }
+
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        Driver::apply(self, command)
+    }
+
+    fn flush_between(&mut self) {
+        self.flush(Cause::Interest);
     }
 }
