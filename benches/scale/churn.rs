@@ -1,15 +1,14 @@
 //! Scenario 3: from the ready state, every ClusterLoadAssignment (EDS:
 //! 10 000 a second) or every endpoint resource (LEDS: 100 000 a second)
-//! changes once every 10 s, spread evenly, for 60 s. The updater (the
-//! load generator: it builds each resource and stores it in the testbed)
-//! runs on a thread of its own named `updater`, whose CPU is reported
-//! apart from the testbed's servers'; the bench's thread reads
+//! changes once every 10 s, spread evenly, for 60 s. The load generator
+//! (it builds each resource and stores it in the testbed) runs in the
+//! fleet's process on a thread of its own named `updater`, whose CPU is
+//! reported apart from the testbed's servers'; the bench's thread reads
 //! snapshots and times sampled updates from `set_message` to the first
 //! snapshot that has them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
 use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
@@ -20,6 +19,7 @@ use xdsfed::graph::{ClusterEndpoints, Snapshot};
 use crate::cold::Warm;
 use crate::fleet::{self, Mode, Shape};
 use crate::probe::{self, CpuMark};
+use crate::remote::{self, Pending};
 
 pub const PERIOD: Duration = Duration::from_secs(10);
 pub const LENGTH: Duration = Duration::from_secs(60);
@@ -38,8 +38,8 @@ pub struct Churn {
     pub updater_share: f64,
     pub latencies: Vec<Duration>,
     pub rss: Vec<usize>,
-    /// Live heap of the whole process (client and testbed), sampled with
-    /// `rss`: tells a growing heap from a fragmenting allocator.
+    /// Live heap of the client's process, sampled with `rss`: tells a
+    /// growing heap from a fragmenting allocator.
     pub heap: Vec<usize>,
     pub load: f64,
 }
@@ -53,34 +53,13 @@ fn per_cluster(mode: Mode) -> usize {
     }
 }
 
-/// Sampled updates not yet seen: cluster → (port, when set).
-type Pending = Arc<Mutex<HashMap<usize, (u32, Instant)>>>;
-
 pub fn run(rt_client: &Runtime, warm: &mut Warm, shape: Shape) -> Churn {
-    let pending: Pending = Arc::default();
-    let per_tick = shape.clusters * per_cluster(shape.mode) * TICK.as_millis() as usize
-        / PERIOD.as_millis() as usize;
-    let mark = CpuMark::now();
+    let mark = CpuMark::now(warm.fleet.pid());
     let start = Instant::now();
-    // The load generator is not the testbed: it runs on a thread of its
-    // own, so the testbed's CPU is its servers' alone.
-    let servers = warm.testbed.servers().to_vec();
-    let set = Arc::clone(&pending);
-    let updater = std::thread::Builder::new()
-        .name("updater".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a tokio runtime");
-            let sent = rt.block_on(update(servers, shape, per_tick, set));
-            // Read before the thread ends and leaves /proc.
-            (sent, probe::cpu("updater"))
-        })
-        .expect("the updater thread starts");
-    let (latencies, (rss, heap)) =
-        rt_client.block_on(watch(warm, shape, Arc::clone(&pending), start));
-    let (sent, updater_cpu) = updater.join().unwrap_or_default();
+    warm.fleet.begin_churn();
+    let pending = Arc::clone(&warm.fleet.pending);
+    let (latencies, (rss, heap)) = rt_client.block_on(watch(warm, shape, pending, start));
+    let (sent, updater_cpu) = warm.fleet.end_churn();
     let elapsed = start.elapsed().as_secs_f64();
     let (client, testbed) = mark.since();
     Churn {
@@ -96,13 +75,32 @@ pub fn run(rt_client: &Runtime, warm: &mut Warm, shape: Shape) -> Churn {
     }
 }
 
+/// The fleet's side: runs the load generator on its own `updater` thread
+/// until `LENGTH` is over; returns how many resources it set and its CPU.
+pub fn generate(servers: Vec<Arc<xdsfed::testbed::Server>>, shape: Shape) -> (usize, Duration) {
+    let per_tick = shape.clusters * per_cluster(shape.mode) * TICK.as_millis() as usize
+        / PERIOD.as_millis() as usize;
+    let updater = std::thread::Builder::new()
+        .name("updater".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            let sent = rt.block_on(update(servers, shape, per_tick));
+            // Read before the thread ends and leaves /proc.
+            (sent, probe::cpu(None, "updater"))
+        })
+        .expect("the updater thread starts");
+    updater.join().unwrap_or_default()
+}
+
 /// Sets `per_tick` resources every tick, round robin over the clusters,
 /// until `LENGTH` is over; returns how many it set.
 async fn update(
     servers: Vec<Arc<xdsfed::testbed::Server>>,
     shape: Shape,
     per_tick: usize,
-    pending: Pending,
 ) -> usize {
     let start = Instant::now();
     let mut tick = tokio::time::interval(TICK);
@@ -120,10 +118,7 @@ async fn update(
             let port = 10_000 + (round % 50_000) as u32 + 1;
             let server = &servers[(i % shape.authorities) % shape.servers];
             if e == 0 && unit % SAMPLE_EVERY == 0 {
-                pending
-                    .lock()
-                    .map(|mut p| p.insert(i, (port, Instant::now())))
-                    .ok();
+                remote::report_sample(i, port);
             }
             let stored = match shape.mode {
                 Mode::Eds => {
@@ -157,12 +152,12 @@ async fn watch(
     let end = start + LENGTH + Duration::from_secs(2);
     while Instant::now() < end {
         let changed = tokio::time::timeout(Duration::from_millis(200), warm.graph.changed()).await;
-        let seen_at = Instant::now();
+        let seen_at = SystemTime::now();
         if let Ok(Ok(snapshot)) = changed {
             let mut p = pending.lock().expect("not poisoned");
             p.retain(|i, (port, set)| {
                 if port_of(&snapshot, &shape, *i) == Some(*port) {
-                    latencies.push(seen_at.duration_since(*set));
+                    latencies.push(seen_at.duration_since(*set).unwrap_or_default());
                     false
                 } else {
                     true

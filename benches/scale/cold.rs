@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 use xdsfed::graph::ConfigGraph;
-use xdsfed::testbed::Testbed;
 
 use crate::fleet::{self, Encoded, Shape};
 use crate::probe::{self, CpuMark};
+use crate::remote::Fleet;
 
 /// What one cold start measured.
 #[derive(Debug, Clone)]
@@ -18,7 +18,7 @@ pub struct Cold {
     pub floor: Duration,
     pub client_cpu: Duration,
     pub testbed_cpu: Duration,
-    /// Process peak RSS, testbed included.
+    /// The client process's peak RSS (the testbed is in another).
     pub peak_rss: usize,
     /// Heap the client and graph hold once the servers are gone.
     pub client_heap: usize,
@@ -28,23 +28,24 @@ pub struct Cold {
 
 /// A warm client and graph, and the servers, for the churn scenario.
 pub struct Warm {
-    pub testbed: Testbed,
+    pub fleet: Fleet,
     pub graph: ConfigGraph,
     pub client: xdsfed::core::client::XdsClient,
 }
 
-/// Loads the servers, starts a client and its graph, and waits for the
-/// first snapshot holding every cluster with all its endpoints.
-pub fn start(rt_server: &Runtime, rt_client: &Runtime, shape: Shape) -> (Cold, Warm) {
+/// Loads the servers (in the fleet's process), starts a client and its
+/// graph, and waits for the first snapshot holding every cluster with all
+/// its endpoints.
+pub fn start(rt_client: &Runtime, shape: Shape) -> (Cold, Warm) {
     let encoded = Encoded::of(&shape);
     let floor = encoded.decode_floor();
     let wire_bytes = encoded.bytes();
     drop(encoded);
-    let testbed = rt_server.block_on(fleet::serve(&shape));
-    let mark = CpuMark::now();
+    let fleet = Fleet::start(&shape);
+    let mark = CpuMark::now(fleet.pid());
     let start = Instant::now();
     let (client, graph, ready) = rt_client.block_on(async {
-        let client = fleet::client(&testbed, &shape);
+        let client = fleet::client(&fleet.uris, &shape);
         let mut graph = fleet::graph(&client, &shape);
         let mut snapshot = graph.ready().await.expect("graph runs");
         // Ready can come before the last endpoints of a large glob are fed:
@@ -67,7 +68,7 @@ pub fn start(rt_server: &Runtime, rt_client: &Runtime, shape: Shape) -> (Cold, W
         wire_bytes,
     };
     let warm = Warm {
-        testbed,
+        fleet,
         graph,
         client,
     };
@@ -75,7 +76,7 @@ pub fn start(rt_server: &Runtime, rt_client: &Runtime, shape: Shape) -> (Cold, W
 }
 
 /// Scenario 5: the heap the client and graph hold. The servers are shut
-/// down (their store and per-stream state freed); what is left above the
+/// down (the streams end, so nothing is in flight); what is left above the
 /// baseline taken before anything was loaded is the client's cache, its
 /// watch channels and the graph's engine and snapshot. It includes the
 /// ambient error each resource then carries (the servers are gone).
@@ -86,18 +87,13 @@ pub fn start(rt_server: &Runtime, rt_client: &Runtime, shape: Shape) -> (Cold, W
 /// LEDS globs keeps the client's threads busy for a long time and would
 /// skew every later scenario. The caller keeps them until the process
 /// exits.
-pub fn client_heap(
-    rt_server: &Runtime,
-    rt_client: &Runtime,
-    warm: Warm,
-    baseline: usize,
-) -> (usize, Kept) {
+pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, Kept) {
     let Warm {
-        testbed,
+        fleet,
         graph,
         client,
     } = warm;
-    rt_server.block_on(testbed.shutdown());
+    fleet.stop();
     rt_client.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
     (probe::heap().saturating_sub(baseline), (graph, client))
 }
@@ -106,15 +102,10 @@ pub fn client_heap(
 pub type Kept = (ConfigGraph, xdsfed::core::client::XdsClient);
 
 /// One cold start measured end to end, memory included; servers gone after.
-pub fn measure(
-    rt_server: &Runtime,
-    rt_client: &Runtime,
-    shape: Shape,
-    kept: &mut Vec<Kept>,
-) -> Cold {
+pub fn measure(rt_client: &Runtime, shape: Shape, kept: &mut Vec<Kept>) -> Cold {
     let baseline = probe::heap();
-    let (mut cold, warm) = start(rt_server, rt_client, shape);
-    let (heap, client) = client_heap(rt_server, rt_client, warm, baseline);
+    let (mut cold, warm) = start(rt_client, shape);
+    let (heap, client) = client_heap(rt_client, warm, baseline);
     cold.client_heap = heap;
     kept.push(client);
     cold

@@ -1,6 +1,6 @@
 //! The workload: clusters × endpoints spread over authorities and servers,
-//! served by the testbed on a runtime of its own, and the client with its
-//! graph on another.
+//! served by the testbed (in the fleet's process, module `remote`), and the
+//! client with its graph.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -191,23 +191,23 @@ pub fn server_of<'t>(testbed: &'t Testbed, shape: &Shape, i: usize) -> &'t Arc<S
 
 /// A client whose bootstrap maps each authority to its server. A long
 /// backoff: when the servers stop (the memory probe) nothing reconnects.
-pub fn client(testbed: &Testbed, shape: &Shape) -> XdsClient {
+pub fn client(uris: &[String], shape: &Shape) -> XdsClient {
     let server = |uri: &str| {
         format!(r#"{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}"#)
     };
     let auths: Vec<String> = (0..shape.authorities)
         .map(|k| {
-            let uri = testbed.servers()[k % shape.servers].uri();
+            let uri = &uris[k % shape.servers];
             format!(
                 r#""{}": {{"xds_servers": [{}]}}"#,
                 authority(k),
-                server(&uri)
+                server(uri)
             )
         })
         .collect();
     let json = format!(
         r#"{{"xds_servers": [{}], "node": {{"id": "scale"}}, "authorities": {{{}}}}}"#,
-        server(&testbed.servers()[0].uri()),
+        server(&uris[0]),
         auths.join(",")
     );
     let bootstrap = Bootstrap::from_json_str(&json).expect("bench bootstrap is valid");

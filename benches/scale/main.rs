@@ -16,9 +16,11 @@
 //! 1 000 to 1 000 000 endpoints.
 //!
 //! Run: `cargo bench --bench scale` (all six; `-- curve|eds|leds|ingest|authorities`
-//! runs only those groups, for profiling). The testbed runs in this process on a
-//! runtime whose threads are named `testbed`, the client and graph on one
-//! named `client`; CPU time is read per thread from /proc (module `probe`).
+//! runs only those groups, for profiling). The testbed and its load generator
+//! run in a child process (module `remote`), so this process's memory and CPU
+//! are the client's and the graph's; the client runs on a runtime whose
+//! threads are named `client`, and CPU time is read per thread from /proc
+//! (module `probe`).
 
 // Helpers of tests and benchmarks state their expectations with unwrap,
 // expect and panic, like the tests themselves (clippy.toml).
@@ -30,6 +32,7 @@ mod cold;
 mod fleet;
 mod ingest;
 mod probe;
+mod remote;
 
 use std::time::Duration;
 
@@ -38,7 +41,7 @@ use tokio::runtime::{Builder, Runtime};
 use cold::Cold;
 use fleet::{ENDPOINTS, Mode, Shape};
 
-fn runtime(name: &str) -> Runtime {
+pub(crate) fn runtime(name: &str) -> Runtime {
     Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name(name)
@@ -86,7 +89,7 @@ fn print_cold(label: &str, c: &Cold) {
         c.load,
     );
     row(
-        &format!("{label}: process peak RSS (testbed in process)"),
+        &format!("{label}: client process peak RSS (testbed in another)"),
         &mb(c.peak_rss),
         "",
         "",
@@ -149,7 +152,7 @@ fn print_churn(c: &churn::Churn) {
         c.load,
     );
     row(
-        &format!("{label}: live heap each second, whole process (MB)"),
+        &format!("{label}: live heap each second, client process (MB)"),
         &megabytes(&c.heap),
         "",
         "",
@@ -158,14 +161,14 @@ fn print_churn(c: &churn::Churn) {
 }
 
 /// Scenarios 1, 3 (EDS or LEDS) and the memory of 5, on one warm client.
-fn design_load(server: &Runtime, client: &Runtime, mode: Mode, kept: &mut Vec<cold::Kept>) -> Cold {
+fn design_load(client: &Runtime, mode: Mode, kept: &mut Vec<cold::Kept>) -> Cold {
     let shape = two_servers(100_000, mode);
     let baseline = probe::heap();
-    let (mut cold, mut warm) = cold::start(server, client, shape);
+    let (mut cold, mut warm) = cold::start(client, shape);
     print_cold(&format!("{mode:?} 100 000 × 10"), &cold);
     let churn = churn::run(client, &mut warm, shape);
     print_churn(&churn);
-    let (heap, held) = cold::client_heap(server, client, warm, baseline);
+    let (heap, held) = cold::client_heap(client, warm, baseline);
     cold.client_heap = heap;
     kept.push(held);
     cold
@@ -280,7 +283,11 @@ fn wanted(name: &str) -> bool {
 }
 
 fn main() {
-    let server = runtime("testbed");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == remote::SERVE) {
+        remote::serve(&args[at + 1..]);
+        return;
+    }
     let client = runtime("client");
     println!("| measure | result | target | decode floor | load (1 min) |");
     println!("| --- | --- | --- | --- | --- |");
@@ -288,19 +295,14 @@ fn main() {
     let mut kept = Vec::new();
     if wanted("curve") {
         for clusters in [100, 1_000, 10_000] {
-            let c = cold::measure(
-                &server,
-                &client,
-                two_servers(clusters, Mode::Eds),
-                &mut kept,
-            );
+            let c = cold::measure(&client, two_servers(clusters, Mode::Eds), &mut kept);
             print_cold(&format!("EDS {clusters} × 10"), &c);
             curve.push(c);
         }
     }
-    let eds = wanted("eds").then(|| design_load(&server, &client, Mode::Eds, &mut kept));
+    let eds = wanted("eds").then(|| design_load(&client, Mode::Eds, &mut kept));
     curve.extend(eds.clone());
-    let leds = wanted("leds").then(|| design_load(&server, &client, Mode::Leds, &mut kept));
+    let leds = wanted("leds").then(|| design_load(&client, Mode::Leds, &mut kept));
     if let Some(eds) = &eds {
         print_memory(eds, leds.as_ref());
     }
@@ -314,7 +316,7 @@ fn main() {
             servers: 10,
             mode: Mode::Eds,
         };
-        let c = cold::measure(&server, &client, many, &mut kept);
+        let c = cold::measure(&client, many, &mut kept);
         print_cold("100 authorities on 10 servers, 100 000 × 10", &c);
     }
     if curve.len() == 4 {

@@ -1,12 +1,13 @@
 //! What the benchmark reads about the process: CPU time per thread group,
 //! resident memory, and live heap bytes.
 //!
-//! CPU: the client and the testbed run on tokio runtimes of their own whose
-//! threads are named `client` and `testbed`, so `/proc/self/task/*/stat`
-//! (utime + stime of each thread) splits the process's CPU time between
-//! them honestly; the bench's own thread (setup, snapshot reading) is
-//! neither. Heap: a counting global allocator (`cap`) gives the bytes live
-//! at any moment, for the whole process; the scenarios take differences.
+//! CPU: the client runs on a tokio runtime whose threads are named
+//! `client`, and the testbed, in the fleet's process, on one named
+//! `testbed`, so `/proc/<pid>/task/*/stat` (utime + stime of each thread)
+//! gives each its own CPU time; the bench's own thread (setup, snapshot
+//! reading) is neither. Heap: a counting global allocator (`cap`) gives the
+//! bytes live at any moment in the client's process (the testbed's are in
+//! the other); the scenarios take differences.
 
 use std::time::Duration;
 
@@ -23,9 +24,11 @@ pub fn heap() -> usize {
 /// Clock ticks per second of `/proc` CPU times (`USER_HZ`, 100 on Linux).
 const TICKS: f64 = 100.0;
 
-/// CPU time so far of every thread whose name starts with `prefix`.
-pub fn cpu(prefix: &str) -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+/// CPU time so far of every thread whose name starts with `prefix`, in
+/// process `pid` (this one when `None`).
+pub fn cpu(pid: Option<u32>, prefix: &str) -> Duration {
+    let process = pid.map_or_else(|| "self".to_owned(), |p| p.to_string());
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{process}/task")) else {
         return Duration::ZERO;
     };
     let mut ticks = 0u64;
@@ -75,24 +78,27 @@ pub fn load() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// CPU of the client and the testbed threads between two moments.
+/// CPU of the client's threads and of the testbed's (in the fleet's
+/// process) between two moments.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuMark {
+    fleet: u32,
     client: Duration,
     testbed: Duration,
 }
 
 impl CpuMark {
-    pub fn now() -> Self {
+    pub fn now(fleet: u32) -> Self {
         Self {
-            client: cpu("client"),
-            testbed: cpu("testbed"),
+            fleet,
+            client: cpu(None, "client"),
+            testbed: cpu(Some(fleet), "testbed"),
         }
     }
 
     /// (client, testbed) CPU since `self`.
     pub fn since(self) -> (Duration, Duration) {
-        let now = Self::now();
+        let now = Self::now(self.fleet);
         (
             now.client.saturating_sub(self.client),
             now.testbed.saturating_sub(self.testbed),
