@@ -203,6 +203,7 @@ mod cluster;
 mod collection;
 mod endpoint;
 mod listener;
+mod presized;
 mod route;
 #[cfg(test)]
 pub(crate) mod testing;
