@@ -330,6 +330,7 @@ async fn list_streams_counts_what_the_bounded_recording_dropped() {
         .set_limits(xdsfed::testbed::RecordingLimits {
             events_per_stream: 1,
             streams: 1,
+            ..Default::default()
         });
     let _first = delta_stream(cloud, "first", C1).await;
     let _second = delta_stream(cloud, "second", C1).await;

@@ -12,7 +12,7 @@ use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::client::XdsClient;
 use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::graph::{ConfigGraph, GraphOptions, Snapshot};
-use xdsfed::testbed::{Server, ServerSpec, Testbed, resources};
+use xdsfed::testbed::{RecordingLimits, Server, ServerSpec, Testbed, resources};
 
 /// Endpoints per cluster, as in the workload.
 pub const ENDPOINTS: usize = 10;
@@ -166,6 +166,12 @@ pub async fn serve(shape: &Shape) -> Testbed {
         ServerSpec::new(format!("s{s}"), auths)
     });
     let testbed = Testbed::start(specs).await.expect("testbed starts");
+    // A load server: its streams are listed, their messages not copied.
+    for server in testbed.servers() {
+        server
+            .recording()
+            .set_limits(RecordingLimits::streams_only());
+    }
     for i in 0..shape.clusters {
         let server = server_of(&testbed, shape, i);
         let c = cluster(shape, i);

@@ -6,9 +6,12 @@
 //!
 //! A testbed may run for days under steady updates, so the recording is
 //! bounded by [`RecordingLimits`]: each stream keeps its newest
-//! `events_per_stream` messages, and the recorder its newest `streams`
-//! streams (closed ones are dropped before open ones). What is dropped is
-//! counted: [`StreamRecord::dropped_events`] and [`Recorder::dropped_streams`].
+//! `events_per_stream` messages within `bytes_per_stream` bytes (their
+//! encoded size), and the recorder its newest `streams` streams (closed ones
+//! are dropped before open ones). What is dropped is counted:
+//! [`StreamRecord::dropped_events`] and [`Recorder::dropped_streams`]. With
+//! `events_per_stream` at 0 no message is copied at all, for a server used
+//! as a load generator's peer.
 //!
 //! ```no_run
 //! # async fn demo(server: &xdsfed_testbed::Server) {
@@ -64,6 +67,9 @@ impl Message {
 pub struct Event {
     /// When the server received (request) or sent (response) it.
     pub at: SystemTime,
+    /// Its encoded size in bytes, what [`RecordingLimits::bytes_per_stream`]
+    /// counts.
+    pub size: usize,
     /// The message.
     pub message: Message,
 }
@@ -86,9 +92,13 @@ pub struct StreamRecord {
     /// `"client failed: STATUS"` for a protocol error on its side.
     pub closed: Option<(SystemTime, String)>,
     /// The newest messages, in order; at most
-    /// [`RecordingLimits::events_per_stream`].
+    /// [`RecordingLimits::events_per_stream`], of at most
+    /// [`RecordingLimits::bytes_per_stream`] together.
     pub events: VecDeque<Event>,
-    /// How many older messages were dropped to stay within the limit.
+    /// The encoded size of `events`, in bytes.
+    pub bytes: usize,
+    /// How many messages were dropped to stay within the limits (a single
+    /// message above the byte limit is dropped at once).
     pub dropped_events: u64,
 }
 
@@ -142,8 +152,12 @@ pub struct WaitTimedOut(pub Duration);
 /// How much a [`Recorder`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordingLimits {
-    /// The newest messages kept per stream (default 1,000).
+    /// The newest messages kept per stream (default 1,000); 0 keeps none and
+    /// copies none.
     pub events_per_stream: usize,
+    /// The most bytes (encoded size) of messages kept per stream (default
+    /// 16 MiB): the newest that fit.
+    pub bytes_per_stream: usize,
     /// The newest streams kept (default 1,000); closed streams are dropped
     /// before open ones.
     pub streams: usize,
@@ -153,7 +167,19 @@ impl Default for RecordingLimits {
     fn default() -> Self {
         Self {
             events_per_stream: 1_000,
+            bytes_per_stream: 16 << 20,
             streams: 1_000,
+        }
+    }
+}
+
+impl RecordingLimits {
+    /// Streams are still listed (node, when they opened and closed), but no
+    /// message is kept or copied: for a server under a load generator.
+    pub fn streams_only() -> Self {
+        Self {
+            events_per_stream: 0,
+            ..Self::default()
         }
     }
 }
@@ -187,11 +213,19 @@ impl Inner {
     /// Drops what exceeds the limits: the oldest events of `stream` (every
     /// stream when `None`), then the oldest closed streams, then the oldest.
     fn trim(&mut self, stream: Option<u64>) {
-        let cap = self.limits.events_per_stream;
+        let RecordingLimits {
+            events_per_stream,
+            bytes_per_stream,
+            ..
+        } = self.limits;
         let trim_events = |s: &mut StreamRecord| {
-            let excess = s.events.len().saturating_sub(cap);
-            s.events.drain(..excess);
-            s.dropped_events += excess as u64;
+            while s.events.len() > events_per_stream || s.bytes > bytes_per_stream {
+                let Some(oldest) = s.events.pop_front() else {
+                    break;
+                };
+                s.bytes -= oldest.size;
+                s.dropped_events += 1;
+            }
         };
         match stream {
             Some(id) => self.get_mut(id).into_iter().for_each(trim_events),
@@ -314,6 +348,7 @@ impl Recorder {
             opened_at: SystemTime::now(),
             closed: None,
             events: VecDeque::new(),
+            bytes: 0,
             dropped_events: 0,
         });
         inner.trim(None);
@@ -322,17 +357,37 @@ impl Recorder {
         id
     }
 
-    /// Records a message of stream `id`; one of a dropped stream is counted
-    /// nowhere, its stream being gone.
-    pub(crate) fn record(&self, id: u64, message: Message) {
+    /// Records `message` of stream `id`, copied and wrapped by `wrap` only
+    /// when the limits keep it; one of a dropped stream is counted nowhere,
+    /// its stream being gone.
+    pub(crate) fn record<T: prost::Message + Clone>(
+        &self,
+        id: u64,
+        is_request: bool,
+        message: &T,
+        wrap: impl FnOnce(T) -> Message,
+    ) {
         let mut inner = self.lock();
-        inner.any_request |= message.is_request();
+        inner.any_request |= is_request;
+        let limits = inner.limits;
         if let Some(stream) = inner.get_mut(id) {
-            stream.events.push_back(Event {
-                at: SystemTime::now(),
-                message,
-            });
-            inner.trim(Some(id));
+            // Sized before it is copied: a message that cannot be kept is
+            // not copied.
+            let size = (limits.events_per_stream > 0)
+                .then(|| message.encoded_len())
+                .filter(|&size| size <= limits.bytes_per_stream);
+            match size {
+                None => stream.dropped_events += 1,
+                Some(size) => {
+                    stream.events.push_back(Event {
+                        at: SystemTime::now(),
+                        size,
+                        message: wrap(message.clone()),
+                    });
+                    stream.bytes += size;
+                    inner.trim(Some(id));
+                }
+            }
         }
         drop(inner);
         self.bump();

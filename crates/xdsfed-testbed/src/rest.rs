@@ -217,7 +217,7 @@ async fn discovery(
     service
         .shared
         .recorder
-        .record(id, Message::Response(response.clone()));
+        .record(id, false, &response, Message::Response);
     if faults.malformed_body {
         return json(MALFORMED_BODY.to_vec());
     }
@@ -253,9 +253,7 @@ fn decide(service: &Service, request: DiscoveryRequest) -> Decision {
     shared
         .tracker
         .request(id, Some(node.as_str()).filter(|n| !n.is_empty()));
-    shared
-        .recorder
-        .record(id, Message::Request(request.clone()));
+    shared.recorder.record(id, true, &request, Message::Request);
     let type_url = request.type_url.clone();
     let state = client.types.entry(type_url.clone()).or_default();
     let echoes_last = !request.response_nonce.is_empty()

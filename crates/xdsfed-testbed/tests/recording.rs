@@ -7,6 +7,7 @@
 mod common;
 
 use common::{CDS, Delta, Sotw, WAIT, cluster};
+use prost::Message as _;
 use xdsfed_testbed::{Message, RecordingLimits, ServerSpec, Testbed, Variant};
 
 #[tokio::test]
@@ -112,6 +113,103 @@ async fn recording_keeps_the_newest_events_per_stream_and_counts_the_dropped() {
         last.as_ref(),
         "the newest events are the ones kept"
     );
+}
+
+/// Steady updates keep at most `bytes_per_stream` bytes of messages: the
+/// newest that fit. A message larger than the limit on its own is dropped
+/// at once; every drop is counted.
+#[tokio::test]
+async fn recording_keeps_the_newest_bytes_per_stream_and_counts_the_dropped() {
+    const UPDATES: usize = 12;
+    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+        .await
+        .unwrap();
+    let server = &tb.servers()[0];
+    server.set_resource("c1", cluster("c1", 1)).unwrap();
+    let mut client = Delta::open(server, "node-a").await;
+    client.subscribe(CDS, &["c1"]).await;
+    let first = client.recv().await;
+    // Room for about three responses like the first.
+    let limit = first.encoded_len() * 3 + first.encoded_len() / 2;
+    server.recording().set_limits(RecordingLimits {
+        bytes_per_stream: limit,
+        ..RecordingLimits::default()
+    });
+    let mut last = None;
+    for i in 0..UPDATES {
+        server
+            .set_resource("c1", cluster("c1", 2 + i as i64))
+            .unwrap();
+        last = Some(client.recv().await);
+    }
+    let total = 2 + UPDATES as u64;
+    let recording = server.recording();
+    recording
+        .wait_until(WAIT, |s| {
+            s.first()
+                .is_some_and(|s| s.events.len() as u64 + s.dropped_events == total)
+        })
+        .await
+        .unwrap();
+    let stream = &recording.streams()[0];
+    assert!(stream.bytes <= limit, "{} > {limit}", stream.bytes);
+    assert_eq!(
+        stream.bytes,
+        stream.events.iter().map(|e| e.size).sum::<usize>()
+    );
+    assert!(
+        (3..=4).contains(&stream.events.len()),
+        "{}",
+        stream.events.len()
+    );
+    assert_eq!(stream.delta_responses().last(), last.as_ref());
+
+    // A lower limit drops what no longer fits at once; one message above
+    // the limit is not kept, and is counted.
+    let (kept, before) = (stream.events.len() as u64, stream.dropped_events);
+    recording.set_limits(RecordingLimits {
+        bytes_per_stream: 1,
+        ..RecordingLimits::default()
+    });
+    server.set_resource("c1", cluster("c1", 100)).unwrap();
+    client.recv().await;
+    recording
+        .wait_until(WAIT, |s| {
+            s.first()
+                .is_some_and(|s| s.dropped_events == before + kept + 1)
+        })
+        .await
+        .unwrap();
+    let stream = &recording.streams()[0];
+    assert!(stream.events.is_empty());
+    assert_eq!(stream.bytes, 0);
+}
+
+/// `RecordingLimits::streams_only()`: streams are listed, their messages
+/// are counted as dropped and never copied, and the server serves as ever.
+#[tokio::test]
+async fn streams_only_recording_lists_streams_without_their_messages() {
+    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
+        .await
+        .unwrap();
+    let server = &tb.servers()[0];
+    server
+        .recording()
+        .set_limits(RecordingLimits::streams_only());
+    server.set_resource("c1", cluster("c1", 1)).unwrap();
+    let mut client = Delta::open(server, "node-a").await;
+    client.subscribe(CDS, &["c1"]).await;
+    let response = client.recv().await;
+    client.ack(&response).await;
+    server
+        .recording()
+        .wait_until(WAIT, |s| s.first().is_some_and(|s| s.dropped_events == 3))
+        .await
+        .unwrap();
+    let stream = &server.recording().streams()[0];
+    assert_eq!(stream.node_id.as_deref(), Some("node-a"));
+    assert!(stream.events.is_empty());
+    assert_eq!(response.resources.len(), 1);
 }
 
 /// Reconnects keep at most `streams` streams: closed ones go first, and the

@@ -96,7 +96,7 @@ async fn on_request(
     ctx.on_request(node_id(request.node.as_ref()));
     ctx.shared
         .recorder
-        .record(ctx.id, Message::DeltaRequest(request.clone()));
+        .record(ctx.id, true, &request, Message::DeltaRequest);
     if request.type_url.is_empty() {
         return Err(End::Status(Status::invalid_argument(
             "DeltaDiscoveryRequest.type_url is empty",

@@ -358,7 +358,7 @@ pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 
 /// Sends one response: applies the delay fault, records it, counts it and
 /// ends the stream if the close-after-K fault says so.
-pub(crate) async fn send<T: Clone>(
+pub(crate) async fn send<T: prost::Message + Clone>(
     ctx: &mut StreamCtx,
     tx: &mpsc::Sender<Result<T, Status>>,
     response: T,
@@ -370,7 +370,7 @@ pub(crate) async fn send<T: Clone>(
             () = stopped(&mut ctx.shutdown) => return Err(End::stopping()),
         }
     }
-    ctx.shared.recorder.record(ctx.id, record(response.clone()));
+    ctx.shared.recorder.record(ctx.id, false, &response, record);
     tokio::select! {
         sent = tx.send(Ok(response)) => sent.map_err(|_| End::ClientGone)?,
         () = stopped(&mut ctx.shutdown) => return Err(End::stopping()),

@@ -78,7 +78,7 @@ async fn on_request(
     ctx.on_request(node_id(request.node.as_ref()));
     ctx.shared
         .recorder
-        .record(ctx.id, Message::Request(request.clone()));
+        .record(ctx.id, true, &request, Message::Request);
     if request.type_url.is_empty() {
         return Err(End::Status(Status::invalid_argument(
             "DiscoveryRequest.type_url is empty",

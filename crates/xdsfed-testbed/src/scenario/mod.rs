@@ -456,6 +456,11 @@ fn recording_limits(entry: model::RecordingEntry) -> Result<RecordingLimits, Sce
             entry.events_per_stream,
             defaults.events_per_stream,
         )?,
+        bytes_per_stream: at_least_one(
+            "bytes_per_stream",
+            entry.bytes_per_stream,
+            defaults.bytes_per_stream,
+        )?,
         streams: at_least_one("streams", entry.streams, defaults.streams)?,
     })
 }

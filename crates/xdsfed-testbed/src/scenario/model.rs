@@ -30,6 +30,8 @@ pub(crate) struct RecordingEntry {
     #[serde(default)]
     pub(crate) events_per_stream: Option<usize>,
     #[serde(default)]
+    pub(crate) bytes_per_stream: Option<usize>,
+    #[serde(default)]
     pub(crate) streams: Option<usize>,
 }
 
