@@ -312,7 +312,7 @@ impl Inner {
             };
             self.insert_entry(key, Entry::new(provenance, policy));
         }
-        self.entries.get_mut(key)
+        self.entries.get_mut(key).map(|e| &mut **e)
     }
 
     /// The watched glob collection `key` is a member of, if any.

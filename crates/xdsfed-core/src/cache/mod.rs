@@ -50,7 +50,11 @@ struct Entry {
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<ResourceKey, Entry>,
+    /// Boxed: a slot of the map is then a key and a pointer, so the table
+    /// (its empty slots included) and every rehash as it grows to a million
+    /// entries move 40 bytes a slot rather than 160 (rehashing was a fifth
+    /// of the client's CPU in a cold start of 1 000 000 LEDS endpoints).
+    entries: HashMap<ResourceKey, Box<Entry>>,
     /// Keys per server, so a stream failure touches only that server's entries.
     by_server: HashMap<Arc<str>, HashSet<ResourceKey>>,
     /// Wildcard watchers per type URL.
@@ -450,7 +454,7 @@ impl Inner {
             let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
             self.by_glob.entry(glob).or_default().insert(key.clone());
         }
-        self.entries.insert(key.clone(), entry);
+        self.entries.insert(key.clone(), Box::new(entry));
     }
 
     /// Removes `key`'s entry and its index entries.
@@ -479,5 +483,6 @@ impl Inner {
             .into_iter()
             .flatten()
             .filter_map(|k| self.entries.get_key_value(k))
+            .map(|(k, e)| (k, &**e))
     }
 }

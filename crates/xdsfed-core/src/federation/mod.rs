@@ -132,7 +132,10 @@ pub(crate) struct Federation {
     /// How many keys (and wildcard types) are subscribed on each server.
     subscribed: HashMap<ServerKey, usize>,
     authorities: HashMap<Partition, AuthorityState>,
-    fetches: HashMap<ResourceKey, Fetch>,
+    /// Boxed: a `Fetch` is over 500 bytes (its home and its last answer
+    /// inline), so inline the table's empty slots alone would hold hundreds
+    /// of megabytes at a million keys, and each rehash would move them.
+    fetches: HashMap<ResourceKey, Box<Fetch>>,
     routes: HashMap<ResourceKey, Route>,
     redirects: HashMap<ResourceKey, Redirect>,
     /// Members of each glob with a redirect chain, so letting a glob go

@@ -128,7 +128,7 @@ impl GraphEngine {
                     node.state = placeholder;
                     node
                 }
-                None => Node::new(placeholder),
+                None => Box::new(Node::new(placeholder)),
             };
             node.wildcard_member = true;
             self.insert_node(key.clone(), node);
@@ -212,7 +212,7 @@ impl GraphEngine {
         };
         let old_edges = node.edges();
         let shape_changed = self.set_state(key, state);
-        let new_edges = self.nodes.get(key).map(Node::edges).unwrap_or_default();
+        let new_edges = self.nodes.get(key).map(|n| n.edges()).unwrap_or_default();
         self.relink(now, key, &old_edges, &new_edges);
         self.mark_changed(key, shape_changed);
     }

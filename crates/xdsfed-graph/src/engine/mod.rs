@@ -126,11 +126,13 @@ enum Listing {
 #[derive(Debug)]
 pub struct GraphEngine {
     opts: GraphOptions,
-    /// Every live node: reached from a root.
-    nodes: HashMap<Key, Node>,
+    /// Every live node: reached from a root. Boxed: a node is 200 bytes,
+    /// and a table of a million of them inline would hold that room in
+    /// every empty slot and move it at every rehash.
+    nodes: HashMap<Key, Box<Node>>,
     /// Nodes retired since the last publication; their `Unwatch` waits for
     /// it, and a node referenced again before then is revived from here.
-    retired: HashMap<Key, Node>,
+    retired: HashMap<Key, Box<Node>>,
     /// Warming deadlines of the cold live nodes.
     timers: BTreeSet<(Instant, Key)>,
     /// How many live nodes are cold.
@@ -432,7 +434,8 @@ impl GraphEngine {
     }
 
     /// Makes `node` live, keeping the cold count and timers true.
-    fn insert_node(&mut self, key: Key, node: Node) {
+    fn insert_node(&mut self, key: Key, node: impl Into<Box<Node>>) {
+        let node = node.into();
         if let State::Cold { deadline, .. } = node.state {
             self.cold += 1;
             self.timers.insert((deadline, key.clone()));
@@ -443,7 +446,7 @@ impl GraphEngine {
 
     /// Takes `key` out of the live graph, keeping the cold count and timers
     /// true.
-    fn remove_node(&mut self, key: &Key) -> Option<Node> {
+    fn remove_node(&mut self, key: &Key) -> Option<Box<Node>> {
         let node = self.nodes.remove(key)?;
         if let State::Cold { deadline, .. } = node.state {
             self.cold -= 1;
