@@ -30,6 +30,8 @@ const SAMPLE_EVERY: usize = 100;
 #[derive(Debug, Clone)]
 pub struct Churn {
     pub mode: Mode,
+    /// Resources to set per second: each once every `PERIOD`.
+    pub target_rate: f64,
     /// Resources set per second, as achieved.
     pub rate: f64,
     pub client_share: f64,
@@ -64,6 +66,7 @@ pub fn run(rt_client: &Runtime, warm: &mut Warm, shape: Shape) -> Churn {
     let (client, testbed) = mark.since();
     Churn {
         mode: shape.mode,
+        target_rate: (shape.clusters * per_cluster(shape.mode)) as f64 / PERIOD.as_secs_f64(),
         rate: sent as f64 / elapsed,
         client_share: client.as_secs_f64() / elapsed,
         testbed_share: testbed.as_secs_f64() / elapsed,

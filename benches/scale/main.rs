@@ -6,7 +6,8 @@
 //! 1. cold start, 100 000 clusters × 10 endpoints over two authorities on
 //!    two servers (EDS);
 //! 2. the same through LEDS (1 000 000 `LbEndpoint` resources);
-//! 3. churn from the ready state, EDS and LEDS, 60 s each;
+//! 3. churn from the ready state, EDS and LEDS, 60 s each (and LEDS at a
+//!    tenth of the load, where the client keeps up);
 //! 4. ingest in process of 1 000 … 1 000 000 clusters;
 //! 5. heap held by cache + graph per cluster and per endpoint (counting
 //!    allocator);
@@ -15,7 +16,7 @@
 //! It also writes docs/scale.svg: cold start, client CPU and heap from
 //! 1 000 to 1 000 000 endpoints.
 //!
-//! Run: `cargo bench --bench scale` (all six; `-- curve|eds|leds|ingest|authorities`
+//! Run: `cargo bench --bench scale` (all six; `-- curve|eds|leds|leds-tenth|ingest|authorities`
 //! runs only those groups, for profiling). The testbed and its load generator
 //! run in a child process (module `remote`), so this process's memory and CPU
 //! are the client's and the graph's; the client runs on a runtime whose
@@ -105,11 +106,12 @@ fn print_churn(c: &churn::Churn) {
             .copied()
             .unwrap_or_default()
     };
-    let (label, rate) = match c.mode {
-        Mode::Eds => ("churn EDS (ClusterLoadAssignments/s)", "10 000/s"),
-        Mode::Leds => ("churn LEDS (LbEndpoints/s)", "100 000/s"),
+    let label = match c.mode {
+        Mode::Eds => "churn EDS (ClusterLoadAssignments/s)",
+        Mode::Leds => "churn LEDS (LbEndpoints/s)",
     };
-    row(label, &format!("{:.0}/s set", c.rate), rate, "", c.load);
+    let target = format!("{:.0}/s", c.target_rate);
+    row(label, &format!("{:.0}/s set", c.rate), &target, "", c.load);
     row(
         &format!("{label}: CPU share of one core, client / testbed / load generator"),
         &format!(
@@ -172,6 +174,26 @@ fn design_load(client: &Runtime, mode: Mode, kept: &mut Vec<cold::Kept>) -> Cold
     cold.client_heap = heap;
     kept.push(held);
     cold
+}
+
+/// Scenario 3 through LEDS at a tenth of the design load (100 000 endpoint
+/// resources, 10 000 changes a second): the client's cost per endpoint
+/// update, and its heap and RSS, when it keeps up.
+fn tenth_of_leds(client: &Runtime, kept: &mut Vec<cold::Kept>) {
+    let shape = two_servers(10_000, Mode::Leds);
+    let (cold, mut warm) = cold::start(client, shape);
+    print_cold("Leds 10 000 × 10 (a tenth)", &cold);
+    let churn = churn::run(client, &mut warm, shape);
+    print_churn(&churn);
+    let per_update = churn.client_share / churn.rate;
+    row(
+        "churn LEDS at a tenth: client CPU per endpoint update",
+        &format!("{:.1} µs", per_update * 1e6),
+        "≤ 2.5 µs (25 % of a core at 100 000/s)",
+        "",
+        churn.load,
+    );
+    kept.push(cold::client_heap(client, warm, 0).1);
 }
 
 /// Scenario 5: the EDS rows, and the LEDS ones when that group ran too.
@@ -303,6 +325,9 @@ fn main() {
     let eds = wanted("eds").then(|| design_load(&client, Mode::Eds, &mut kept));
     curve.extend(eds.clone());
     let leds = wanted("leds").then(|| design_load(&client, Mode::Leds, &mut kept));
+    if wanted("leds-tenth") {
+        tenth_of_leds(&client, &mut kept);
+    }
     if let Some(eds) = &eds {
         print_memory(eds, leds.as_ref());
     }
