@@ -7,11 +7,13 @@
 mod common;
 
 use common::{CDS, Delta, Sotw, WAIT, cluster};
+use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 use prost::Message as _;
 use xdsfed_testbed::{Message, RecordingLimits, ServerSpec, Testbed, Variant};
 
-#[tokio::test]
-async fn recording_shows_exactly_one_stream_with_messages_in_order() {
+/// One server holding `c1`, and a delta client (`node-a`) that subscribed
+/// to it and received its first response.
+async fn subscribed_client() -> (Testbed, Delta, DeltaDiscoveryResponse) {
     let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
         .await
         .unwrap();
@@ -20,6 +22,29 @@ async fn recording_shows_exactly_one_stream_with_messages_in_order() {
     let mut client = Delta::open(server, "node-a").await;
     client.subscribe(CDS, &["c1"]).await;
     let response = client.recv().await;
+    (tb, client, response)
+}
+
+/// Changes `c1` `times` times, receiving each response; the last one.
+async fn update_c1(
+    server: &xdsfed_testbed::Server,
+    client: &mut Delta,
+    times: usize,
+) -> Option<DeltaDiscoveryResponse> {
+    let mut last = None;
+    for i in 0..times {
+        server
+            .set_resource("c1", cluster("c1", 2 + i as i64))
+            .unwrap();
+        last = Some(client.recv().await);
+    }
+    last
+}
+
+#[tokio::test]
+async fn recording_shows_exactly_one_stream_with_messages_in_order() {
+    let (tb, mut client, response) = subscribed_client().await;
+    let server = &tb.servers()[0];
     client.ack(&response).await;
     server
         .recording()
@@ -88,13 +113,7 @@ async fn recording_keeps_the_newest_events_per_stream_and_counts_the_dropped() {
     let mut client = Delta::open(server, "node-a").await;
     client.subscribe(CDS, &["c1"]).await;
     client.recv().await;
-    let mut last = None;
-    for i in 0..UPDATES {
-        server
-            .set_resource("c1", cluster("c1", 2 + i as i64))
-            .unwrap();
-        last = Some(client.recv().await);
-    }
+    let last = update_c1(server, &mut client, UPDATES).await;
     // One request, the first response and one response per update.
     let total = 2 + UPDATES;
     server
@@ -121,27 +140,15 @@ async fn recording_keeps_the_newest_events_per_stream_and_counts_the_dropped() {
 #[tokio::test]
 async fn recording_keeps_the_newest_bytes_per_stream_and_counts_the_dropped() {
     const UPDATES: usize = 12;
-    let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
-        .await
-        .unwrap();
+    let (tb, mut client, first) = subscribed_client().await;
     let server = &tb.servers()[0];
-    server.set_resource("c1", cluster("c1", 1)).unwrap();
-    let mut client = Delta::open(server, "node-a").await;
-    client.subscribe(CDS, &["c1"]).await;
-    let first = client.recv().await;
     // Room for about three responses like the first.
     let limit = first.encoded_len() * 3 + first.encoded_len() / 2;
     server.recording().set_limits(RecordingLimits {
         bytes_per_stream: limit,
         ..RecordingLimits::default()
     });
-    let mut last = None;
-    for i in 0..UPDATES {
-        server
-            .set_resource("c1", cluster("c1", 2 + i as i64))
-            .unwrap();
-        last = Some(client.recv().await);
-    }
+    let last = update_c1(server, &mut client, UPDATES).await;
     let total = 2 + UPDATES as u64;
     let recording = server.recording();
     recording
