@@ -576,3 +576,93 @@ fn written_bootstrap_is_one_grpc_reads_and_resolves_every_listener() {
         "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter"
     );
 }
+
+/// `--listener` takes the gRPC channel target as well as the full name
+/// (gRFC A47): `xds:///greeter` against the bootstrap the testbed writes
+/// follows the example's whole graph; a target whose authority the
+/// bootstrap does not define is bad input (exit 2) naming the flag.
+#[test]
+fn dump_and_graph_follow_an_xds_target_through_the_written_bootstrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bootstrap.json");
+    let child = Command::cargo_bin("xdsfed")
+        .unwrap()
+        .args(["testbed", "--config", &example("testbed-federated.yaml")])
+        .arg("--bootstrap-out")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().unwrap();
+    for line in BufReader::new(stdout).lines() {
+        if line.unwrap() == "ready" {
+            break;
+        }
+    }
+    let bootstrap = file.to_str().unwrap();
+    let run = |command: &str, target: &str| {
+        cli_fixture::xdsfed(&[
+            command,
+            "--bootstrap",
+            bootstrap,
+            "--listener",
+            target,
+            "--timeout",
+            "10s",
+        ])
+        .output()
+        .unwrap()
+    };
+
+    let dump = run("dump", "xds:///greeter");
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(
+        dump.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    for (kind, name) in [
+        (
+            "Listener",
+            "xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter",
+        ),
+        (
+            "Cluster",
+            "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/greeter-onprem",
+        ),
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ACKED") && l.contains(kind) && l.contains(name)),
+            "{kind} {name}:\n{text}"
+        );
+    }
+
+    let graph = run("graph", "xds://onprem.example/nothing");
+    let graph = run_graph_check(graph);
+    assert!(graph.contains("nothing"), "{graph}");
+
+    let unknown = run("dump", "xds://nowhere.example/greeter");
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("--listener xds://nowhere.example/greeter"),
+        "{stderr}"
+    );
+}
+
+/// A graph of a target the server does not have exits 1 and says the
+/// listener is not found on the server (never "deleted": it never had it).
+fn run_graph_check(output: std::process::Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(!text.contains("deleted"), "{text}");
+    assert!(text.contains("not found on server"), "{text}");
+    text
+}

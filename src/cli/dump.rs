@@ -23,7 +23,7 @@ use xdsfed::policy::PolicyType;
 use super::progress::Progress;
 use super::table::{problems, server_uri, status_table};
 use super::target::{
-    BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, watch_error,
+    BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, listener_name, watch_error,
 };
 use super::{CliError, emit, parse_duration, runtime};
 
@@ -83,12 +83,13 @@ pub(crate) async fn subscribe_and_wait(
 ) -> Result<Waited, CliError> {
     let deadline = deadline_after(timeout)?;
     match target {
-        Target::Listener(name) => {
+        Target::Listener(given) => {
+            let name = listener_name(client, given)?;
             // Checks the name and its authority up front, so a typo is bad
             // input rather than a graph with a failed root.
             let root = client
-                .watch::<ListenerType>(name)
-                .map_err(|e| watch_error(name, &e))?;
+                .watch::<ListenerType>(&name)
+                .map_err(|e| watch_error(&name, &e))?;
             let mut graph = ConfigGraph::builder(client.clone()).listener(name).start();
             let mut next = tokio::time::timeout_at(deadline, graph.ready()).await;
             let (timed_out, snapshot) = loop {

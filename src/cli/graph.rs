@@ -15,8 +15,9 @@ use super::{CliError, emit, parse_duration, runtime};
 pub(crate) struct Args {
     #[command(flatten)]
     bootstrap: BootstrapArg,
-    /// The listener whose graph to draw, by its full name.
-    #[arg(long, value_name = "NAME")]
+    /// The listener whose graph to draw, by its full name or by the gRPC
+    /// channel target that reaches it (xds:///greeter, xds://AUTHORITY/greeter).
+    #[arg(long, value_name = "NAME|TARGET")]
     listener: String,
     /// tree (for terminals), dot (Graphviz: `| dot -Tsvg`) or mermaid
     /// (Markdown renderers).

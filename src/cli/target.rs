@@ -89,8 +89,10 @@ pub(crate) struct StateDirArg {
 #[group(required = true, multiple = false)]
 pub(crate) struct TargetArgs {
     /// Follow a listener's whole graph (routes, clusters, endpoints) by its
-    /// full name, e.g. xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter.
-    #[arg(long, value_name = "NAME")]
+    /// full name, e.g. xdstp://cloud.example/envoy.config.listener.v3.Listener/greeter,
+    /// or by the gRPC channel target that reaches it: xds:///greeter, or
+    /// xds://AUTHORITY/greeter (resolved through the bootstrap, gRFC A47).
+    #[arg(long, value_name = "NAME|TARGET")]
     pub(crate) listener: Option<String>,
     /// One resource: its TYPE (listener, route, cluster, endpoint, policy, or
     /// a type URL) and its full NAME.
@@ -397,6 +399,25 @@ pub(crate) fn watch_error(name: &str, e: &WatchError) -> CliError {
                 "the name's authority must be listed under `authorities` in the bootstrap"
             }
             _ => "names look like xdstp://AUTHORITY/envoy.config.cluster.v3.Cluster/ID, or an old-style name",
+        })
+}
+
+/// The listener `--listener` names: a full resource name as given, or the
+/// one an `xds:` channel target resolves to through the bootstrap (gRFC A47:
+/// `xds:///svc` by `client_default_listener_resource_name_template`,
+/// `xds://authority/svc` by that authority's template).
+pub(crate) fn listener_name(client: &XdsClient, given: &str) -> Result<String, CliError> {
+    if !given.starts_with("xds:") {
+        return Ok(given.to_owned());
+    }
+    client
+        .registry()
+        .listener_resource_name(given)
+        .map(|name| name.to_string())
+        .map_err(|e| {
+            CliError::bad_input(format!("--listener {given}: the target does not resolve"))
+                .caused_by(&e)
+                .hint("an xds: target's authority must be listed under `authorities` in the bootstrap")
         })
 }
 

@@ -41,7 +41,7 @@ use super::render::Model;
 use super::table::origin;
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, StateDirArg, Target, TargetArgs,
-    TypeArg, build_client, short_name, short_version, watch_error,
+    TypeArg, build_client, listener_name, short_name, short_version, watch_error,
 };
 use super::text::{message, shown};
 use super::{CliError, emit, runtime};
@@ -120,6 +120,9 @@ impl Watched {
 /// The `xds:` channel target of a listener name (gRFC A27 for `xds:///`,
 /// A47 for `xds://AUTHORITY/`).
 fn channel_target(listener: &str) -> String {
+    if listener.starts_with("xds:") {
+        return listener.to_owned();
+    }
     const XDSTP_LISTENER: &str = "/envoy.config.listener.v3.Listener/";
     if let Some(rest) = listener.strip_prefix("xdstp://")
         && let Some((authority, id)) = rest.split_once(XDSTP_LISTENER)
@@ -229,11 +232,12 @@ async fn follow_target(client: &XdsClient, target: &Target, json: bool) -> Resul
     }
 }
 
-async fn follow_graph(client: &XdsClient, name: &str, json: bool) -> Result<(), CliError> {
+async fn follow_graph(client: &XdsClient, given: &str, json: bool) -> Result<(), CliError> {
+    let name = listener_name(client, given)?;
     // Checks the name and its authority up front (bad input, exit 2).
     let _root = client
-        .watch::<ListenerType>(name)
-        .map_err(|e| watch_error(name, &e))?;
+        .watch::<ListenerType>(&name)
+        .map_err(|e| watch_error(&name, &e))?;
     let graph = ConfigGraph::builder(client.clone()).listener(name).start();
     follow_snapshots(client, graph, json).await
 }

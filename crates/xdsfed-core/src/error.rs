@@ -62,6 +62,10 @@ pub enum Cause {
     },
     /// The server deleted the resource.
     Deleted,
+    /// The server said it does not have the resource, which the client
+    /// held no copy of (a delta `removed_resources` entry for a name the
+    /// server never sent).
+    NotOnServer,
     /// The resource's TTL passed without a refresh.
     TtlExpired,
     /// The does-not-exist timer fired before any server sent it (gRFC A57).

@@ -102,7 +102,7 @@ use std::time::Instant;
 
 use futures::stream::{AbortHandle, BoxStream, SelectAll, StreamExt};
 use tokio::task::JoinHandle;
-use xdsfed_core::authority::ServerKey;
+use xdsfed_core::authority::{AuthorityError, ServerKey};
 use xdsfed_core::client::{WatchError, XdsClient};
 use xdsfed_core::name::ResourceName;
 use xdsfed_core::types::{ClusterType, LbEndpointType, ListenerType};
@@ -134,6 +134,35 @@ impl ConfigGraphBuilder {
     pub fn listener(mut self, name: impl Into<String>) -> Self {
         self.roots = self.roots.listener(name);
         self
+    }
+
+    /// Adds the listener a gRPC channel target reaches as a root:
+    /// `xds:///svc` through the bootstrap's
+    /// `client_default_listener_resource_name_template`, `xds://authority/svc`
+    /// through that authority's `client_listener_resource_name_template`
+    /// (gRFC A47; [`AuthorityRegistry::listener_resource_name`] resolves it).
+    ///
+    /// Fails, naming the target, when it is not an `xds:` URI or names an
+    /// authority the bootstrap does not define.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use xdsfed_core::bootstrap::Bootstrap;
+    /// use xdsfed_core::client::XdsClient;
+    /// use xdsfed_graph::ConfigGraph;
+    ///
+    /// let client = XdsClient::builder(Bootstrap::from_env()?).build()?;
+    /// let mut graph = ConfigGraph::builder(client).target("xds:///greeter")?.start();
+    /// let snapshot = graph.ready().await?;
+    /// println!("{} clusters", snapshot.clusters().count());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`AuthorityRegistry::listener_resource_name`]: xdsfed_core::authority::AuthorityRegistry::listener_resource_name
+    pub fn target(self, target: &str) -> Result<Self, AuthorityError> {
+        let listener = self.client.registry().listener_resource_name(target)?;
+        Ok(self.listener(listener.to_string()))
     }
 
     /// Adds a cluster root by name.

@@ -211,3 +211,45 @@ fn disk_copy_takes_its_first_watchers_server_features() {
     cache.for_each(|_, p, _| servers.push(Arc::clone(&p.server)));
     assert_eq!(servers, vec![server]);
 }
+
+/// A removal of a name the client never held deletes nothing: the watcher
+/// is told the resource is not found on the server, not that the server
+/// deleted it; once a copy was held, the same removal is a deletion.
+#[test]
+fn removal_of_a_name_never_held_is_not_found_and_of_a_held_copy_is_deleted() {
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let key = ResourceKey::new(CDS, "c1");
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let _rx = cache.add_watcher(&key, provenance, DataErrorPolicy::default());
+    let removed = || CoreEvent::Removed {
+        key: key.clone(),
+        reason: crate::protocol::RemovedReason::Deleted,
+    };
+    let error = |cache: &Cache| cache.state(&key).unwrap().error.clone().unwrap();
+
+    cache.apply(&server, DataErrorPolicy::default(), vec![removed()]);
+    let never_held = error(&cache);
+    assert_eq!(never_held.cause(), &crate::error::Cause::NotOnServer);
+    assert!(
+        never_held.to_string().contains("not found on server s"),
+        "{never_held}"
+    );
+
+    let upsert = CoreEvent::Upsert {
+        key: key.clone(),
+        resource: cluster_copy("c1", "a"),
+        version: Arc::from("1"),
+        ttl: None,
+    };
+    cache.apply(&server, DataErrorPolicy::default(), vec![upsert, removed()]);
+    let deleted = error(&cache);
+    assert_eq!(deleted.cause(), &crate::error::Cause::Deleted);
+    assert!(
+        deleted.to_string().contains("deleted by server s"),
+        "{deleted}"
+    );
+}

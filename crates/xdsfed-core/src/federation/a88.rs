@@ -167,7 +167,10 @@ fn removed(
     cx: &Context<'_>,
 ) -> bool {
     let keep = cx.policy.ignore_resource_deletion && reason == RemovedReason::Deleted;
+    // A removal of a name the client holds no copy of deletes nothing: the
+    // server is saying it does not have it.
     let (why, cause) = match reason {
+        RemovedReason::Deleted if state.resource.is_none() => ("not found on", Cause::NotOnServer),
         RemovedReason::Deleted => ("deleted by", Cause::Deleted),
         RemovedReason::TtlExpired => ("expired (TTL) from", Cause::TtlExpired),
     };
