@@ -28,7 +28,9 @@ use xdsfed_graph::{
     WatchChange,
 };
 use xdsfed_testbed::resources;
-use xdsfed_tonic::{BoxError, ChannelBuilder, ConnectTarget, EndpointService, XdsChannel};
+use xdsfed_tonic::{
+    BoxError, ChannelBuilder, ConnectTarget, Connecting, EndpointService, XdsChannel,
+};
 
 const CLUSTERS: usize = 10;
 const ENDPOINTS: usize = 3;
@@ -143,8 +145,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 async fn channel(routes: usize) -> XdsChannel {
     let cell = SnapshotCell::new();
     cell.publish(snapshot(routes));
-    let connector =
-        |_: &ConnectTarget<'_>| -> Result<EndpointService, BoxError> { Ok(immediate()) };
+    let connector = |_: &ConnectTarget<'_>| -> Result<Connecting, BoxError> {
+        Ok(Box::pin(async { Ok(immediate()) }))
+    };
     let channel = ChannelBuilder::with_graph(cell.reader(), "front", "svc")
         .connector(connector)
         .build()

@@ -10,6 +10,7 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::sync::{Mutex, watch};
 use tower::Service;
@@ -19,6 +20,7 @@ use crate::discover::{ClusterContext, EndpointDiscover};
 use crate::endpoint::{Request, Response};
 use crate::endpoints::EndpointSet;
 use crate::error::{BoxError, Unservable, shown};
+use crate::subchannel::Connectivity;
 
 /// The balancer of one cluster.
 pub(crate) struct ClusterBalancer {
@@ -26,6 +28,9 @@ pub(crate) struct ClusterBalancer {
     shown_name: Arc<str>,
     /// The set the discovery follows, read to fail fast when it is empty.
     endpoints: watch::Receiver<Arc<EndpointSet>>,
+    /// Where the endpoints' connections are, read to fail fast when none
+    /// can connect.
+    connectivity: Arc<Connectivity>,
     balance: Mutex<Balance<EndpointDiscover, Request>>,
 }
 
@@ -48,22 +53,56 @@ impl ClusterBalancer {
         Self {
             shown_name,
             endpoints,
+            connectivity: discover.connectivity(),
             balance: Mutex::new(Balance::new(discover)),
         }
     }
 
-    /// Sends `request` to the endpoint the balancer picks. A cluster with
-    /// no usable endpoint fails the request at once (UNAVAILABLE) instead
-    /// of holding it until one appears.
+    /// Sends `request` to the endpoint the balancer picks among those whose
+    /// connection is ready. While some endpoint is still connecting the
+    /// request waits; a cluster with no usable endpoint, or whose every
+    /// endpoint is failing to connect, fails it at once (UNAVAILABLE)
+    /// instead of holding it.
     pub(crate) async fn send(&self, request: Request) -> Result<Response, BoxError> {
         if self.endpoints.borrow().is_empty() {
             return Err(Unservable::NoEndpoints(Arc::clone(&self.shown_name)).into_box_error());
         }
         let response = {
             let mut balance = self.balance.lock().await;
-            poll_fn(|cx| balance.poll_ready(cx)).await?;
+            self.ready(&mut balance).await?;
             balance.call(request)
         };
         response.await
+    }
+
+    /// Waits until the balancer has a ready endpoint, or fails when every
+    /// endpoint is in transient failure.
+    async fn ready(
+        &self,
+        balance: &mut Balance<EndpointDiscover, Request>,
+    ) -> Result<(), BoxError> {
+        loop {
+            let changed = self.connectivity.changed();
+            tokio::pin!(changed);
+            // Registers for the next change before reading the counts.
+            changed.as_mut().enable();
+            tokio::select! {
+                biased;
+                ready = poll_fn(|cx| balance.poll_ready(cx)) => return ready,
+                () = &mut changed => {}
+            }
+            if self.connectivity.all_failing() {
+                // One more look: an endpoint that just came up wins.
+                if let Poll::Ready(ready) = poll_fn(|cx| Poll::Ready(balance.poll_ready(cx))).await
+                {
+                    return ready;
+                }
+                return Err(Unservable::Unreachable {
+                    cluster: Arc::clone(&self.shown_name),
+                    endpoints: self.connectivity.failing(),
+                }
+                .into_box_error());
+            }
+        }
     }
 }

@@ -1,21 +1,24 @@
 //! How an endpoint becomes a service: the [`Connector`] a channel uses for
 //! every endpoint it adds.
 //!
-//! The default, [`PlaintextConnector`], opens a lazy tonic `Channel` over
-//! plaintext HTTP/2. TLS to endpoints is not read from the cluster (its
-//! `transport_socket`); a connector of your own can add it, or any other
-//! transport:
+//! A connector begins one connection attempt at a time; the channel runs
+//! each attempt with a deadline, retries failed ones with gRPC's connection
+//! backoff, and picks an endpoint only once its connection is up (the
+//! `subchannel` rules in the crate docs). The default,
+//! [`PlaintextConnector`], opens a tonic `Channel` over plaintext HTTP/2.
+//! TLS to endpoints is not read from the cluster (its `transport_socket`);
+//! a connector of your own can add it, or any other transport:
 //!
 //! ```
 //! use tonic::transport::Endpoint;
-//! use xdsfed_tonic::{ConnectTarget, EndpointService, channel_service};
+//! use xdsfed_tonic::{ConnectTarget, Connecting, channel_service};
 //!
-//! // Any `Fn(&ConnectTarget) -> Result<EndpointService, BoxError>` is a connector.
-//! let connector = |target: &ConnectTarget<'_>| -> Result<EndpointService, xdsfed_tonic::BoxError> {
+//! // Any `Fn(&ConnectTarget) -> Result<Connecting, BoxError>` is a connector.
+//! let connector = |target: &ConnectTarget<'_>| -> Result<Connecting, xdsfed_tonic::BoxError> {
 //!     let endpoint = Endpoint::from_shared(format!("http://{}", target.address))?
 //!         .tcp_nodelay(true);
 //!     // …add TLS here: `.tls_config(…)` with an `https://` URI…
-//!     Ok(channel_service(endpoint.connect_lazy()))
+//!     Ok(Box::pin(async move { Ok(channel_service(endpoint.connect().await?)) }))
 //! };
 //! # let _ = connector;
 //! ```
@@ -27,6 +30,7 @@ use tower::ServiceExt;
 
 use crate::endpoint::{EndpointAddress, EndpointService};
 use crate::error::BoxError;
+use crate::subchannel::Connecting;
 
 /// What a connector is asked to reach.
 #[non_exhaustive]
@@ -43,33 +47,36 @@ pub struct ConnectTarget<'a> {
     pub connect_timeout: Option<Duration>,
 }
 
-/// Makes the service that reaches one endpoint. Called once per endpoint
-/// when it joins a cluster's balancer; the service lives until the
-/// endpoint leaves, so it should connect lazily and reconnect by itself
-/// (a tonic `Channel` from `connect_lazy` does both).
+/// Connects to one endpoint. Called when the endpoint joins a cluster's
+/// balancer and again for every reconnection attempt; the service an
+/// attempt yields is used until a call on it fails with a transport error.
 pub trait Connector: Send + Sync + 'static {
-    /// The service for `target`. An error leaves the endpoint out of the
-    /// balancer until a later snapshot adds it again.
-    fn connect(&self, target: &ConnectTarget<'_>) -> Result<EndpointService, BoxError>;
+    /// Begins an attempt to reach `target`: the future ends once the
+    /// connection is up (a tonic `Endpoint::connect`, not `connect_lazy`:
+    /// the balancer treats an endpoint as ready when it ends). An error
+    /// here, when the endpoint first joins, leaves it out of the balancer
+    /// until a later snapshot adds it again; an error of the future is a
+    /// failed attempt, retried with backoff.
+    fn connect(&self, target: &ConnectTarget<'_>) -> Result<Connecting, BoxError>;
 }
 
 impl<F> Connector for F
 where
-    F: Fn(&ConnectTarget<'_>) -> Result<EndpointService, BoxError> + Send + Sync + 'static,
+    F: Fn(&ConnectTarget<'_>) -> Result<Connecting, BoxError> + Send + Sync + 'static,
 {
-    fn connect(&self, target: &ConnectTarget<'_>) -> Result<EndpointService, BoxError> {
+    fn connect(&self, target: &ConnectTarget<'_>) -> Result<Connecting, BoxError> {
         self(target)
     }
 }
 
-/// Plaintext HTTP/2 to every endpoint, through a lazily connected tonic
-/// `Channel` with the cluster's `connect_timeout`, sending the channel's
+/// Plaintext HTTP/2 to every endpoint, through a tonic `Channel` connected
+/// at once with the cluster's `connect_timeout`, sending the channel's
 /// authority as `:authority` as gRPC does.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PlaintextConnector;
 
 impl Connector for PlaintextConnector {
-    fn connect(&self, target: &ConnectTarget<'_>) -> Result<EndpointService, BoxError> {
+    fn connect(&self, target: &ConnectTarget<'_>) -> Result<Connecting, BoxError> {
         let mut endpoint = Endpoint::from_shared(format!("http://{}", target.address))?;
         if let Ok(origin) = format!("http://{}", target.authority).parse::<Uri>() {
             endpoint = endpoint.origin(origin);
@@ -77,7 +84,9 @@ impl Connector for PlaintextConnector {
         if let Some(timeout) = target.connect_timeout {
             endpoint = endpoint.connect_timeout(timeout);
         }
-        Ok(channel_service(endpoint.connect_lazy()))
+        Ok(Box::pin(async move {
+            Ok(channel_service(endpoint.connect().await?))
+        }))
     }
 }
 

@@ -29,6 +29,7 @@ use crate::connector::{ConnectTarget, Connector};
 use crate::endpoint::{Endpoint, EndpointAddress, EndpointStats};
 use crate::endpoints::EndpointSet;
 use crate::policy::LbPolicy;
+use crate::subchannel::{Connectivity, Dial, Subchannel};
 
 /// What every endpoint of one balancer shares: its cluster, how to connect,
 /// how to compare loads.
@@ -66,6 +67,8 @@ pub struct EndpointDiscover {
     sets: WatchStream<Arc<EndpointSet>>,
     known: HashMap<EndpointAddress, Arc<EndpointStats>>,
     pending: VecDeque<Change<EndpointAddress, Endpoint>>,
+    /// Where the connections of the endpoints added so far are.
+    connectivity: Arc<Connectivity>,
     /// The task turning snapshots into sets, when this discovery follows a
     /// graph on its own; stopped when the discovery is dropped.
     follower: Option<JoinHandle<()>>,
@@ -88,8 +91,15 @@ impl EndpointDiscover {
             sets: WatchStream::new(sets),
             known: HashMap::new(),
             pending: VecDeque::new(),
+            connectivity: Arc::new(Connectivity::default()),
             follower: None,
         }
+    }
+
+    /// The connection states of this cluster's endpoints, which a balancer
+    /// reads to fail requests at once when none can connect.
+    pub(crate) fn connectivity(&self) -> Arc<Connectivity> {
+        Arc::clone(&self.connectivity)
     }
 
     /// The endpoints of `cluster` in every snapshot `reader` sees, each
@@ -164,11 +174,16 @@ impl EndpointDiscover {
                 connect_timeout: self.context.connect_timeout,
             };
             match self.context.connector.connect(&target) {
-                Ok(service) => {
+                Ok(first) => {
                     let stats = Arc::new(EndpointStats::new(weight, level));
                     self.known.insert(address.clone(), Arc::clone(&stats));
+                    let subchannel = Subchannel::spawn(
+                        self.dial(address),
+                        first,
+                        Arc::clone(&self.connectivity),
+                    );
                     let endpoint =
-                        Endpoint::new(address.clone(), service, stats, self.context.policy);
+                        Endpoint::new(address.clone(), subchannel, stats, self.context.policy);
                     self.pending
                         .push_back(Change::Insert(address.clone(), endpoint));
                 }
@@ -179,6 +194,19 @@ impl EndpointDiscover {
                     "cannot connect to endpoint; left out until the next update"
                 ),
             }
+        }
+    }
+}
+
+impl EndpointDiscover {
+    /// What `address`'s subchannel needs to reconnect.
+    fn dial(&self, address: &EndpointAddress) -> Dial {
+        Dial {
+            connector: Arc::clone(&self.context.connector),
+            address: address.clone(),
+            cluster: Arc::clone(&self.context.cluster),
+            authority: Arc::clone(&self.context.authority),
+            connect_timeout: self.context.connect_timeout,
         }
     }
 }

@@ -25,6 +25,7 @@ use tower::load::Load;
 
 use crate::error::BoxError;
 use crate::policy::LbPolicy;
+use crate::subchannel::{Connection, Subchannel};
 
 /// The requests every service of this crate takes.
 pub type Request = http::Request<tonic::body::Body>;
@@ -120,11 +121,12 @@ impl EndpointStats {
     }
 }
 
-/// One endpoint in a cluster's balancer: the service a
-/// [`Connector`](crate::Connector) made for it, and its load.
+/// One endpoint in a cluster's balancer: its connection (kept up by its
+/// subchannel), and its load.
 pub struct Endpoint {
     address: EndpointAddress,
-    service: EndpointService,
+    connection: Option<Connection>,
+    subchannel: Subchannel,
     stats: Arc<EndpointStats>,
     policy: LbPolicy,
 }
@@ -132,13 +134,14 @@ pub struct Endpoint {
 impl Endpoint {
     pub(crate) fn new(
         address: EndpointAddress,
-        service: EndpointService,
+        subchannel: Subchannel,
         stats: Arc<EndpointStats>,
         policy: LbPolicy,
     ) -> Self {
         Self {
             address,
-            service,
+            connection: None,
+            subchannel,
             stats,
             policy,
         }
@@ -153,6 +156,13 @@ impl Endpoint {
     /// of its priority times the endpoint's share of its locality.
     pub fn weight(&self) -> f64 {
         self.stats.weight()
+    }
+
+    /// Drops a connection that failed, and has its subchannel reconnect.
+    fn drop_broken_connection(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.health.fail();
+        }
     }
 }
 
@@ -186,23 +196,60 @@ impl Drop for InFlight {
     }
 }
 
+/// Ready only while its connection is up: the balancer never picks an
+/// endpoint that is connecting or failing, and an endpoint whose connection
+/// fails is pending again until its subchannel reconnects (never an error,
+/// which would take it out of the balancer for good).
 impl Service<Request> for Endpoint {
     type Response = Response;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Response, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.service.poll_ready(cx)
+        loop {
+            if let Some(connection) = &mut self.connection {
+                if connection.health.is_broken() {
+                    self.drop_broken_connection();
+                    continue;
+                }
+                match connection.service.poll_ready(cx) {
+                    Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
+                    Poll::Ready(Err(_)) => {
+                        self.drop_broken_connection();
+                        continue;
+                    }
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            match self.subchannel.poll_connection(cx) {
+                Poll::Ready(Some(connection)) => self.connection = Some(connection),
+                Poll::Ready(None) | Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let Some(connection) = &mut self.connection else {
+            // tower calls only after poll_ready said ready, which needs a
+            // connection; answer a misuse with an error, not a panic.
+            return Box::pin(std::future::ready(Err(BoxError::from(
+                "endpoint called before it was ready",
+            ))));
+        };
         self.stats.picks.fetch_add(1, Ordering::Relaxed);
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlight(Arc::clone(&self.stats));
-        let response = self.service.call(request);
+        let health = Arc::clone(&connection.health);
+        let response = connection.service.call(request);
         Box::pin(async move {
             let _guard = guard;
-            response.await
+            let result = response.await;
+            // The service's own errors are transport errors (a gRPC status
+            // is a response): the connection is gone.
+            if result.is_err() {
+                health.fail();
+            }
+            result
         })
     }
 }

@@ -79,6 +79,14 @@ pub enum Unservable {
     /// The cluster has no endpoint that is HEALTHY or UNKNOWN.
     #[error("cluster {0} has no healthy endpoints")]
     NoEndpoints(Arc<str>),
+    /// Every endpoint of the cluster failed its last connection attempt.
+    #[error("cluster {cluster}: none of its {endpoints} endpoints accepts a connection")]
+    Unreachable {
+        /// The cluster's name, as shown.
+        cluster: Arc<str>,
+        /// How many endpoints are failing to connect.
+        endpoints: usize,
+    },
 }
 
 impl Unservable {

@@ -41,6 +41,15 @@
 //!   and endpoint weights; aggregate clusters flattened in priority order
 //!   (gRFC A37). An endpoint that stays across snapshots keeps its
 //!   connection.
+//! - **Connections** (gRPC subchannels): every endpoint connects as soon
+//!   as its cluster is first used and reconnects by itself, each attempt
+//!   with a deadline (the cluster's `connect_timeout`, else 20 s) and
+//!   failed ones retried with gRPC's connection backoff (1 s × 1.6ⁿ up to
+//!   120 s, ±20 %). Only endpoints whose connection is up are picked: a
+//!   request waits while some endpoint is still connecting and fails at
+//!   once, `UNAVAILABLE` naming the cluster, when every one is failing
+//!   ([`Unservable::Unreachable`]). A call that fails with a transport
+//!   error takes its endpoint out of the picks until it reconnects.
 //! - **Balancing** ([`LbPolicy`]): tower's power-of-two-choices balancer
 //!   per cluster; ROUND_ROBIN compares requests sent per weight,
 //!   LEAST_REQUEST requests in flight (gRFC A48). Other policies are
@@ -58,7 +67,8 @@
 //!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
 //! - Route timeouts, retries, hedging, fault injection, `max_stream_duration`,
 //!   `cluster_header`, cluster specifier plugins, ring hash and other LB
-//!   policies, outlier detection and load reporting are not applied.
+//!   policies, outlier detection and load reporting are not applied. A
+//!   request that fails on an endpoint is not retried on another.
 //! - LEAST_REQUEST compares two candidates whatever its `choice_count`
 //!   (tower's balancer samples two).
 
@@ -77,6 +87,7 @@ mod follow;
 mod policy;
 mod rng;
 mod routing;
+mod subchannel;
 #[cfg(test)]
 mod test_support;
 
@@ -88,6 +99,7 @@ pub use endpoint::{Endpoint, EndpointAddress, EndpointService, Request, Response
 pub use endpoints::EndpointSet;
 pub use error::{BoxError, ChannelError, Unservable};
 pub use policy::LbPolicy;
+pub use subchannel::Connecting;
 
 use xdsfed_core::bootstrap::Bootstrap;
 

@@ -187,3 +187,61 @@ async fn the_channel_keeps_serving_when_the_control_plane_goes_away() {
     }
     assert_eq!(counts.len(), 2, "both endpoints still serve: {counts:?}");
 }
+
+/// gRPC subchannels: an endpoint is picked only once its connection is up,
+/// so one backend of three refusing connections fails no request; the two
+/// that accept share all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_refusing_connections_fails_no_request() {
+    let (_testbed, server) = start().await;
+    let mut b = backends(&["a", "b", "dead"]).await;
+    serve_greeter(&server, &[&b[0], &b[1], &b[2]]);
+    // Its port now refuses connections.
+    drop(b.pop());
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut failures = Vec::new();
+    for _ in 0..400 {
+        match hello(&mut greeter).await {
+            Ok(backend) => *counts.entry(backend).or_default() += 1,
+            Err(status) => failures.push(status),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failed: {failures:?}",
+        failures.len()
+    );
+    for name in ["a", "b"] {
+        let n = counts.get(name).copied().unwrap_or_default();
+        assert!(
+            n >= 100,
+            "backend {name} got {n} of 400 requests: {counts:?}"
+        );
+    }
+}
+
+/// gRPC fails a call at once when every subchannel is in transient failure:
+/// a cluster none of whose endpoints accepts a connection fails requests
+/// with UNAVAILABLE naming the cluster, instead of holding them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_no_endpoint_of_which_connects_fails_requests_naming_it() {
+    let (_testbed, server) = start().await;
+    let dead = backends(&["x", "y"]).await;
+    serve_greeter(&server, &[&dead[0], &dead[1]]);
+    drop(dead);
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+
+    let status = hello(&mut greeter).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains(CLUSTER)
+            && status
+                .message()
+                .contains("none of its 2 endpoints accepts a connection"),
+        "{status:?}"
+    );
+}

@@ -19,11 +19,13 @@ fn set(endpoints: &[(u16, f64)]) -> Arc<EndpointSet> {
 fn counting_connector() -> (Arc<dyn Connector>, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    let connector = move |_: &ConnectTarget<'_>| -> Result<EndpointService, BoxError> {
+    let connector = move |_: &ConnectTarget<'_>| -> Result<crate::Connecting, BoxError> {
         counter.fetch_add(1, Ordering::SeqCst);
-        Ok(EndpointService::new(tower::service_fn(|_| async {
-            Ok::<_, BoxError>(http::Response::new(tonic::body::Body::empty()))
-        })))
+        Ok(Box::pin(async {
+            Ok(EndpointService::new(tower::service_fn(|_| async {
+                Ok::<_, BoxError>(http::Response::new(tonic::body::Body::empty()))
+            })))
+        }))
     };
     (Arc::new(connector), calls)
 }
@@ -99,7 +101,7 @@ async fn only_the_latest_set_is_applied() {
 
 #[tokio::test]
 async fn a_failed_connect_leaves_the_endpoint_out() {
-    let connector = |t: &ConnectTarget<'_>| -> Result<EndpointService, BoxError> {
+    let connector = |t: &ConnectTarget<'_>| -> Result<crate::Connecting, BoxError> {
         Err(format!("refusing {}", t.address).into())
     };
     let (_tx, rx) = watch::channel(set(&[(1, 1.0)]));

@@ -24,10 +24,12 @@ fn resources(routes: &[(&str, &str)], ports: &[u32]) -> Resources {
 }
 
 fn follower() -> Follower {
-    let connector = |_: &crate::ConnectTarget<'_>| -> Result<EndpointService, BoxError> {
-        Ok(EndpointService::new(tower::service_fn(|_| async {
-            Ok::<_, BoxError>(http::Response::new(tonic::body::Body::empty()))
-        })))
+    let connector = |_: &crate::ConnectTarget<'_>| -> Result<crate::Connecting, BoxError> {
+        Ok(Box::pin(async {
+            Ok(EndpointService::new(tower::service_fn(|_| async {
+                Ok::<_, BoxError>(http::Response::new(tonic::body::Body::empty()))
+            })))
+        }))
     };
     Follower::new(
         "front".into(),
