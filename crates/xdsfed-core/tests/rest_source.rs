@@ -7,6 +7,9 @@
 // Tests state their expectations with unwrap, expect and panic (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/scripted_http.rs"]
+mod scripted_http;
+
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
@@ -40,10 +43,13 @@ fn entry(uri: &str, rest: bool) -> String {
 
 /// A client whose top-level servers are `servers`, in order (A71 order).
 fn client(servers: &[(&Server, bool)]) -> XdsClient {
-    let list: Vec<String> = servers
-        .iter()
-        .map(|(s, rest)| entry(&s.uri(), *rest))
-        .collect();
+    let uris: Vec<(String, bool)> = servers.iter().map(|(s, rest)| (s.uri(), *rest)).collect();
+    client_at(&uris)
+}
+
+/// A client whose top-level servers are at `uris` (REST if `true`).
+fn client_at(uris: &[(String, bool)]) -> XdsClient {
+    let list: Vec<String> = uris.iter().map(|(uri, rest)| entry(uri, *rest)).collect();
     let json = format!(
         r#"{{"xds_servers": [{}], "node": {{"id": "rest-node"}}}}"#,
         list.join(",")
@@ -141,6 +147,16 @@ fn requests(
         .iter()
         .flat_map(|s| s.sotw_requests().cloned().collect::<Vec<_>>())
         .collect()
+}
+
+/// Server failures (`server_failure`) the client counted, over all servers.
+fn server_failures(client: &XdsClient) -> u64 {
+    client
+        .status()
+        .servers
+        .iter()
+        .map(|s| s.server_failure)
+        .sum()
 }
 
 /// The copy the client serves is still `service`.
@@ -344,4 +360,95 @@ fn rest_source_example_loads() {
         .unwrap_or_else(|e| panic!("{e}"));
     let rest = &scenario.servers()[0];
     assert_eq!((rest.protocol, rest.port), (Protocol::Rest, 18110));
+}
+
+// ----- REST-JSON with third-party servers -----
+
+/// Cluster `name` in the JSON form a control plane writes, its EDS service
+/// name `service`.
+fn cluster_json(name: &str, service: &str) -> String {
+    format!(
+        r#"{{"@type": "{CDS}", "name": "{name}", "type": "EDS",
+            "eds_cluster_config": {{"service_name": "{service}",
+              "eds_config": {{"ads": {{}}, "resource_api_version": "V3"}}}}}}"#
+    )
+}
+
+/// The first request `server` received that satisfies `want`, waiting for
+/// it.
+async fn request_where(
+    server: &scripted_http::ScriptedHttp,
+    what: &str,
+    want: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let mut found = None;
+    eventually(what, || {
+        found = server
+            .recorded()
+            .into_iter()
+            .map(|r| r.body)
+            .find(|body| want(body));
+        found.is_some()
+    })
+    .await;
+    found.unwrap()
+}
+
+/// Requests are written in the proto field names (`version_info`,
+/// `resource_names`, `type_url`, `response_nonce`, `error_detail`), as
+/// Envoy's REST subscription prints them and as sovereign reads them, with
+/// fields at their default value printed too: sovereign's request model
+/// requires `node.cluster` (and a NACK's `error_detail.details`).
+#[tokio::test]
+async fn rest_source_writes_requests_in_proto_field_names() {
+    let server = scripted_http::ScriptedHttp::start(|_| {
+        scripted_http::Reply::json(format!(
+            r#"{{"version_info": "1", "type_url": "{CDS}", "resources": [{}]}}"#,
+            cluster_json(NAME, "v1")
+        ))
+    })
+    .await;
+    let client = client_at(&[(server.uri().to_owned(), true)]);
+    let mut watch = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut watch, "v1").await;
+    let first = server.recorded()[0].body.clone();
+    for field in [
+        "version_info",
+        "resource_names",
+        "type_url",
+        "response_nonce",
+        "node",
+    ] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
+    for camel in ["versionInfo", "resourceNames", "typeUrl", "responseNonce"] {
+        assert!(first.get(camel).is_none(), "{camel} in {first}");
+    }
+    assert_eq!(first["resource_names"], serde_json::json!([NAME]));
+    assert_eq!(first["node"]["id"], "rest-node");
+    assert_eq!(
+        first["node"]["cluster"], "",
+        "printed though empty: {first}"
+    );
+}
+
+/// The testbed's REST server reads a request in either form the protobuf
+/// JSON mapping allows: proto field names or lowerCamelCase.
+#[tokio::test]
+async fn testbed_rest_server_reads_either_field_naming() {
+    let testbed = Testbed::start([rest_spec("rest")]).await.unwrap();
+    let server = &testbed.servers()[0];
+    serve(server, "v1");
+    let bodies = [
+        r#"{"node": {"id": "snake"}, "resource_names": ["c1"], "type_url": "TYPE"}"#,
+        r#"{"node": {"id": "camel"}, "resourceNames": ["c1"], "typeUrl": "TYPE"}"#,
+    ];
+    for body in bodies {
+        let body = body.replace("TYPE", CDS);
+        let (status, answer) =
+            scripted_http::post_raw(&server.uri(), "/v3/discovery:clusters", &body).await;
+        assert_eq!(status, 200, "{body}: {answer}");
+        let response = xdsfed_core::json::discovery_response_from_json(answer.as_bytes()).unwrap();
+        assert_eq!(response.resources.len(), 1, "{body}");
+    }
 }
