@@ -635,3 +635,31 @@ async fn rest_source_nacks_a_resource_that_does_not_decode_and_keeps_the_rest() 
         "a rejected resource is no server failure"
     );
 }
+
+/// The first poll after a type's names change carries an empty
+/// `version_info`: sovereign versions everything its template renders, so
+/// a poll naming a new name at the version held is answered `304 Not
+/// Modified`, and the new name would wait for the next change of the whole
+/// type.
+#[tokio::test]
+async fn rest_source_asks_afresh_after_subscribing_a_new_name() {
+    let plane = SovereignLike::default();
+    plane.serve(NAME, "v1");
+    plane.serve("c2", "v1");
+    let server = plane.start().await;
+    let client = client_at(&[(server.uri().to_owned(), true)]);
+    let mut c1 = client.watch::<ClusterType>(NAME).unwrap();
+    copy_from(&mut c1, "v1").await;
+    let version = request_where(&server, "a poll at the version held", |b| {
+        b["version_info"].as_str().is_some_and(|v| !v.is_empty())
+    })
+    .await["version_info"]
+        .clone();
+    let mut c2 = client.watch::<ClusterType>("c2").unwrap();
+    copy_from(&mut c2, "v1").await;
+    let fresh = request_where(&server, "the poll naming c2", |b| {
+        b["resource_names"].as_array().is_some_and(|n| n.len() == 2)
+    })
+    .await;
+    assert_eq!(fresh["version_info"], "", "not {version}: {fresh}");
+}
