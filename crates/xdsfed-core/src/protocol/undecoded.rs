@@ -96,7 +96,6 @@ impl Session {
         names.sort_unstable();
         names.dedup();
         let previous = Arc::clone(&durable.acked_version);
-        tracing::warn!(type_url = %type_url, %error, "rejected a response as a whole");
         let version: Arc<str> = Arc::from(version);
         for name in names {
             self.events.push_back(CoreEvent::Invalid {
