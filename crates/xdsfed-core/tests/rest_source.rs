@@ -526,7 +526,9 @@ async fn rest_source_writes_requests_in_proto_field_names() {
     let client = client_at(&[(server.uri().to_owned(), true)]);
     let mut watch = client.watch::<ClusterType>(NAME).unwrap();
     copy_from(&mut watch, "v1").await;
-    let first = server.recorded()[0].body.clone();
+    let first = server.recorded()[0].clone();
+    assert_eq!(first.path, "/v3/discovery:clusters");
+    let first = first.body;
     for field in [
         "version_info",
         "resource_names",
