@@ -104,9 +104,29 @@ pub fn discovery_request_from_json(text: &[u8]) -> Result<DiscoveryRequest, Mapp
 }
 
 /// Writes a `DiscoveryRequest` in the protobuf JSON mapping (what a
-/// REST-JSON client sends).
+/// REST-JSON client sends), as Envoy's REST subscription prints it: with
+/// the proto field names (`version_info`, `resource_names`, `type_url`,
+/// `response_nonce`, `error_detail`), which some servers read exclusively
+/// (sovereign), though the mapping lets a parser accept both. Fields at
+/// their default value are printed too (an empty `node.cluster`, a NACK's
+/// empty `error_detail.details`): a server that validates the request
+/// against a schema of its own (sovereign's requires both) finds them.
+///
+/// ```
+/// use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+/// let request = DiscoveryRequest {
+///     resource_names: vec!["c".into()],
+///     ..Default::default()
+/// };
+/// let json = xdsfed_core::json::discovery_request_to_json(&request).unwrap();
+/// let text = String::from_utf8(json).unwrap();
+/// assert!(text.contains(r#""resource_names":["c"]"#) && text.contains(r#""version_info":"""#));
+/// ```
 pub fn discovery_request_to_json(request: &DiscoveryRequest) -> Result<Vec<u8>, MappingError> {
-    to_json(request)
+    let options = prost_reflect::SerializeOptions::new()
+        .use_proto_field_name(true)
+        .skip_default_fields(false);
+    to_json_with(request, &options)
 }
 
 /// Writes a `DiscoveryResponse` in the protobuf JSON mapping (what a
@@ -146,12 +166,23 @@ fn from_value<M: Name + Default>(value: serde_json::Value) -> Result<M, MappingE
 }
 
 fn to_json<M: prost::Message + Name>(message: &M) -> Result<Vec<u8>, MappingError> {
+    to_json_with(message, &prost_reflect::SerializeOptions::new())
+}
+
+fn to_json_with<M: prost::Message + Name>(
+    message: &M,
+    options: &prost_reflect::SerializeOptions,
+) -> Result<Vec<u8>, MappingError> {
     let descriptor = descriptor_of::<M>()?;
     let mut dynamic = DynamicMessage::new(descriptor);
     dynamic
         .transcode_from(message)
         .map_err(|e| MappingError::whole(format!("cannot read the message: {e}")))?;
-    serde_json::to_vec(&dynamic).map_err(|e| MappingError::whole(e.to_string()))
+    let mut json = Vec::new();
+    dynamic
+        .serialize_with_options(&mut serde_json::Serializer::new(&mut json), options)
+        .map_err(|e| MappingError::whole(e.to_string()))?;
+    Ok(json)
 }
 
 #[cfg(test)]

@@ -106,6 +106,18 @@ pub(crate) fn error_detail(type_url: &str, rejected: &[Rejected]) -> Status {
     }
 }
 
+/// The `error_detail` of a NACK of a response of type `type_url` rejected
+/// as a whole, before any of its resources could be told apart (a
+/// REST-JSON body that is not a `DiscoveryResponse` of the polled type):
+/// `INVALID_ARGUMENT` and why.
+pub(crate) fn response_error_detail(type_url: &str, error: &ValidationError) -> Status {
+    Status {
+        code: INVALID_ARGUMENT,
+        message: format!("rejected {type_url} response: {error}"),
+        details: Vec::new(),
+    }
+}
+
 /// The answer owed to one response, waiting for `poll_transmit`.
 #[derive(Debug, Clone)]
 pub(crate) struct PendingAck {
@@ -148,5 +160,12 @@ mod tests {
             detail.message,
             "3 rejected T resources: a: appears 2 times in one response; b: name: empty; resource #4: truncated"
         );
+    }
+
+    #[test]
+    fn a_response_rejected_whole_is_invalid_argument_and_says_why() {
+        let detail = response_error_detail("T", &ValidationError("not JSON".into()));
+        assert_eq!(detail.code, INVALID_ARGUMENT);
+        assert_eq!(detail.message, "rejected T response: not JSON");
     }
 }

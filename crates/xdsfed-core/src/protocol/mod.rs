@@ -65,6 +65,8 @@
 //!   authorities, duplicates, validation, TTL, heartbeats, deletions);
 //! - `delta`, `sotw`: building requests and reading responses per variant;
 //! - `ack`: ACK and NACK, and why a resource is [`Rejected`];
+//! - `undecoded`: what a transport could not decode of a SotW response
+//!   (REST-JSON): [`UndecodedResource`]s, and responses rejected whole;
 //! - `timers`: the one timer table (does-not-exist, TTL, the stream's
 //!   deadlines).
 //!
@@ -81,6 +83,7 @@ mod session;
 mod sotw;
 mod timers;
 mod type_state;
+mod undecoded;
 
 #[cfg(test)]
 mod tests;
@@ -96,3 +99,4 @@ pub(crate) use ingest::{decode_registered, locator_key, locator_target, same_nam
 pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use type_state::{glob_of, is_glob};
+pub use undecoded::UndecodedResource;

@@ -14,8 +14,9 @@ use super::config::{SessionConfig, with_client_features};
 use super::event::{CoreEvent, RemovedReason, ResourceKey};
 use super::timers::{Timer, Timers};
 use super::type_state::TypeState;
+use super::undecoded::UndecodedResource;
 use crate::bootstrap::ApiVariant;
-use crate::types::TypeRegistry;
+use crate::types::{TypeRegistry, ValidationError};
 
 /// A request for the driver to write on the stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -423,10 +424,40 @@ impl Session {
 
     /// A SotW `DiscoveryResponse` arrived.
     pub fn handle_sotw_response(&mut self, now: Instant, response: DiscoveryResponse) {
+        self.handle_sotw_response_with_undecoded(now, response, Vec::new());
+    }
+
+    /// A SotW `DiscoveryResponse` arrived, some of whose resources the
+    /// transport could not decode (REST-JSON: a resource whose JSON does not
+    /// map): those are rejected like resources that fail validation, by the
+    /// name they give themselves when the transport could read it.
+    pub fn handle_sotw_response_with_undecoded(
+        &mut self,
+        now: Instant,
+        response: DiscoveryResponse,
+        undecoded: Vec<UndecodedResource>,
+    ) {
         let before = self.update_totals();
         let type_url = response.type_url.clone();
-        self.on_sotw_response(now, response);
+        self.on_sotw_response(now, response, undecoded);
         self.count_by_type(&type_url, before);
+    }
+
+    /// A SotW response of `type_url` arrived that cannot be read as a whole
+    /// (REST-JSON: a body that is not a `DiscoveryResponse` of the polled
+    /// type). It is NACKed with the last accepted version and `error`;
+    /// every name of the type the session wants hears of it, and keeps its
+    /// last good copy. `nonce` and `version` are the response's, as far as
+    /// they could be read. The server answered: not a stream failure.
+    pub fn handle_sotw_rejected(
+        &mut self,
+        now: Instant,
+        type_url: &str,
+        nonce: String,
+        version: &str,
+        error: ValidationError,
+    ) {
+        self.on_sotw_rejected(now, type_url, nonce, version, error);
     }
 
     fn update_totals(&self) -> TypeUpdates {

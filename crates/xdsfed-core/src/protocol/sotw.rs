@@ -31,6 +31,7 @@ use super::event::{CoreEvent, ResourceKey};
 use super::ingest::{Body, HeartbeatRule, Item};
 use super::session::{Request, Session};
 use super::type_state::{WILDCARD, is_glob};
+use super::undecoded::{UndecodedResource, decoded_positions};
 use crate::types::ValidationError;
 
 /// The type URL of the `Resource` wrapper.
@@ -106,8 +107,15 @@ impl Session {
         }))
     }
 
-    /// Applies one SotW response and queues its ACK or NACK.
-    pub(super) fn on_sotw_response(&mut self, now: Instant, r: DiscoveryResponse) {
+    /// Applies one SotW response and queues its ACK or NACK. `undecoded`
+    /// are resources of it the transport could not decode, each at its
+    /// position; `r.resources` are the others, in order.
+    pub(super) fn on_sotw_response(
+        &mut self,
+        now: Instant,
+        r: DiscoveryResponse,
+        undecoded: Vec<UndecodedResource>,
+    ) {
         self.note_response(now);
         let Some(type_url) = self.requested_type(&r.type_url) else {
             return;
@@ -118,9 +126,14 @@ impl Session {
         let version: Arc<str> = Arc::from(r.version_info);
         let mut rejected = Vec::new();
         let mut names_known = true;
-        let mut items = Vec::with_capacity(r.resources.len());
-        for (index, any) in r.resources.into_iter().enumerate() {
-            match self.sotw_item(&type_url, index, any, &version) {
+        let mut items = Vec::with_capacity(r.resources.len() + undecoded.len());
+        let positions = decoded_positions(&undecoded);
+        let decoded = positions
+            .zip(r.resources)
+            .map(|(index, any)| self.sotw_item(&type_url, index, any, &version));
+        let undecoded = undecoded.into_iter().map(|u| u.into_item(&version));
+        for item in decoded.collect::<Vec<_>>().into_iter().chain(undecoded) {
+            match item {
                 Ok(item) => items.push(item),
                 Err(r) => {
                     names_known = false;

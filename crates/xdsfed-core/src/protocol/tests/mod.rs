@@ -12,4 +12,5 @@ mod reconnect;
 mod sim;
 mod support;
 mod ttl;
+mod undecoded;
 mod wildcard;

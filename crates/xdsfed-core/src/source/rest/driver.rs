@@ -27,6 +27,7 @@ use futures::stream::FuturesUnordered;
 
 use super::http::{Answer, Failure, HttpClient};
 use super::poll::{Cause, PollSchedule};
+use super::response::Read;
 use super::type_path;
 use crate::bootstrap::{RestTiming, ServerConfig};
 use crate::protocol::{
@@ -200,9 +201,7 @@ impl Driver {
                 }
                 Wake::Answered(type_url, Ok(answer)) => {
                     answered = true;
-                    if let Err(failure) = self.answer(&type_url, answer) {
-                        return self.fail(failure, answered);
-                    }
+                    self.answer(&type_url, answer);
                 }
                 Wake::Answered(_, Err(failure)) => return self.fail(failure, answered),
                 Wake::Timer => {
@@ -241,35 +240,53 @@ impl Driver {
         }
     }
 
-    /// Feeds one answer of `type_url` to the schedule and the session.
-    fn answer(&mut self, type_url: &str, answer: Answer) -> Result<(), Failure> {
+    /// Feeds one answer of `type_url` to the schedule and the session. A
+    /// body that does not read as a response of the type is rejected
+    /// (NACKed), as a resource that does not decode is: the server
+    /// answered, so the attempt goes on.
+    fn answer(&mut self, type_url: &str, answer: Answer) {
         let now = now();
         if !self.schedule.handle_answer(now, type_url) {
-            return Ok(()); // the type is no longer polled
+            return; // the type is no longer polled
         }
         match answer {
             Answer::NotModified => self.session.handle_stream_accepted(now),
-            Answer::Response(response) => {
-                if response.type_url != type_url {
-                    return Err(Failure {
-                        code: 13,
-                        message: format!(
-                            "{}: a poll of {type_url} was answered with type {:?}",
-                            self.server.server_uri, response.type_url
-                        ),
-                    });
-                }
-                let first = !self.stats.lock().connected;
-                self.stats.lock().connected = true;
-                if first {
-                    tracing::info!(server = %self.server.server_uri, "REST-JSON source answering");
-                }
+            Answer::Response(Read::Response {
+                response,
+                undecoded,
+            }) => {
+                self.note_answering();
                 self.answered = Some(response.type_url.clone());
-                self.session.handle_sotw_response(now, response);
+                self.session
+                    .handle_sotw_response_with_undecoded(now, response, undecoded);
+            }
+            Answer::Response(Read::Rejected(body)) => {
+                self.note_answering();
+                tracing::warn!(
+                    server = %self.server.server_uri,
+                    type_url,
+                    error = %body.error,
+                    "rejected a REST-JSON answer"
+                );
+                self.session.handle_sotw_rejected(
+                    now,
+                    type_url,
+                    body.nonce,
+                    &body.version,
+                    body.error,
+                );
             }
         }
         self.flush(Cause::Answer);
-        Ok(())
+    }
+
+    /// The server answers with a body: it is connected.
+    fn note_answering(&mut self) {
+        let first = !self.stats.lock().connected;
+        self.stats.lock().connected = true;
+        if first {
+            tracing::info!(server = %self.server.server_uri, "REST-JSON source answering");
+        }
     }
 
     /// A poll failed: the attempt ends as a stream the server ended.

@@ -1,6 +1,10 @@
 //! The HTTP side of a REST-JSON source: one POST of a `DiscoveryRequest`
 //! as JSON, its answer read back within the deadline and the size bound.
 //!
+//! What the body says is `response`'s to read; a failure here is the
+//! server's or the network's: no answer in time, a status other than 200
+//! and 304, a body over the bound.
+//!
 //! HTTP/1.1 over TCP, or over TLS (rustls, the same `tls` credentials as
 //! the gRPC transport), with connections kept for the next poll. Every
 //! request, the connection it may need included, is bounded by
@@ -14,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 use http::{Method, Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper_util::client::legacy::Client;
@@ -23,8 +27,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls;
 
+use super::response::{Read, read};
 use crate::bootstrap::{ChannelCreds, ServerConfig};
-use crate::json::{discovery_request_to_json, discovery_response_from_json};
+use crate::json::discovery_request_to_json;
 use crate::source::http::{Stream, TlsConfigError, error_chain, tls_config};
 use crate::transport::TransportError;
 use crate::transport::channel::read_tls_files;
@@ -39,8 +44,10 @@ const INTERNAL: i32 = 13;
 /// What a poll brought back.
 #[derive(Debug)]
 pub(crate) enum Answer {
-    /// `200 OK` with a `DiscoveryResponse`.
-    Response(DiscoveryResponse),
+    /// `200 OK` with a body, as far as it reads as a `DiscoveryResponse`
+    /// of the polled type (a body that does not is the server's news, to
+    /// NACK, not a failed poll).
+    Response(Read),
     /// `304 Not Modified`: nothing changed since the request's version.
     NotModified,
 }
@@ -130,7 +137,8 @@ impl HttpClient {
             .header(header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| Failure::new(INTERNAL, format!("{url}: {e}")))?;
-        match tokio::time::timeout(self.request_timeout, self.exchange(http_request)).await {
+        let exchange = self.exchange(&request.type_url, http_request);
+        match tokio::time::timeout(self.request_timeout, exchange).await {
             Ok(result) => {
                 result.map_err(|f| Failure::new(f.code, format!("POST {url}: {}", f.message)))
             }
@@ -144,7 +152,11 @@ impl HttpClient {
         }
     }
 
-    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<Answer, Failure> {
+    async fn exchange(
+        &self,
+        type_url: &str,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Answer, Failure> {
         let response = self
             .client
             .request(request)
@@ -189,14 +201,7 @@ impl HttpClient {
                 }
             })?
             .to_bytes();
-        discovery_response_from_json(&body)
-            .map(Answer::Response)
-            .map_err(|e| {
-                Failure::new(
-                    INTERNAL,
-                    format!("the body is not a DiscoveryResponse: {e}"),
-                )
-            })
+        Ok(Answer::Response(read(type_url, &body)))
     }
 }
 

@@ -7,6 +7,7 @@
 //!                                          │   validation, deletions, does-not-exist timers
 //!                                          │ PollSchedule: when each type's poll leaves
 //!                                          │ HttpClient: POST /v3/discovery:{type}, JSON both ways
+//!                                          │ response::read: the body as a response, or rejected
 //!                                          └─► EventSink::deliver(events)
 //! ```
 //!
@@ -18,12 +19,19 @@
 //! poll, `refresh_delay` after the answer; `304 Not Modified` means no
 //! change. The module `poll` states the schedule's rules.
 //!
+//! The JSON both ways is Envoy's (`http_subscription_impl.cc`), which
+//! third-party servers are written against (sovereign is tested): requests
+//! in the proto field names, defaults printed; a response's `type_url` is
+//! optional (the polled type). A body that is not a `DiscoveryResponse` of
+//! the polled type, or a resource of it that does not map, is a rejected
+//! update (Envoy's `UpdateRejected`), NACKed on the type's next poll as on
+//! ADS, not a failure of the server (module `response`).
+//!
 //! A poll that fails (no connection, no answer within `request_timeout`,
-//! an HTTP status other than 200 and 304, a body that is not a
-//! `DiscoveryResponse` or is over `max_message_size`) ends the attempt as
-//! a stream end does: outstanding polls are dropped, and the next attempt
-//! starts after the transport's backoff with every type asked afresh. As
-//! on ADS, an attempt that fails before any answer is a server failure
+//! an HTTP status other than 200 and 304, a body over `max_message_size`)
+//! ends the attempt as a stream end does: outstanding polls are dropped,
+//! and the next attempt starts after the transport's backoff with every
+//! type asked afresh. As on ADS, an attempt that fails before any answer is a server failure
 //! ([`CoreEvent::StreamFailed`](crate::protocol::CoreEvent::StreamFailed): ambient errors, gRFC A71 fallback); one
 //! that had answers is retried after the backoff's initial delay, and
 //! reported if that retry fails too.
@@ -34,6 +42,7 @@
 mod driver;
 mod http;
 mod poll;
+mod response;
 
 use std::sync::Arc;
 

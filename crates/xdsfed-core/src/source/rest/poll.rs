@@ -27,6 +27,17 @@
 //!    ask for nothing (or, on a first request, mean `*`).
 //! 6. **A failure clears the schedule**: the next attempt starts afresh with
 //!    what the session writes for a new stream (every type, due at once).
+//! 7. **New names are asked afresh**: a poll whose names differ from those
+//!    of the type's last answered poll carries an empty `version_info`,
+//!    whatever version the session holds. Over REST the version is all a
+//!    server can compare, and a server that versions the whole type (one
+//!    version for everything its templates render: sovereign) answers a
+//!    poll at the version held `304 Not Modified`, though the new name was
+//!    never sent: it would wait for the next change of the whole type. An
+//!    empty version asks for the state of the world; the answer carries
+//!    its version, which the next polls hold again. The names answered
+//!    last outlive a failure (the version does too), and are forgotten
+//!    with the type.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -55,6 +66,8 @@ struct TypePoll {
     outstanding: bool,
     /// A change of interest is waiting for the outstanding poll's answer.
     urgent: bool,
+    /// The names of the poll on the wire.
+    in_flight: Vec<String>,
 }
 
 /// The polling schedule of one REST-JSON source.
@@ -63,6 +76,8 @@ pub(crate) struct PollSchedule {
     refresh_delay: Duration,
     node: Node,
     types: BTreeMap<String, TypePoll>,
+    /// Per type, the names of its last answered poll (rule 7).
+    answered_names: BTreeMap<String, Vec<String>>,
 }
 
 impl PollSchedule {
@@ -73,6 +88,7 @@ impl PollSchedule {
             refresh_delay,
             node,
             types: BTreeMap::new(),
+            answered_names: BTreeMap::new(),
         }
     }
 
@@ -80,6 +96,7 @@ impl PollSchedule {
     pub(crate) fn handle_request(&mut self, now: Instant, request: DiscoveryRequest, cause: Cause) {
         if request.resource_names.is_empty() {
             self.types.remove(&request.type_url);
+            self.answered_names.remove(&request.type_url);
             return;
         }
         let mut request = request;
@@ -92,6 +109,7 @@ impl PollSchedule {
                 due: Some(now),
                 outstanding: false,
                 urgent: false,
+                in_flight: Vec::new(),
             });
         poll.latest = request;
         if cause == Cause::Interest {
@@ -105,8 +123,9 @@ impl PollSchedule {
 
     /// The outstanding poll of `type_url` was answered (a response, or
     /// "not modified"): the next is due `refresh_delay` from `now`, or at
-    /// once if interest changed meanwhile. `false` if the type is no
-    /// longer polled (its answer is stale).
+    /// once if interest changed meanwhile, and the server has answered for
+    /// its names (rule 7). `false` if the type is no longer polled (its
+    /// answer is stale).
     pub(crate) fn handle_answer(&mut self, now: Instant, type_url: &str) -> bool {
         let Some(poll) = self.types.get_mut(type_url) else {
             return false;
@@ -115,6 +134,8 @@ impl PollSchedule {
             return false;
         }
         poll.outstanding = false;
+        let names = std::mem::take(&mut poll.in_flight);
+        self.answered_names.insert(type_url.to_owned(), names);
         poll.due = Some(if poll.urgent {
             now
         } else {
@@ -124,7 +145,7 @@ impl PollSchedule {
         true
     }
 
-    /// Forgets every type (rule 6).
+    /// Forgets every type but the names last answered (rules 6 and 7).
     pub(crate) fn clear(&mut self) {
         self.types.clear();
     }
@@ -134,13 +155,18 @@ impl PollSchedule {
     /// [`clear`](Self::clear).
     #[must_use]
     pub(crate) fn poll_request(&mut self, now: Instant) -> Option<DiscoveryRequest> {
-        let poll = self
+        let (type_url, poll) = self
             .types
-            .values_mut()
-            .find(|p| !p.outstanding && p.due.is_some_and(|due| due <= now))?;
+            .iter_mut()
+            .find(|(_, p)| !p.outstanding && p.due.is_some_and(|due| due <= now))?;
         poll.outstanding = true;
         poll.due = None;
-        Some(poll.latest.clone())
+        let mut request = poll.latest.clone();
+        if self.answered_names.get(type_url) != Some(&request.resource_names) {
+            request.version_info.clear();
+        }
+        poll.in_flight.clone_from(&request.resource_names);
+        Some(request)
     }
 
     /// When the next poll is due.
@@ -267,6 +293,50 @@ mod tests {
         for r in [first, again] {
             assert_eq!(r.node.map(|n| n.id).as_deref(), Some("n1"));
         }
+    }
+
+    /// Rule 7: a poll whose names differ from those of the type's last
+    /// answered poll carries an empty version, on the same attempt or the
+    /// next; the same names keep the version; a type dropped and asked
+    /// again starts afresh.
+    #[test]
+    fn a_poll_naming_other_names_than_the_last_answered_carries_an_empty_version() {
+        let t0 = Instant::now();
+        let mut s = PollSchedule::new(ms(100), node());
+        s.handle_request(t0, request(CDS, &["c1"], "", ""), Cause::Interest);
+        let _ = s.poll_request(t0).unwrap();
+        assert!(s.handle_answer(t0 + ms(1), CDS));
+        s.handle_request(t0 + ms(1), request(CDS, &["c1"], "v1", ""), Cause::Answer);
+        let ack = s.poll_request(t0 + ms(101)).unwrap();
+        assert_eq!(ack.version_info, "v1", "the same names keep the version");
+        assert!(s.handle_answer(t0 + ms(102), CDS));
+
+        let more = request(CDS, &["c1", "c2"], "v1", "");
+        s.handle_request(t0 + ms(110), more.clone(), Cause::Interest);
+        let fresh = s.poll_request(t0 + ms(110)).unwrap();
+        assert_eq!(fresh.version_info, "", "a new name: asked afresh");
+        assert_eq!(fresh.resource_names, ["c1", "c2"]);
+        // The attempt fails before the answer: the next asks afresh too.
+        s.clear();
+        s.handle_request(t0 + ms(120), more, Cause::Interest);
+        assert_eq!(s.poll_request(t0 + ms(120)).unwrap().version_info, "");
+        assert!(s.handle_answer(t0 + ms(121), CDS));
+        s.handle_request(
+            t0 + ms(121),
+            request(CDS, &["c1", "c2"], "v2", ""),
+            Cause::Answer,
+        );
+        assert_eq!(s.poll_request(t0 + ms(221)).unwrap().version_info, "v2");
+        assert!(s.handle_answer(t0 + ms(222), CDS));
+
+        // Dropped, then asked again at the version the session kept.
+        s.handle_request(t0 + ms(230), request(CDS, &[], "v2", ""), Cause::Interest);
+        s.handle_request(
+            t0 + ms(231),
+            request(CDS, &["c1", "c2"], "v2", ""),
+            Cause::Interest,
+        );
+        assert_eq!(s.poll_request(t0 + ms(231)).unwrap().version_info, "");
     }
 
     /// Rules 5 and 6: nothing left to ask stops the type; a failure stops
