@@ -28,7 +28,9 @@ use std::{
 
 use tonic::{Request, Response, Status};
 use xdsfed_core::name::XdstpName;
-use xdsfed_testbed::{AckReport, Faults, Injected, Protocol, Server, ServerError, Testbed, Variant};
+use xdsfed_testbed::{
+    AckReport, Faults, Injected, Protocol, Server, ServerError, Testbed, Variant,
+};
 
 use crate::proto::testbed::v1::{
     self as pb,

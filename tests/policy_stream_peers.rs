@@ -110,7 +110,10 @@ impl ValidatingPolicyService for ForgetfulServer {
         log.lock().unwrap().push(Vec::new());
         let record = move |r: &PolicyDiscoveryRequest| log.lock().unwrap()[stream].push(r.clone());
         // Nothing is sent, headers included, before the first request.
-        let first = inbound.message().await?.ok_or_else(|| Status::cancelled("no request"))?;
+        let first = inbound
+            .message()
+            .await?
+            .ok_or_else(|| Status::cancelled("no request"))?;
         record(&first);
         let (tx, rx) = mpsc::channel(8);
         tokio::spawn(async move {
@@ -230,7 +233,11 @@ async fn absent_policy_is_reported_once_across_reconnects() {
     s.set(&policy("other", "true"));
     let mut watch = s.watch("require-auth");
     let event = next(&mut watch).await;
-    assert!(matches!(event, WatchEvent::DoesNotExist), "{}", describe(&event));
+    assert!(
+        matches!(event, WatchEvent::DoesNotExist),
+        "{}",
+        describe(&event)
+    );
     for _ in 0..3 {
         let failures = s.client.status().servers[0].server_failure;
         // Down long enough for attempts to fail before any response.
@@ -268,7 +275,11 @@ async fn policy_for_another_evaluator_is_skipped_and_the_rest_acked() {
     let mut skipped = s.watch("kubernetes-only");
     expect(&mut watch, "v1").await;
     let event = next(&mut skipped).await;
-    assert!(matches!(event, WatchEvent::DoesNotExist), "{}", describe(&event));
+    assert!(
+        matches!(event, WatchEvent::DoesNotExist),
+        "{}",
+        describe(&event)
+    );
     let status = s.client.status();
     let entry = status
         .resources
@@ -361,7 +372,10 @@ async fn nacked_snapshot_is_an_ambient_error_and_one_warning() {
     let uri = s.server().uri();
     assert!(line.contains("WARN"), "{line}");
     assert!(line.contains(&uri) && line.contains(&version), "{line}");
-    assert!(line.contains("rate-limit") && line.contains("failure_policy"), "{line}");
+    assert!(
+        line.contains("rate-limit") && line.contains("failure_policy"),
+        "{line}"
+    );
     // Server text is escaped: no raw control character reaches the log.
     assert!(!line.contains('\u{1b}'), "{line:?}");
 }

@@ -83,6 +83,9 @@ mod tests {
     #[test]
     fn no_spread_is_the_interval_itself() {
         let mut jitter = Jitter::new(42, 0.0);
-        assert_eq!(jitter.interval(Duration::from_secs(3)), Duration::from_secs(3));
+        assert_eq!(
+            jitter.interval(Duration::from_secs(3)),
+            Duration::from_secs(3)
+        );
     }
 }

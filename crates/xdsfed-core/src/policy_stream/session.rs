@@ -27,7 +27,8 @@ pub enum PolicyTransmit {
 }
 
 /// What the driver logs as a warning, naming the server (the session
-/// knows none). Server text in it is as sent: the driver escapes it.
+/// knows none). Server text in it is bounded but not escaped: the driver
+/// escapes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyWarning {
     /// A snapshot was rejected (NACKed); the last good policies keep
@@ -518,9 +519,9 @@ impl PolicySession {
                 continue;
             }
             self.warnings.push_back(PolicyWarning::Skipped {
-                version: Arc::clone(&snapshot.version),
-                policy: policy.clone(),
-                evaluation_mode: mode.clone(),
+                version: Arc::from(snapshot::shorten(&snapshot.version)),
+                policy: snapshot::shorten(policy),
+                evaluation_mode: snapshot::shorten(mode),
             });
         }
     }
@@ -538,7 +539,7 @@ impl PolicySession {
         let news = (Arc::clone(&version), rejection.message.clone());
         if self.last_nack.as_ref() != Some(&news) {
             self.warnings.push_back(PolicyWarning::Nacked {
-                version,
+                version: Arc::from(snapshot::shorten(&version)),
                 reason: rejection.message.clone(),
             });
             self.last_nack = Some(news);
@@ -570,7 +571,8 @@ impl PolicySession {
                 rejection.message.clone()
             } else {
                 format!(
-                    "the snapshot of version {version:?} was rejected: {}",
+                    "the snapshot of version {:?} was rejected: {}",
+                    snapshot::shorten(version),
                     rejection.message
                 )
             };
@@ -651,35 +653,39 @@ impl PolicySession {
                 });
             }
             Some(_) => {}
-            None => {
-                let (absent, reason) = if skipped && wanted {
-                    (Told::Skipped, RemovedReason::NotConsidered)
-                } else {
-                    (Told::Absent, RemovedReason::Deleted)
-                };
-                let was_copy = matches!(before, Some(Told::Copy(_)));
-                // Absence is said once, even on a new stream: only a change
-                // (a copy gone, or absent for another reason) is news.
-                if before == Some(&absent) {
-                    return;
-                }
-                if !wanted && !was_copy {
-                    return;
-                }
-                if wanted {
-                    self.told.insert(key.clone(), absent);
-                } else {
-                    self.told.remove(key);
-                }
-                // The snapshot is the server's whole answer: absence is a
-                // deletion, not the does-not-exist timer (which means nobody
-                // answered, and may call for an `#alt`).
-                self.events.push_back(CoreEvent::Removed {
-                    key: key.clone(),
-                    reason,
-                });
-            }
+            None => self.tell_absent(key, wanted, skipped),
         }
+    }
+
+    /// Tells the cache that `key` is not in the held snapshot (or is, for
+    /// another evaluator: `skipped`), unless it was told so already.
+    fn tell_absent(&mut self, key: &ResourceKey, wanted: bool, skipped: bool) {
+        let (absent, reason) = if skipped && wanted {
+            (Told::Skipped, RemovedReason::NotConsidered)
+        } else {
+            (Told::Absent, RemovedReason::Deleted)
+        };
+        let before = self.told.get(key);
+        // Absence is said once, even on a new stream: only a change (a
+        // copy gone, or absent for another reason) is news.
+        if before == Some(&absent) {
+            return;
+        }
+        if !wanted && !matches!(before, Some(Told::Copy(_))) {
+            return;
+        }
+        if wanted {
+            self.told.insert(key.clone(), absent);
+        } else {
+            self.told.remove(key);
+        }
+        // The snapshot is the server's whole answer: absence is a deletion,
+        // not the does-not-exist timer (which means nobody answered, and
+        // may call for an `#alt`).
+        self.events.push_back(CoreEvent::Removed {
+            key: key.clone(),
+            reason,
+        });
     }
 }
 

@@ -100,7 +100,9 @@ pub(crate) fn check(response: &PolicyDiscoveryResponse) -> Result<Snapshot, Reje
     Ok(snapshot)
 }
 
-fn shorten(name: &str) -> String {
+/// `name` cut to 128 characters (`…` marks a cut): server text repeated
+/// into messages and logs must not grow without bound.
+pub(crate) fn shorten(name: &str) -> String {
     let mut shown: String = name.chars().take(128).collect();
     if shown.len() < name.len() {
         shown.push('…');

@@ -473,7 +473,12 @@ fn policy_for_another_evaluator_is_skipped_and_the_snapshot_acked() {
     got.sort();
     assert_eq!(
         got,
-        ["healthy", "skipped kubernetes", "skipped unset", "upsert a@v1"]
+        [
+            "healthy",
+            "skipped kubernetes",
+            "skipped unset",
+            "upsert a@v1"
+        ]
     );
     assert_eq!(s.policy_names().collect::<Vec<_>>(), ["a"]);
     assert_eq!(
