@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::bootstrap::PolicyStreamTiming;
 use crate::policy_stream::wire::{ValidatingPolicy, ValidatingPolicySpec, Validation};
+use crate::protocol::RemovedReason;
 
 const AUTHORITY: &str = "policies.onprem";
 const POLL: Duration = Duration::from_secs(10);
