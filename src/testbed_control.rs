@@ -28,7 +28,9 @@ use std::{
 
 use tonic::{Request, Response, Status};
 use xdsfed_core::name::XdstpName;
-use xdsfed_testbed::{Faults, Injected, Server, ServerError, Testbed, Variant};
+use xdsfed_testbed::{
+    AckReport, Faults, Injected, Protocol, Server, ServerError, Testbed, Variant,
+};
 
 use crate::proto::testbed::v1::{
     self as pb,
@@ -80,6 +82,25 @@ fn to_envoy_any(any: prost_types::Any) -> envoy_types::pb::google::protobuf::Any
     envoy_types::pb::google::protobuf::Any {
         type_url: any.type_url,
         value: any.value,
+    }
+}
+
+/// `report` of the wait for `version`, as the control API answers it.
+fn wait_acked_response(report: AckReport, version: String) -> pb::WaitAckedResponse {
+    pb::WaitAckedResponse {
+        acked_by: report.acked_by,
+        nacked_by: report
+            .nacked_by
+            .into_iter()
+            .map(|n| pb::ClientNack {
+                node_id: n.node_id,
+                error: n.error,
+                peer: n.peer.map(|p| p.to_string()).unwrap_or_default(),
+            })
+            .collect(),
+        timed_out: report.timed_out,
+        pending: report.pending,
+        version,
     }
 }
 
@@ -286,6 +307,12 @@ impl TestbedControl for ControlService {
         let request = request.into_inner();
         let server = self.server(&request.server)?;
         let timeout = duration("timeout", request.timeout)?.unwrap_or(DEFAULT_WAIT);
+        if let Protocol::PolicyStream { .. } = server.protocol() {
+            // Answers are per snapshot there: the version clients ACK is the
+            // snapshot's, not the content hash of the policy named.
+            let (version, report) = server.policies().wait_acked(timeout).await;
+            return Ok(Response::new(wait_acked_response(report, version)));
+        }
         let version = if request.version.is_empty() {
             server
                 .store()
@@ -304,21 +331,7 @@ impl TestbedControl for ControlService {
             .wait_acked(&request.type_url, &request.name, Some(&version), timeout)
             .await
             .map_err(to_status)?;
-        Ok(Response::new(pb::WaitAckedResponse {
-            acked_by: report.acked_by,
-            nacked_by: report
-                .nacked_by
-                .into_iter()
-                .map(|n| pb::ClientNack {
-                    node_id: n.node_id,
-                    error: n.error,
-                    peer: n.peer.map(|p| p.to_string()).unwrap_or_default(),
-                })
-                .collect(),
-            timed_out: report.timed_out,
-            pending: report.pending,
-            version,
-        }))
+        Ok(Response::new(wait_acked_response(report, version)))
     }
 
     async fn list_clients(

@@ -61,8 +61,8 @@ pub enum Protocol {
     Ads,
     /// `kyverno.http.v1alpha1.ValidatingPolicyService` (see [`crate::policy`]).
     PolicyStream {
-        /// A client whose last health check is older than this is flushed
-        /// (checked every half of it).
+        /// A client not heard from (request or health check) for longer
+        /// than this is flushed (checked every half of it).
         max_client_inactive: Duration,
     },
     /// REST-JSON polling: `POST /v3/discovery:{type}` over HTTP/1.1 (see
@@ -646,8 +646,8 @@ fn add_protocol(
     }
 }
 
-/// Flushes the policy clients without a recent health check, every half of
-/// `max_inactive`, until the run stops (§Health Checks).
+/// Flushes the policy clients silent for longer than `max_inactive`, every
+/// half of it, until the run stops (§Health Checks).
 fn flush_inactive(shared: &Arc<Shared>, mut stop: watch::Receiver<bool>, max_inactive: Duration) {
     let shared = Arc::clone(shared);
     let every = (max_inactive / 2).max(Duration::from_millis(10));

@@ -9,7 +9,7 @@
 //! | deletion by the server | dropped, does not exist (kept with `ignore_resource_deletion`) | does not exist |
 //! | does-not-exist timer | — | does not exist (timeout with the transient-timer feature) |
 //! | TP3 resource error | kept, ambient error (dropped for NOT_FOUND/PERMISSION_DENIED with `fail_on_data_errors`) | error (does not exist for NOT_FOUND) |
-//! | stream failure (A57) | kept, ambient error | error |
+//! | stream failure (A57) | kept, ambient error | error; a known absence records it quietly (no second "does not exist") |
 //!
 //! A copy loaded from the state directory (status `FromDisk`) serves with
 //! an ambient error saying so: the first update replaces it (and wakes
@@ -173,6 +173,10 @@ fn removed(
         RemovedReason::Deleted if state.resource.is_none() => ("not found on", Cause::NotOnServer),
         RemovedReason::Deleted => ("deleted by", Cause::Deleted),
         RemovedReason::TtlExpired => ("expired (TTL) from", Cause::TtlExpired),
+        RemovedReason::NotConsidered => (
+            "not considered (its evaluation_mode is not one this client evaluates) from",
+            Cause::Deleted,
+        ),
     };
     let message = format!(
         "{} {} {why} server {}",
@@ -260,12 +264,15 @@ pub(crate) fn data_error(state: &mut ResourceState, error: XdsError) -> bool {
 /// A transient error (gRFC A57): the copy, if any, keeps serving.
 /// A copy from the state directory keeps its own ambient error: that no
 /// server has confirmed it says more than why one cannot be reached.
+/// A known absence stands too: the error is recorded (the status shows
+/// it) but wakes nobody, since all a watcher could be told is that the
+/// resource does not exist, which it was told already.
 pub(crate) fn transient(state: &mut ResourceState, error: &XdsError) -> bool {
     if state.status == ResourceStatus::FromDisk {
         return false;
     }
     state.error = Some(error.clone());
-    true
+    !is_known_absent(state)
 }
 
 /// The server that failed answers again: the transient error its failure
@@ -280,7 +287,15 @@ pub(crate) fn healthy_again(state: &mut ResourceState) -> bool {
     if stale {
         state.error = None;
     }
-    stale
+    // A known absence heard nothing of the error: nothing to clear for it.
+    stale && !is_known_absent(state)
+}
+
+/// Whether watchers of `state` were told it does not exist, and have
+/// nothing else to hear until it exists again (gRFC A88: does-not-exist
+/// is reported once per transition).
+fn is_known_absent(state: &ResourceState) -> bool {
+    state.resource.is_none() && state.status == ResourceStatus::DoesNotExist
 }
 
 /// How messages name the server of `source`: with `(as NAME)` when the copy
@@ -310,4 +325,31 @@ fn about(error: XdsError, key: &ResourceKey, cx: &Context<'_>) -> XdsError {
 /// `envoy.config.cluster.v3.Cluster` from its type URL.
 pub(crate) fn short_type(type_url: &str) -> &str {
     type_url.rsplit('/').next().unwrap_or(type_url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream_failed() -> XdsError {
+        XdsError::new(ErrorKind::Transient, "stream to a failed").with_cause(Cause::StreamFailed)
+    }
+
+    /// gRFC A88: does-not-exist is reported once per transition. A stream
+    /// failure and the reconnect after it leave a known absence as it was
+    /// for its watchers (the status shows the error meanwhile); an entry
+    /// still waiting for its first answer hears of both.
+    #[test]
+    fn known_absence_is_not_reported_again_on_stream_failure_or_recovery() {
+        let mut absent = ResourceState::requested();
+        absent.status = ResourceStatus::DoesNotExist;
+        assert!(!transient(&mut absent, &stream_failed()));
+        assert!(absent.error.is_some());
+        assert!(!healthy_again(&mut absent));
+        assert!(absent.error.is_none());
+
+        let mut waiting = ResourceState::requested();
+        assert!(transient(&mut waiting, &stream_failed()));
+        assert!(healthy_again(&mut waiting));
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::jitter::{DEFAULT_JITTER, random_seed};
 use crate::bootstrap::PolicyStreamTiming;
 use crate::protocol::{AuthorityFilter, DEFAULT_HANDSHAKE_TIMEOUT};
 
@@ -26,11 +27,20 @@ pub struct PolicySessionConfig {
     /// protocol's server answers the first request at once, so silence is a
     /// failure (the default is the handshake timeout).
     pub first_response_timeout: Duration,
+    /// The spread of every poll and health-check interval, as a fraction
+    /// either way: each interval is drawn from `[1 − jitter, 1 + jitter]` ×
+    /// the configured one (default 0.2), so that sidecars started together
+    /// do not poll in lockstep.
+    pub jitter: f32,
+    /// The seed the session draws its jitter from: random unless fixed
+    /// with [`with_jitter`](Self::with_jitter) (tests).
+    pub jitter_seed: u64,
 }
 
 impl PolicySessionConfig {
     /// A session for `client_address` keying policies under `authorities`
-    /// (old-style names too), with the default timers.
+    /// (old-style names too), with the default timers and jitter, seeded
+    /// at random.
     pub fn new(
         client_address: impl Into<String>,
         authorities: impl IntoIterator<Item = impl Into<String>>,
@@ -47,7 +57,17 @@ impl PolicySessionConfig {
             timing: PolicyStreamTiming::default(),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             first_response_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            jitter: DEFAULT_JITTER,
+            jitter_seed: random_seed(),
         }
+    }
+
+    /// The same, with intervals spread by `jitter` either way, drawn from
+    /// `seed` (no spread at all with `0.0`).
+    pub fn with_jitter(mut self, jitter: f32, seed: u64) -> Self {
+        self.jitter = jitter;
+        self.jitter_seed = seed;
+        self
     }
 
     /// The same, with `timing`.

@@ -53,9 +53,5 @@ fn client_address(opts: &TransportOptions) -> String {
     if !opts.node.id.is_empty() {
         return opts.node.id.clone();
     }
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    format!("xdsfed-{random:016x}")
+    format!("xdsfed-{:016x}", super::jitter::random_seed())
 }

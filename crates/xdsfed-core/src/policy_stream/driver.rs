@@ -24,7 +24,7 @@ use tonic::{Code, Status, Streaming};
 use tracing::Instrument as _;
 
 use super::PolicySessionConfig;
-use super::session::{PolicySession, PolicyTransmit};
+use super::session::{PolicySession, PolicyTransmit, PolicyWarning};
 use super::wire::validating_policy_service_client::ValidatingPolicyServiceClient;
 use super::wire::{HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse};
 use crate::bootstrap::ServerConfig;
@@ -313,6 +313,9 @@ impl Driver {
                 }
             }
         }
+        while let Some(warning) = self.session.poll_warning() {
+            self.warn(&warning);
+        }
         let events: Vec<_> = std::iter::from_fn(|| self.session.poll_event()).collect();
         let delivered = !events.is_empty();
         if delivered {
@@ -335,6 +338,31 @@ impl Driver {
             stats
                 .answered_types
                 .insert(VALIDATING_POLICY_TYPE_URL.to_owned());
+        }
+    }
+
+    /// Logs `warning`, naming the server. Server text goes through `Debug`,
+    /// which escapes control characters: a server cannot forge log lines.
+    fn warn(&self, warning: &PolicyWarning) {
+        let server = &self.server.server_uri;
+        match warning {
+            PolicyWarning::Nacked { version, reason } => tracing::warn!(
+                %server,
+                version = ?version,
+                reason = ?reason,
+                "policy snapshot rejected (NACK sent); the last good policies keep serving"
+            ),
+            PolicyWarning::Skipped {
+                version,
+                policy,
+                evaluation_mode,
+            } => tracing::warn!(
+                %server,
+                version = ?version,
+                policy = ?policy,
+                evaluation_mode = ?evaluation_mode,
+                "policy not considered: its evaluation mode is not Envoy or HTTP"
+            ),
         }
     }
 

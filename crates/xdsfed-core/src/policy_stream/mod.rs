@@ -14,22 +14,37 @@
 //!
 //! ```text
 //!  subscribe / unsubscribe / *  ──►┐                ┌─► poll_transmit ─► initial request, ACK, NACK,
-//!  handle_connected             ──►│                │                   poll (last answer again), HealthCheck
+//!  handle_connected             ──►│                │                   poll (last request again), HealthCheck
 //!  handle_stream_accepted       ──►│ PolicySession  ├─► poll_event    ─► CoreEvent (Upsert / Removed /
 //!  handle_response (snapshot)   ──►│                │                   DoesNotExist / Invalid / Stream*)
-//!  handle_health_check          ──►│                ├─► poll_close    ─► the driver ends the stream
-//!  handle_stream_end / timeout  ──►┘                └─► poll_timeout  ─► the driver's sleep
+//!  handle_health_check          ──►│                ├─► poll_warning  ─► the driver's log (NACK, skipped policy)
+//!  handle_stream_end / timeout  ──►┘                ├─► poll_close    ─► the driver ends the stream
+//!                                                   └─► poll_timeout  ─► the driver's sleep
 //! ```
 //!
 //! # The protocol's rules, and where this client does better
 //!
 //! - Each stream starts with the initial request (empty version and
-//!   nonce), which any server answers with the full snapshot.
-//! - A snapshot is validated whole: every policy passes, and the client
-//!   ACKs with the snapshot's version and nonce; or one policy fails, and
-//!   the client NACKs with its last good version, the snapshot's nonce and
-//!   an `error_detail` naming the policy and the field, and keeps serving
-//!   its last good policies.
+//!   nonce), which any server answers with the full snapshot. It is sent
+//!   at once, whatever the server does, and again at every poll until the
+//!   server answers: a server that speaks only when spoken to, and missed
+//!   it (still loading after a restart), is asked again one poll later
+//!   instead of at the first-response deadline.
+//! - A policy whose `evaluation_mode` is not one this client evaluates
+//!   (`Envoy`, `HTTP`), or is unset, is not considered: the upstream
+//!   plugin skips such a policy (a `ValidatingPolicy` is generic, and one
+//!   for Kubernetes "doesn't apply"), and so does this client, unchecked,
+//!   without failing the snapshot. Its watchers learn it does not exist,
+//!   the status naming why (`Removed` with `NotConsidered`), and the log
+//!   warns once per policy.
+//! - The rest of a snapshot is validated whole: every policy passes, and
+//!   the client ACKs with the snapshot's version and nonce; or one policy
+//!   fails, and the client NACKs with its last good version, the
+//!   snapshot's nonce and an `error_detail` naming the policy and the
+//!   field, and keeps serving its last good policies. The NACK is not
+//!   silent: every policy served from the stream gets an ambient error
+//!   naming the snapshot's version and the reason (the bad policy its
+//!   own error), and the log one warning per rejected version.
 //! - An accepted snapshot is diffed with what the cache was told, key by
 //!   key: `Upsert` for new and changed policies, `Removed` for policies
 //!   gone or never in it (absence from a whole snapshot is the server's
@@ -43,6 +58,9 @@
 //!   not another trigger).
 //! - `HealthCheck` every `health_check_interval`, from the moment a stream
 //!   opens; a failed health check is counted, not fatal.
+//! - Every poll and health-check interval is jittered (±20 % by default,
+//!   drawn from a seeded source the driver seeds at random), so that
+//!   sidecars started together do not poll in lockstep.
 //! - Where the spec's client exits on a stream error and relies on a
 //!   restart, this one reconnects with the transport's backoff, and its
 //!   held policies keep serving meanwhile (a stream that fails before any
@@ -59,10 +77,11 @@
 mod config;
 mod connection;
 mod driver;
+mod jitter;
 mod session;
 mod snapshot;
 pub mod wire;
 
 pub use config::PolicySessionConfig;
 pub use connection::{PolicyConnection, PolicyKind};
-pub use session::{PolicySession, PolicyStats, PolicyTransmit};
+pub use session::{PolicySession, PolicyStats, PolicyTransmit, PolicyWarning};

@@ -5,15 +5,15 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-
+use self::told::Told;
 use super::config::PolicySessionConfig;
-use super::snapshot::{self, KeyMeaning, Rejection, Snapshot};
+use super::jitter::Jitter;
+use super::snapshot::{self, Rejection, Snapshot};
 use super::wire::{
     ErrorDetail, HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
 };
-use crate::protocol::{CoreEvent, Initiator, Phase, RemovedReason, ResourceKey, StreamEnd};
-use crate::types::{VALIDATING_POLICY_TYPE_URL, ValidationError};
+use crate::protocol::{CoreEvent, Initiator, Phase, ResourceKey, StreamEnd};
+use crate::types::VALIDATING_POLICY_TYPE_URL;
 
 /// What the driver writes: on the stream, or as a unary call.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +23,31 @@ pub enum PolicyTransmit {
     /// A `HealthCheck` call; the driver stamps `time` with the wall clock
     /// (the session reads no clock).
     HealthCheck(HealthCheckRequest),
+}
+
+/// What the driver logs as a warning, naming the server (the session
+/// knows none). Server text in it is bounded but not escaped: the driver
+/// escapes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyWarning {
+    /// A snapshot was rejected (NACKed); the last good policies keep
+    /// serving. Once per rejected version and reason.
+    Nacked {
+        /// The rejected snapshot's `version_info`.
+        version: Arc<str>,
+        /// The NACK's `error_detail`: the policy and the field.
+        reason: String,
+    },
+    /// A policy is not considered: its evaluation mode is not one this
+    /// client evaluates. Once per policy, while it stays so.
+    Skipped {
+        /// The accepted snapshot's `version_info`.
+        version: Arc<str>,
+        /// The policy's name (`policies[i]` without one).
+        policy: String,
+        /// Its `evaluation_mode`, as sent.
+        evaluation_mode: String,
+    },
 }
 
 /// Counters of one policy session.
@@ -40,6 +65,9 @@ pub struct PolicyStats {
     pub resource_updates_invalid: u64,
     /// Entries marked `delete` inside snapshots, left out.
     pub deletion_markers: u64,
+    /// Policies of accepted snapshots not considered (of another
+    /// evaluation mode), left out.
+    pub policies_skipped: u64,
     /// Requests re-sent to learn of new versions.
     pub polls: u64,
     /// Health checks answered.
@@ -83,23 +111,16 @@ struct PerStream {
     /// Whether the server accepted it (response headers).
     accepted: bool,
     /// What to write, in order; `true` marks an ACK or NACK (what a poll
-    /// re-sends), as opposed to the initial request, a poll or a health
-    /// check.
+    /// re-sends from then on), as opposed to the initial request, a poll
+    /// or a health check.
     outbox: VecDeque<(PolicyTransmit, bool)>,
-    /// The last ACK or NACK written: what a poll re-sends.
-    last_answer: Option<PolicyDiscoveryRequest>,
+    /// What a poll re-sends: the initial request until the server answers
+    /// (a server that only answers requests may have missed it), then the
+    /// last ACK or NACK written.
+    poll_request: Option<PolicyDiscoveryRequest>,
     /// Whether this stream's first snapshot was accepted: it re-states
     /// every key, since the cache may have been told otherwise meanwhile.
     restated: bool,
-}
-
-/// What the cache was last told of a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Told {
-    /// A copy with these bytes.
-    Copy(Bytes),
-    /// That it does not exist, or was deleted.
-    Absent,
 }
 
 /// The sans-IO state machine of one policy stream.
@@ -124,7 +145,15 @@ pub struct PolicySession {
     subscribed: BTreeSet<ResourceKey>,
     wildcard: bool,
     told: HashMap<ResourceKey, Told>,
+    /// Keys whose watchers heard of a NACK with their copy serving: the
+    /// next accepted snapshot states them again, which clears the error.
+    nacked: BTreeSet<ResourceKey>,
+    /// The last NACK warned of (version, reason): the same is not again.
+    last_nack: Option<(Arc<str>, String)>,
+    /// Draws every poll and health-check interval.
+    jitter: Jitter,
     stats: PolicyStats,
+    warnings: VecDeque<PolicyWarning>,
     // Per stream.
     stream: PerStream,
     timers: Timers,
@@ -136,13 +165,17 @@ impl PolicySession {
     /// A session with no stream and no subscriptions.
     pub fn new(cfg: PolicySessionConfig) -> Self {
         PolicySession {
+            jitter: Jitter::new(cfg.jitter_seed, cfg.jitter),
             cfg,
             phase: Phase::Idle,
             held: None,
             subscribed: BTreeSet::new(),
             wildcard: false,
             told: HashMap::new(),
+            nacked: BTreeSet::new(),
+            last_nack: None,
             stats: PolicyStats::default(),
+            warnings: VecDeque::new(),
             stream: PerStream::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
@@ -172,6 +205,14 @@ impl PolicySession {
         self.held
             .iter()
             .flat_map(|s| s.policies.keys().map(String::as_str))
+    }
+
+    /// The names of the policies of the held snapshot that are not
+    /// considered (another evaluation mode), sorted.
+    pub fn skipped_policies(&self) -> impl Iterator<Item = &str> {
+        self.held
+            .iter()
+            .flat_map(|s| s.skipped.keys().map(String::as_str))
     }
 
     /// Whether anything is subscribed (names or `*`).
@@ -235,7 +276,9 @@ impl PolicySession {
 
     /// A stream was opened: its first request asks for a full snapshot
     /// (empty version and nonce, the protocol's initial request), whatever
-    /// the session holds, so that any server answers it.
+    /// the session holds, so that any server answers it. It leaves at
+    /// once, whether or not the server has said anything, and is what a
+    /// poll re-sends until the server answers.
     pub fn handle_connected(&mut self, now: Instant) {
         self.phase = Phase::AwaitingFirstResponse;
         self.stream = PerStream::default();
@@ -249,8 +292,11 @@ impl PolicySession {
             // client as soon as it connects.
             health_check: Some(now),
         };
-        let initial = PolicyTransmit::Discovery(self.request("", "", None));
-        self.stream.outbox.push_back((initial, false));
+        let initial = self.request("", "", None);
+        self.stream.poll_request = Some(initial.clone());
+        self.stream
+            .outbox
+            .push_back((PolicyTransmit::Discovery(initial), false));
     }
 
     /// The server accepted the stream (its response headers arrived).
@@ -339,16 +385,17 @@ impl PolicySession {
             ));
         }
         if due(self.timers.poll) {
-            self.timers.poll = Some(now + self.cfg.timing.poll_interval);
-            if let Some(last) = self.stream.last_answer.clone() {
+            self.timers.poll = Some(now + self.jitter.interval(self.cfg.timing.poll_interval));
+            if let Some(request) = self.stream.poll_request.clone() {
                 self.stats.polls += 1;
                 self.stream
                     .outbox
-                    .push_back((PolicyTransmit::Discovery(last), false));
+                    .push_back((PolicyTransmit::Discovery(request), false));
             }
         }
         if due(self.timers.health_check) {
-            self.timers.health_check = Some(now + self.cfg.timing.health_check_interval);
+            let interval = self.jitter.interval(self.cfg.timing.health_check_interval);
+            self.timers.health_check = Some(now + interval);
             let check = PolicyTransmit::HealthCheck(HealthCheckRequest {
                 client_address: self.cfg.client_address.clone(),
                 time: None,
@@ -365,8 +412,9 @@ impl PolicySession {
         self.close.take()
     }
 
-    /// The next thing to write. Writing an ACK or NACK (re)starts the poll
-    /// timer: the next poll is one interval after the last request.
+    /// The next thing to write. Writing any request (re)starts the poll
+    /// timer: the next poll is one (jittered) interval after the last
+    /// request, the initial one included.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant) -> Option<PolicyTransmit> {
         if self.phase == Phase::Idle {
@@ -375,13 +423,17 @@ impl PolicySession {
         let (next, answer) = self.stream.outbox.pop_front()?;
         if let PolicyTransmit::Discovery(request) = &next {
             if answer {
-                self.stream.last_answer = Some(request.clone());
+                self.stream.poll_request = Some(request.clone());
             }
-            if self.stream.last_answer.is_some() {
-                self.timers.poll = Some(now + self.cfg.timing.poll_interval);
-            }
+            self.timers.poll = Some(now + self.jitter.interval(self.cfg.timing.poll_interval));
         }
         Some(next)
+    }
+
+    /// The next warning for the log.
+    #[must_use]
+    pub fn poll_warning(&mut self) -> Option<PolicyWarning> {
+        self.warnings.pop_front()
     }
 
     /// The next event for the cache.
@@ -423,6 +475,9 @@ impl PolicySession {
         self.stats.acks += 1;
         self.stats.resource_updates_valid += snapshot.policies.len() as u64;
         self.stats.deletion_markers += snapshot.deletion_markers;
+        self.stats.policies_skipped += snapshot.skipped.len() as u64;
+        self.warn_skipped(&snapshot);
+        self.last_nack = None;
         let ack = self.request(&snapshot.version, nonce, None);
         // Keys the cache holds copies of but that may now be gone.
         let mut keys: BTreeSet<ResourceKey> = self
@@ -434,16 +489,32 @@ impl PolicySession {
         self.held = Some(snapshot);
         keys.extend(self.subscribed.iter().cloned());
         keys.extend(self.held_keys());
-        let restate = !self.stream.restated;
+        let restate_all = !self.stream.restated;
         self.stream.restated = true;
         for key in keys {
+            let restate = self.nacked.remove(&key) || restate_all;
             self.state(&key, restate);
         }
+        self.nacked.clear();
         ack
     }
 
-    /// Reports the bad policy to its watchers and returns the NACK, which
-    /// carries the last good version.
+    /// Warns of each policy newly not considered.
+    fn warn_skipped(&mut self, snapshot: &Snapshot) {
+        let before = self.held.as_ref().map(|held| &held.skipped);
+        for (policy, mode) in &snapshot.skipped {
+            if before.and_then(|b| b.get(policy)) == Some(mode) {
+                continue;
+            }
+            self.warnings.push_back(PolicyWarning::Skipped {
+                version: Arc::from(snapshot::shorten(&snapshot.version)),
+                policy: snapshot::shorten(policy),
+                evaluation_mode: snapshot::shorten(mode),
+            });
+        }
+    }
+
+    /// Reports the NACK and returns it; it carries the last good version.
     fn reject(
         &mut self,
         rejection: Rejection,
@@ -451,108 +522,23 @@ impl PolicySession {
     ) -> PolicyDiscoveryRequest {
         self.stats.nacks += 1;
         self.stats.resource_updates_invalid += 1;
-        if let Some(name) = &rejection.policy {
-            let version: Arc<str> = Arc::from(response.version_info.as_str());
-            for key_name in snapshot::keys_of(&self.cfg, name) {
-                let key = ResourceKey::new(VALIDATING_POLICY_TYPE_URL, key_name);
-                if self.subscribed.contains(&key) || self.wildcard {
-                    // The next good snapshot states the key again, so that
-                    // the NACK's error clears even if the copy is unchanged.
-                    self.told.remove(&key);
-                    self.events.push_back(CoreEvent::Invalid {
-                        key,
-                        error: ValidationError(rejection.message.clone()),
-                        version: Arc::clone(&version),
-                    });
-                }
-            }
+        let version: Arc<str> = Arc::from(response.version_info.as_str());
+        self.report_nack(&rejection, &version);
+        let news = (Arc::clone(&version), rejection.message.clone());
+        if self.last_nack.as_ref() != Some(&news) {
+            self.warnings.push_back(PolicyWarning::Nacked {
+                version: Arc::from(snapshot::shorten(&version)),
+                reason: rejection.message.clone(),
+            });
+            self.last_nack = Some(news);
         }
         let held = self.version().unwrap_or("").to_owned();
         self.request(&held, &response.nonce, Some(rejection.message))
     }
-
-    /// Every key of every held policy, when `*` is subscribed.
-    fn held_keys(&self) -> Vec<ResourceKey> {
-        let (Some(held), true) = (&self.held, self.wildcard) else {
-            return Vec::new();
-        };
-        held.policies
-            .keys()
-            .flat_map(|name| snapshot::keys_of(&self.cfg, name))
-            .map(|name| ResourceKey::new(VALIDATING_POLICY_TYPE_URL, name))
-            .collect()
-    }
-
-    fn wildcard_covers(&self, key: &ResourceKey) -> bool {
-        self.wildcard
-            && matches!(
-                snapshot::meaning(&self.cfg, &key.type_url, &key.name),
-                KeyMeaning::Policy(_)
-            )
-    }
-
-    /// Tells the cache what the held snapshot says of `key`, unless it was
-    /// told exactly that already (or `restate`).
-    fn state(&mut self, key: &ResourceKey, restate: bool) {
-        let Some(held) = &self.held else {
-            return;
-        };
-        let wanted = self.subscribed.contains(key) || self.wildcard_covers(key);
-        let copy = match snapshot::meaning(&self.cfg, &key.type_url, &key.name) {
-            KeyMeaning::Foreign => return,
-            KeyMeaning::Glob => {
-                self.events.push_back(CoreEvent::NotRequested {
-                    key: key.clone(),
-                    reason: Arc::from(
-                        "the policy stream has no collections: watch `*` of the policy type instead",
-                    ),
-                });
-                return;
-            }
-            KeyMeaning::Never => None,
-            KeyMeaning::Policy(name) => held.policies.get(name).cloned(),
-        };
-        let version = Arc::clone(&held.version);
-        let before = self.told.get(key);
-        match copy {
-            Some(decoded) if wanted => {
-                let now = Told::Copy(decoded.raw().clone());
-                if !restate && before == Some(&now) {
-                    return;
-                }
-                self.told.insert(key.clone(), now);
-                self.events.push_back(CoreEvent::Upsert {
-                    key: key.clone(),
-                    resource: decoded,
-                    version,
-                    ttl: None,
-                });
-            }
-            Some(_) => {}
-            None => {
-                let was_copy = matches!(before, Some(Told::Copy(_)));
-                if before == Some(&Told::Absent) {
-                    return;
-                }
-                if !wanted && !was_copy {
-                    return;
-                }
-                if wanted {
-                    self.told.insert(key.clone(), Told::Absent);
-                } else {
-                    self.told.remove(key);
-                }
-                // The snapshot is the server's whole answer: absence is a
-                // deletion, not the does-not-exist timer (which means nobody
-                // answered, and may call for an `#alt`).
-                self.events.push_back(CoreEvent::Removed {
-                    key: key.clone(),
-                    reason: RemovedReason::Deleted,
-                });
-            }
-        }
-    }
 }
+
+#[path = "told.rs"]
+mod told;
 
 #[cfg(test)]
 #[path = "tests.rs"]

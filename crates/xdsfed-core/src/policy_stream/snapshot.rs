@@ -2,13 +2,14 @@
 //! to cache keys.
 //!
 //! ```text
-//! PolicyDiscoveryResponse ─► every policy validated ─► all good ─► Snapshot (ACK)
-//!                                                  └─► one bad  ─► Rejection (NACK, naming it)
+//! PolicyDiscoveryResponse ─► policies of another evaluation mode ─► skipped (named in the Snapshot)
+//!                         ─► every other policy validated ─► all good ─► Snapshot (ACK)
+//!                                                        └─► one bad  ─► Rejection (NACK, naming it)
 //! policy "require-auth" ─► xdstp://{each authority}/kyverno.http.v1alpha1.ValidatingPolicy/require-auth
 //!                       └► "require-auth"  (when the server serves old-style names)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,7 +20,7 @@ use super::wire::PolicyDiscoveryResponse;
 use crate::name::authority_of;
 use crate::types::{
     Decoded, Erased, ErasedType, VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL,
-    ValidatingPolicyType,
+    ValidatingPolicyType, is_policy_considered,
 };
 
 /// A longest `error_detail` message: a server's name repeated into a NACK
@@ -35,6 +36,9 @@ pub(crate) struct Snapshot {
     pub(crate) policies: BTreeMap<String, Decoded>,
     /// Entries marked `delete`, left out.
     pub(crate) deletion_markers: u64,
+    /// Policies not considered, by name (`policies[i]` without one): their
+    /// evaluation mode, as sent, is not one this client evaluates.
+    pub(crate) skipped: BTreeMap<String, String>,
 }
 
 /// Why a snapshot was rejected.
@@ -46,16 +50,23 @@ pub(crate) struct Rejection {
     pub(crate) message: String,
 }
 
-/// Checks every policy of `response`. The first bad policy rejects the
-/// whole snapshot: the protocol's versions cover the set, so a client
-/// cannot ACK part of one.
+/// Checks every policy of `response`. A policy of another evaluation mode
+/// (or of none) is skipped unchecked, as the upstream plugin does not
+/// consider it: it is not an error. The first bad policy among the rest
+/// rejects the whole snapshot: the protocol's versions cover the set, so
+/// a client cannot ACK part of one.
 pub(crate) fn check(response: &PolicyDiscoveryResponse) -> Result<Snapshot, Rejection> {
     let erased = Erased::<ValidatingPolicyType>::new();
-    let mut policies = BTreeMap::new();
-    let mut deletion_markers = 0;
+    let mut snapshot = Snapshot {
+        version: Arc::from(response.version_info.as_str()),
+        policies: BTreeMap::new(),
+        deletion_markers: 0,
+        skipped: BTreeMap::new(),
+    };
+    let mut seen = BTreeSet::new();
     for (i, policy) in response.policies.iter().enumerate() {
         if policy.delete {
-            deletion_markers += 1;
+            snapshot.deletion_markers += 1;
             continue;
         }
         let shown = if policy.name.is_empty() {
@@ -64,27 +75,34 @@ pub(crate) fn check(response: &PolicyDiscoveryResponse) -> Result<Snapshot, Reje
             format!("policy {:?}", shorten(&policy.name))
         };
         let usable = (!policy.name.is_empty()).then(|| policy.name.clone());
+        // Unnamed entries fail validation, or are skipped, on their own.
+        if usable.is_some() && !seen.insert(policy.name.as_str()) {
+            return Err(Rejection {
+                policy: usable,
+                message: bounded(format!("{shown} appears twice in the snapshot")),
+            });
+        }
+        if let Some(spec) = &policy.spec
+            && !is_policy_considered(spec)
+        {
+            let name = usable.unwrap_or_else(|| format!("policies[{i}]"));
+            snapshot.skipped.insert(name, spec.evaluation_mode.clone());
+            continue;
+        }
         let decoded = erased
             .decode(Bytes::from(policy.encode_to_vec()))
             .map_err(|e| Rejection {
                 policy: usable.clone(),
                 message: bounded(format!("{shown}: {e}")),
             })?;
-        if policies.insert(policy.name.clone(), decoded).is_some() {
-            return Err(Rejection {
-                policy: usable,
-                message: bounded(format!("{shown} appears twice in the snapshot")),
-            });
-        }
+        snapshot.policies.insert(policy.name.clone(), decoded);
     }
-    Ok(Snapshot {
-        version: Arc::from(response.version_info.as_str()),
-        policies,
-        deletion_markers,
-    })
+    Ok(snapshot)
 }
 
-fn shorten(name: &str) -> String {
+/// `name` cut to 128 characters (`…` marks a cut): server text repeated
+/// into messages and logs must not grow without bound.
+pub(crate) fn shorten(name: &str) -> String {
     let mut shown: String = name.chars().take(128).collect();
     if shown.len() < name.len() {
         shown.push('…');

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::bootstrap::PolicyStreamTiming;
 use crate::policy_stream::wire::{ValidatingPolicy, ValidatingPolicySpec, Validation};
+use crate::protocol::RemovedReason;
 
 const AUTHORITY: &str = "policies.onprem";
 const POLL: Duration = Duration::from_secs(10);
@@ -45,14 +46,19 @@ fn snapshot(
     }
 }
 
-fn session() -> PolicySession {
-    let cfg = PolicySessionConfig::new("sidecar-1", [AUTHORITY])
+fn config() -> PolicySessionConfig {
+    PolicySessionConfig::new("sidecar-1", [AUTHORITY])
         .with_old_style(false)
         .with_timing(PolicyStreamTiming {
             poll_interval: POLL,
             health_check_interval: HEALTH,
-        });
-    PolicySession::new(cfg)
+        })
+}
+
+/// A session whose intervals are exact (no jitter), so that tests of other
+/// rules can name the instants.
+fn session() -> PolicySession {
+    PolicySession::new(config().with_jitter(0.0, 0))
 }
 
 /// Every discovery request written now; health checks are dropped.
@@ -76,6 +82,10 @@ fn shown(events: &[CoreEvent]) -> Vec<String> {
         .iter()
         .map(|e| match e {
             CoreEvent::Upsert { key, version, .. } => format!("upsert {}@{version}", short(key)),
+            CoreEvent::Removed {
+                key,
+                reason: RemovedReason::NotConsidered,
+            } => format!("skipped {}", short(key)),
             CoreEvent::Removed { key, .. } => format!("removed {}", short(key)),
             CoreEvent::DoesNotExist { key } => format!("absent {}", short(key)),
             CoreEvent::Invalid { key, .. } => format!("invalid {}", short(key)),
@@ -165,8 +175,9 @@ fn invalid_policy_nacks_the_snapshot_and_the_last_good_set_keeps_serving() {
         detail.starts_with("policy \"b\": spec.failure_policy:"),
         "{detail}"
     );
-    // `a` changed in the rejected snapshot, but nothing of it applies.
-    assert_eq!(shown(&events(&mut s)), ["invalid b"]);
+    // `a` changed in the rejected snapshot, but nothing of it applies:
+    // its watchers hear of the NACK, their copy serving.
+    assert_eq!(shown(&events(&mut s)), ["invalid a", "invalid b"]);
     assert_eq!(s.version(), Some("v1"));
     assert_eq!(s.stats().nacks, 1);
 }
@@ -396,4 +407,196 @@ fn other_types_are_absent_and_globs_are_not_requested() {
     let got = events(&mut s);
     assert!(matches!(got[0], CoreEvent::Removed { .. }));
     assert!(matches!(got[1], CoreEvent::NotRequested { .. }));
+}
+
+// ----- against independent peers -----
+
+/// §Connection Lifecycle 2: a stream starts with the initial request, and
+/// until the server answers it, it is what a poll sends again: a server
+/// that only answers requests and missed the first one is asked again one
+/// poll later, not after the first-response deadline.
+#[test]
+fn initial_request_is_resent_every_poll_until_the_first_snapshot() {
+    let t0 = Instant::now();
+    let mut s = session();
+    s.subscribe(key("a"));
+    s.handle_connected(t0);
+    let initial = requests(&mut s, t0);
+    assert_eq!(initial.len(), 1);
+    s.handle_stream_accepted(t0);
+    assert_eq!(s.poll_timeout(), Some(t0));
+    s.handle_timeout(t0); // the first health check
+    assert_eq!(s.poll_timeout(), Some(t0 + POLL));
+    s.handle_timeout(t0 + POLL);
+    assert_eq!(requests(&mut s, t0 + POLL), initial);
+    assert!(s.poll_close().is_none());
+    assert_eq!(s.stats().polls, 1);
+    // Answered: from now on the poll is the ACK.
+    let t1 = t0 + POLL * 2;
+    s.handle_timeout(t1);
+    assert_eq!(requests(&mut s, t1), initial);
+    s.handle_response(t1, snapshot("v1", "n1", vec![policy("a", "true")]));
+    let ack = requests(&mut s, t1);
+    s.handle_timeout(t1 + POLL);
+    assert_eq!(requests(&mut s, t1 + POLL), ack);
+}
+
+/// The upstream plugin considers only policies of its evaluation mode:
+/// one without `evaluation_mode`, or of another mode, is skipped (not an
+/// error, no NACK), reported to its watchers as not considered; the rest
+/// of the snapshot is held and ACKed.
+#[test]
+fn policy_for_another_evaluator_is_skipped_and_the_snapshot_acked() {
+    let t0 = Instant::now();
+    let mut s = session();
+    for name in ["a", "kubernetes", "unset"] {
+        s.subscribe(key(name));
+    }
+    s.handle_connected(t0);
+    let _ = requests(&mut s, t0);
+    let policies_again = || {
+        let mut kubernetes = policy("kubernetes", "true");
+        kubernetes.spec.as_mut().unwrap().evaluation_mode = "Kubernetes".into();
+        // Not even valid otherwise: a policy not considered is not checked.
+        let mut unset = policy("unset", "");
+        unset.spec.as_mut().unwrap().evaluation_mode = String::new();
+        vec![policy("a", "true"), kubernetes, unset]
+    };
+    s.handle_response(t0, snapshot("v1", "n1", policies_again()));
+    let ack = requests(&mut s, t0);
+    assert_eq!(ack.len(), 1);
+    assert_eq!(
+        (&*ack[0].version_info, &*ack[0].response_nonce),
+        ("v1", "n1")
+    );
+    assert!(ack[0].error_detail.is_none());
+    let mut got = shown(&events(&mut s));
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "healthy",
+            "skipped kubernetes",
+            "skipped unset",
+            "upsert a@v1"
+        ]
+    );
+    assert_eq!(s.policy_names().collect::<Vec<_>>(), ["a"]);
+    assert_eq!(
+        s.skipped_policies().collect::<Vec<_>>(),
+        ["kubernetes", "unset"]
+    );
+    assert_eq!(s.stats().policies_skipped, 2);
+    // Said once: the same snapshot again says nothing more.
+    s.handle_response(t0, snapshot("v1", "n2", policies_again()));
+    let _ = requests(&mut s, t0);
+    assert!(events(&mut s).is_empty());
+    // Gone from the set: now they are deleted, which is news.
+    s.handle_response(t0, snapshot("v2", "n3", vec![policy("a", "true")]));
+    let _ = requests(&mut s, t0);
+    let mut got = shown(&events(&mut s));
+    got.sort();
+    assert_eq!(got, ["removed kubernetes", "removed unset"]);
+}
+
+/// A NACK is visible to the operator: every policy the client serves from
+/// this stream (the ones the rejected snapshot would have changed) gets an
+/// error naming the snapshot's version and the reason, its last good copy
+/// serving; names with no copy hear nothing. The next good snapshot states
+/// the copies again, which clears the error.
+#[test]
+fn nack_reports_an_ambient_error_to_every_served_policy() {
+    let t0 = Instant::now();
+    let mut s = streaming(t0);
+    s.subscribe(key("missing"));
+    assert_eq!(shown(&events(&mut s)), ["removed missing"]);
+    // An entry without a name: nothing to pin the error on but the set.
+    let bad = snapshot("v2", "n2", vec![policy("a", "false"), policy("", "true")]);
+    s.handle_response(t0, bad);
+    let nack = requests(&mut s, t0);
+    assert!(nack[0].error_detail.is_some());
+    let got = events(&mut s);
+    assert_eq!(shown(&got), ["invalid a", "invalid b"]);
+    for event in &got {
+        let CoreEvent::Invalid { error, version, .. } = event else {
+            panic!("{event:?}");
+        };
+        assert_eq!(&**version, "v2");
+        assert!(error.0.contains("policies[1]"), "{error}");
+    }
+    assert_eq!(s.stats().nacks, 1);
+    s.handle_response(
+        t0,
+        snapshot("v3", "n3", vec![policy("a", "true"), policy("b", "true")]),
+    );
+    let _ = requests(&mut s, t0);
+    assert_eq!(shown(&events(&mut s)), ["upsert a@v3", "upsert b@v3"]);
+}
+
+/// The poll times of a session over a few intervals after its first
+/// snapshot: (`poll` or `health`, time since the snapshot).
+fn schedule(cfg: PolicySessionConfig) -> Vec<(&'static str, Duration)> {
+    let t0 = Instant::now();
+    let mut s = PolicySession::new(cfg);
+    s.subscribe(key("a"));
+    s.handle_connected(t0);
+    s.handle_timeout(t0);
+    let _ = std::iter::from_fn(|| s.poll_transmit(t0)).count();
+    s.handle_response(t0, snapshot("v1", "n1", vec![policy("a", "true")]));
+    let _ = std::iter::from_fn(|| s.poll_transmit(t0)).count();
+    let mut fired = Vec::new();
+    while fired.len() < 20 {
+        let at = s.poll_timeout().unwrap();
+        s.handle_timeout(at);
+        for sent in std::iter::from_fn(|| s.poll_transmit(at)).collect::<Vec<_>>() {
+            let kind = match sent {
+                PolicyTransmit::Discovery(_) => "poll",
+                PolicyTransmit::HealthCheck(_) => "health",
+            };
+            fired.push((kind, at - t0));
+        }
+    }
+    fired
+}
+
+/// Sidecars started together must not poll in lockstep: two sessions
+/// made alike, driven alike, poll at different times.
+#[test]
+fn sidecars_started_together_poll_at_different_times() {
+    assert_ne!(schedule(config()), schedule(config()));
+}
+
+/// Every poll and health-check interval is spread by the seeded random
+/// source within ±20 % (the documented bounds): one seed gives one
+/// schedule, another seed another.
+#[test]
+fn jitter_is_drawn_from_the_seed_within_its_bounds() {
+    let seeded = |seed| schedule(config().with_jitter(0.2, seed));
+    let one = seeded(7);
+    assert_eq!(one, seeded(7));
+    assert_ne!(one, seeded(8));
+    for kind in ["poll", "health"] {
+        let base = if kind == "poll" { POLL } else { HEALTH };
+        let times: Vec<Duration> = one
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, at)| *at)
+            .collect();
+        assert!(times.len() >= 2, "{one:?}");
+        for pair in times.windows(2) {
+            let interval = pair[1] - pair[0];
+            assert!(
+                interval >= base.mul_f64(0.8) && interval <= base.mul_f64(1.2),
+                "{kind}: {interval:?} of {base:?}"
+            );
+        }
+    }
+    let exact = schedule(config().with_jitter(0.0, 7));
+    let polls: Vec<Duration> = exact
+        .iter()
+        .filter(|(k, _)| *k == "poll")
+        .map(|(_, at)| *at)
+        .collect();
+    assert_eq!(polls[0], POLL);
+    assert_eq!(polls[1], POLL * 2);
 }

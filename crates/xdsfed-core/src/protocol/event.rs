@@ -125,4 +125,9 @@ pub enum RemovedReason {
     Deleted,
     /// Its TTL passed without a refresh.
     TtlExpired,
+    /// The server sent it, but for another evaluator: a policy-stream
+    /// `ValidatingPolicy` whose evaluation mode is not one this client
+    /// evaluates is not considered (as the upstream plugin skips it), so it
+    /// does not exist here.
+    NotConsidered,
 }

@@ -122,8 +122,9 @@ impl ReconnectPolicy {
     }
 }
 
-/// `base` × (1 ± `jitter`), with `r` in [0, 1) choosing where.
-fn spread(base: Duration, jitter: f32, r: f64) -> Duration {
+/// `base` × (1 ± `jitter`), with `r` in [0, 1) choosing where. Also the
+/// policy stream's poll jitter, with `r` from its seeded source.
+pub(crate) fn spread(base: Duration, jitter: f32, r: f64) -> Duration {
     let jitter = f64::from(jitter.clamp(0.0, 1.0));
     let factor = 1.0 + jitter * (2.0 * r - 1.0);
     Duration::try_from_secs_f64(base.as_secs_f64() * factor).unwrap_or(base)

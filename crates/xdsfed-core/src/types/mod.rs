@@ -241,8 +241,8 @@ pub use endpoint::{EndpointType, LbEndpointType};
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
 pub use validating_policy::{
-    VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL, ValidatingPolicyType,
-    validate as validate_policy,
+    EVALUATION_MODES, VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL, ValidatingPolicyType,
+    is_considered as is_policy_considered, validate as validate_policy,
 };
 
 impl TypeRegistry {

@@ -14,7 +14,8 @@
 //! - `validation_actions`, when set: a comma-separated list of `Deny`,
 //!   `Warn` and `Audit`;
 //! - `evaluation_mode`: `Envoy` or `HTTP` (the modes an HTTP authorizer
-//!   evaluates);
+//!   evaluates; a policy stream skips policies of other modes, or none,
+//!   before they get here: [`is_considered`]);
 //! - match conditions and variables: non-empty, unique names and non-empty
 //!   expressions.
 //!
@@ -86,6 +87,18 @@ impl ResourceType for ValidatingPolicyType {
     }
 }
 
+/// The evaluation modes this client evaluates: an HTTP authorizer's.
+pub const EVALUATION_MODES: [&str; 2] = ["Envoy", "HTTP"];
+
+/// Whether a policy of `spec` is for this client at all. A
+/// `ValidatingPolicy` is generic, consumed by several evaluators; the
+/// upstream plugin considers only those whose evaluation mode is its own
+/// (one of [`EVALUATION_MODES`]), and a policy stream skips the others
+/// instead of rejecting the snapshot (see [`crate::policy_stream`]).
+pub fn is_considered(spec: &ValidatingPolicySpec) -> bool {
+    EVALUATION_MODES.contains(&spec.evaluation_mode.as_str())
+}
+
 /// Checks one policy; the error names the field.
 pub fn validate(policy: &ValidatingPolicy) -> Result<(), ValidationError> {
     check_name(&policy.name)?;
@@ -149,7 +162,7 @@ fn check_spec(spec: &ValidatingPolicySpec) -> Result<(), ValidationError> {
         ));
     }
     check_actions(&spec.validation_actions)?;
-    if !matches!(spec.evaluation_mode.as_str(), "Envoy" | "HTTP") {
+    if !is_considered(spec) {
         return Err(ValidationError::field(
             "spec.evaluation_mode",
             format_args!("{:?}: expected \"Envoy\" or \"HTTP\"", spec.evaluation_mode),

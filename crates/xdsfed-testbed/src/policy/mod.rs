@@ -14,8 +14,8 @@
 //! ```text
 //!  Server::set_resource ─► Store ─► PolicyPlane::load (version = SHA-256, new nonce, new pendingVersion)
 //!  client request ─► PolicyService ─► PolicyPlane::process ─► snapshot or nothing
-//!  Server::wait_acked ─► PolicyPlane::wait_acked (every connected client ACKed or NACKed)
-//!  HealthCheck ─► last health check; every prune interval, inactive clients are flushed
+//!  Server::wait_acked ─► PolicyPlane::wait_acked (every connected client ACKed or NACKed the snapshot version)
+//!  HealthCheck, request ─► last active; every prune interval, clients silent too long are flushed
 //! ```
 
 mod plane;

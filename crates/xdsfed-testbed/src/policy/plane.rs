@@ -16,6 +16,13 @@
 //! (§Connection Lifecycle 3–4); every later request goes through the five
 //! cases. Before any policy was loaded the version and nonce are empty, so
 //! an early client gets an empty snapshot (§Edge Cases).
+//!
+//! Liveness (§Health Checks): a client is active when it registers, sends
+//! a request or calls `HealthCheck`. One silent for longer than the
+//! inactivity limit is flushed, whether or not it ever health-checked, so
+//! that a client that connected, took a snapshot and went quiet does not
+//! hold the all-ACKed barrier for ever; if it speaks again on its stream,
+//! it is tracked again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -84,6 +91,9 @@ struct Inner {
     /// Client → the id of its open stream (a reconnect replaces it).
     connections: BTreeMap<String, u64>,
     last_health_check: BTreeMap<String, SystemTime>,
+    /// Client → when it was last heard from: registration, request or
+    /// health check (`lastActive`).
+    last_active: BTreeMap<String, SystemTime>,
     last_nonce_nanos: u128,
     /// Whether any stream has registered since the server started.
     requested: bool,
@@ -143,6 +153,7 @@ impl PolicyPlane {
         let mut inner = self.lock();
         inner.connections.clear();
         inner.last_health_check.clear();
+        inner.last_active.clear();
         if keep_state {
             if inner.loaded {
                 new_nonce(&mut inner);
@@ -176,14 +187,30 @@ impl PolicyPlane {
         snapshot_of(&self.lock())
     }
 
-    /// Registers the stream `stream` of `client` (a reconnect replaces its
-    /// older stream).
-    pub fn register(&self, client: &str, stream: u64) {
+    /// Registers the stream `stream` of `client`, active at `at` (a
+    /// reconnect replaces its older stream).
+    pub fn register(&self, client: &str, stream: u64, at: SystemTime) {
         let mut inner = self.lock();
         inner.connections.insert(client.to_owned(), stream);
+        inner.last_active.insert(client.to_owned(), at);
         inner.requested = true;
         drop(inner);
         self.bump();
+    }
+
+    /// `client` spoke on its stream `stream` at `at`: it is active, and
+    /// tracked again if it had been flushed while its stream stayed open.
+    pub fn heard_from(&self, client: &str, stream: u64, at: SystemTime) {
+        let mut inner = self.lock();
+        inner.last_active.insert(client.to_owned(), at);
+        let back = !inner.connections.contains_key(client);
+        if back {
+            inner.connections.insert(client.to_owned(), stream);
+        }
+        drop(inner);
+        if back {
+            self.bump();
+        }
     }
 
     /// Resolves once a client's first request has arrived (a scenario's
@@ -249,22 +276,26 @@ impl PolicyPlane {
 
     /// A health check from `client` at `at`.
     pub fn health_check(&self, client: &str, at: SystemTime) {
-        self.lock().last_health_check.insert(client.to_owned(), at);
+        let mut inner = self.lock();
+        inner.last_health_check.insert(client.to_owned(), at);
+        inner.last_active.insert(client.to_owned(), at);
     }
 
-    /// Flushes the clients whose last health check is older than
-    /// `max_inactive` at `now`: they leave the health map and, if still
-    /// registered, the connections, so that a client that vanished without
-    /// closing its stream stops holding the all-ACKed barrier. Returns them.
+    /// Flushes the clients not heard from (registration, request or health
+    /// check) for longer than `max_inactive` at `now`: they leave the
+    /// liveness maps and, if still registered, the connections, so that a
+    /// client that went quiet or vanished without closing its stream stops
+    /// holding the all-ACKed barrier. Returns them.
     pub fn flush_inactive(&self, now: SystemTime, max_inactive: Duration) -> Vec<String> {
         let mut inner = self.lock();
         let stale: Vec<String> = inner
-            .last_health_check
+            .last_active
             .iter()
             .filter(|(_, at)| now.duration_since(**at).unwrap_or_default() > max_inactive)
             .map(|(client, _)| client.clone())
             .collect();
         for client in &stale {
+            inner.last_active.remove(client);
             inner.last_health_check.remove(client);
             inner.connections.remove(client);
         }
@@ -440,8 +471,8 @@ mod tests {
         let plane = PolicyPlane::default();
         plane.load(policies(&["a"]));
         let (v, n) = plane.current();
-        plane.register("c", 1);
-        plane.register("d", 2);
+        plane.register("c", 1, SystemTime::now());
+        plane.register("d", 2, SystemTime::now());
         plane.process("c", &request(&v, &n, None));
         let (_, report) = plane.wait_acked(Duration::from_millis(10)).await;
         assert!(report.timed_out);
@@ -462,7 +493,7 @@ mod tests {
     fn flush_drops_clients_without_recent_health_checks() {
         let plane = PolicyPlane::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        plane.register("quiet", 1);
+        plane.register("quiet", 1, t0);
         plane.health_check("quiet", t0);
         plane.health_check("alive", t0 + Duration::from_secs(50));
         let flushed = plane.flush_inactive(t0 + Duration::from_secs(60), Duration::from_secs(30));
@@ -470,5 +501,32 @@ mod tests {
         let clients = plane.clients();
         assert_eq!(clients.len(), 1);
         assert_eq!(clients[0].client_address, "alive");
+    }
+
+    /// §Health Checks, liveness by any sign of life: a client that never
+    /// health-checked is flushed once silent past the limit; one that
+    /// keeps polling is not; a flushed client that speaks again on its
+    /// open stream is tracked again.
+    #[test]
+    fn silent_client_is_flushed_without_ever_health_checking() {
+        let plane = PolicyPlane::default();
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let limit = Duration::from_secs(30);
+        plane.register("silent", 1, t0);
+        plane.register("polling", 2, t0);
+        plane.heard_from("polling", 2, t0 + Duration::from_secs(50));
+        let flushed = plane.flush_inactive(t0 + Duration::from_secs(60), limit);
+        assert_eq!(flushed, ["silent"]);
+        let names = |plane: &PolicyPlane| -> Vec<String> {
+            plane
+                .clients()
+                .into_iter()
+                .filter(|c| c.connected)
+                .map(|c| c.client_address)
+                .collect()
+        };
+        assert_eq!(names(&plane), ["polling"]);
+        plane.heard_from("silent", 1, t0 + Duration::from_secs(61));
+        assert_eq!(names(&plane), ["polling", "silent"]);
     }
 }

@@ -106,12 +106,14 @@ impl Stream {
             return;
         }
         let plane = &self.shared.policies;
-        plane.register(&client, self.id);
+        plane.register(&client, self.id, SystemTime::now());
         tracing::debug!(%client, stream = self.id, "policy client connected");
         let snapshot = self.shared.policies.snapshot();
         if self.send(snapshot).await {
             while let Some(request) = self.next(&mut inbound).await {
-                let processed = self.shared.policies.process(&client, &request);
+                let plane = &self.shared.policies;
+                plane.heard_from(&client, self.id, SystemTime::now());
+                let processed = plane.process(&client, &request);
                 if let super::Processed::Nack(error) = &processed {
                     tracing::info!(%client, %error, "policy snapshot NACKed");
                 }

@@ -296,6 +296,10 @@ pub(super) fn summary(e: &CoreEvent) -> String {
             key,
             reason: RemovedReason::TtlExpired,
         } => format!("expired {}", key.name),
+        CoreEvent::Removed {
+            key,
+            reason: RemovedReason::NotConsidered,
+        } => format!("not considered {}", key.name),
         CoreEvent::DoesNotExist { key } => format!("dne {}", key.name),
         CoreEvent::Redirect { key, target, .. } => format!("redirect {} {target}", key.name),
         CoreEvent::ResourceError { key, code, .. } => {
