@@ -50,7 +50,8 @@ impl std::fmt::Debug for Writer {
 
 impl Writer {
     /// Starts the writer thread for the records directory `dir`. The
-    /// thread logs to the `tracing` subscriber current here.
+    /// thread logs to the `tracing` subscriber current here, if there is
+    /// one (else to the global one, whenever it is set).
     pub(crate) fn start(
         dir: PathBuf,
         plan: WritePlan,
@@ -68,9 +69,12 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("xdsfed-state-dir".into())
             .spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || {
-                    run(&thread_shared, &dir, &counters);
-                });
+                let work = || run(&thread_shared, &dir, &counters);
+                if dispatch.is::<tracing::subscriber::NoSubscriber>() {
+                    work();
+                } else {
+                    tracing::dispatcher::with_default(&dispatch, work);
+                }
             })?;
         Ok(Writer {
             shared,

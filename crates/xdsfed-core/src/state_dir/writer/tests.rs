@@ -74,12 +74,28 @@ fn broken_writer(
     (dir, writer, counters, warnings)
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+/// Whether `f` holds within [`HANG`].
+fn within_deadline(mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + HANG;
     while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(2));
     }
+    true
+}
+
+/// Drops `writer` on a thread of its own: whether that returned within
+/// [`HANG`]. (A test must not drop a writer that may never let go on its
+/// own thread, or it hangs instead of failing.)
+fn dropped_within_deadline(writer: Writer) -> bool {
+    let (done, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(writer);
+        let _ = done.send(());
+    });
+    dropped.recv_timeout(HANG).is_ok()
 }
 
 /// The state directory's files: writes that keep failing are attempted a
@@ -92,11 +108,10 @@ fn failing_writes_are_bounded_counted_and_logged_once_per_burst() {
     for name in ["a", "b", "c"] {
         writer.put(record(name));
     }
-    wait_until("the three resources are given up", || {
-        counters.snapshot().gave_up == 3
-    });
-    drop(writer);
+    let gave_up = within_deadline(|| counters.snapshot().gave_up == 3);
+    assert!(dropped_within_deadline(writer), "dropping the writer hangs");
     let status = counters.snapshot();
+    assert!(gave_up, "the three resources are not given up: {status:?}");
     assert_eq!(status.write_errors, 15, "five attempts for each of three");
     assert_eq!(status.records_written, 0);
     assert_eq!(warnings.load(Ordering::Relaxed), 2);
@@ -108,14 +123,15 @@ fn failing_writes_are_bounded_counted_and_logged_once_per_burst() {
 fn drop_does_not_wait_on_a_retry() {
     let (_dir, writer, counters, _) = broken_writer(policy(Duration::from_secs(3600), 5));
     writer.put(record("a"));
-    wait_until("the write fails", || counters.snapshot().write_errors == 1);
-    let (done, dropped) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        drop(writer);
-        let _ = done.send(());
-    });
-    dropped
-        .recv_timeout(HANG)
-        .expect("dropping the writer returns without waiting on the retry");
+    let failed = within_deadline(|| counters.snapshot().write_errors == 1);
+    assert!(
+        dropped_within_deadline(writer),
+        "dropping the writer waits on the retry"
+    );
+    assert!(
+        failed,
+        "the write did not fail once: {:?}",
+        counters.snapshot()
+    );
     assert_eq!(counters.snapshot().write_errors, 1);
 }
