@@ -214,6 +214,26 @@ fn watch_with_a_bad_bootstrap_names_the_field_and_exits_2() {
     assert!(stderr.contains("xds_servers"), "{stderr}");
 }
 
+/// The state directory's files: a `--state-dir` that is a regular file is
+/// bad input, named with the flag, not a client that retries forever.
+#[test]
+fn watch_refuses_a_state_dir_that_is_a_regular_file_and_exits_2() {
+    let fx = Fixture::start();
+    let file = fx.write("state", "a file");
+    let stderr = refused(&[
+        "watch",
+        "--bootstrap",
+        fx.bootstrap(),
+        "--wildcard",
+        "cluster",
+        "--state-dir",
+        file.to_str().unwrap(),
+    ]);
+    assert!(stderr.contains("--state-dir"), "{stderr}");
+    assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
+    assert!(stderr.contains("not a directory"), "{stderr}");
+}
+
 #[test]
 fn watch_needs_exactly_one_target() {
     let fx = Fixture::start();

@@ -21,7 +21,7 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::RouteSpecifier;
 use prost::Message;
 use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
-use xdsfed::core::client::{WatchError, XdsClient};
+use xdsfed::core::client::{BuildError, WatchError, XdsClient};
 use xdsfed::core::transport::TransportOptions;
 use xdsfed::core::types::{
     ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType, ValidatingPolicyType,
@@ -75,10 +75,11 @@ impl BootstrapArg {
 /// The `--state-dir DIR` flag.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StateDirArg {
-    /// Keep the last accepted copy of every resource in DIR (created if
-    /// missing), and start from the copies found there: they serve at once,
-    /// marked FROM_DISK, until a server confirms or replaces them. One
-    /// client per directory.
+    /// Keep the last accepted copy of every resource in DIR (created 0700
+    /// if missing), and start from the copies found there: they serve at
+    /// once, marked FROM_DISK, until a server confirms or replaces them.
+    /// DIR must be yours and writable by nobody else. One client per
+    /// directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 }
@@ -385,10 +386,23 @@ pub(crate) fn build_client(
     if let Some(dir) = state_dir {
         builder = builder.state_dir(dir);
     }
-    builder
-        .build()
-        .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
+    builder.build().map_err(|e| build_error(&e))
 }
+
+/// A client the builder refused: a state directory that cannot be used is
+/// bad input (`--state-dir`, exit code 2); anything else a failed run.
+pub(crate) fn build_error(e: &BuildError) -> CliError {
+    match e {
+        BuildError::StateDir(_) => CliError::bad_input("cannot use the --state-dir directory")
+            .caused_by(e)
+            .hint(STATE_DIR_HINT),
+        _ => CliError::runtime("cannot start the xDS client").caused_by(e),
+    }
+}
+
+/// Where a state directory belongs: the records hold what servers sent.
+const STATE_DIR_HINT: &str = "give a directory of your own that only you may write, e.g. \
+    $XDG_STATE_HOME/xdsfed or /var/lib/SERVICE/xds (created 0700 if missing)";
 
 /// A watch the client refused: the name or its authority is bad input.
 pub(crate) fn watch_error(name: &str, e: &WatchError) -> CliError {

@@ -258,7 +258,7 @@ async fn a_server_coming_back_confirms_or_replaces_persisted_copies() {
 
 /// A truncated record, a corrupted one and a foreign file are reported
 /// (counted and listed, naming the file) and ignored; the other records
-/// serve; a leftover temporary file is deleted.
+/// serve; leftover temporary files (of both naming schemes) are deleted.
 #[tokio::test]
 async fn corrupt_truncated_and_foreign_files_are_reported_and_ignored() {
     let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
@@ -280,6 +280,11 @@ async fn corrupt_truncated_and_foreign_files_are_reported_and_ignored() {
     std::fs::write(&foreign, "not a record").unwrap();
     let temp = records_dir.join("0123.rec.tmp");
     std::fs::write(&temp, "half a write").unwrap();
+    let random_temp = records_dir.join(format!(
+        "{}.0123456789abcdef.tmp",
+        file_name(CDS, &cluster_name("web"))
+    ));
+    std::fs::write(&random_temp, "half a write").unwrap();
 
     let client = client(&dead_uri(), dir.path());
     let status = client.status().state_dir.unwrap();
@@ -296,7 +301,8 @@ async fn corrupt_truncated_and_foreign_files_are_reported_and_ignored() {
             status.problems
         );
     }
-    assert!(!temp.exists(), "the temporary file is cleaned up");
+    assert!(!temp.exists(), "the older temporary file is cleaned up");
+    assert!(!random_temp.exists(), "the temporary file is cleaned up");
 
     let web = client.watch::<ClusterType>(&cluster_name("web")).unwrap();
     assert_eq!(web.state().status, ResourceStatus::FromDisk);
@@ -304,4 +310,228 @@ async fn corrupt_truncated_and_foreign_files_are_reported_and_ignored() {
     assert!(listener.current().is_some());
     let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
     assert!(c1.current().is_none(), "a truncated record serves nothing");
+}
+
+/// How long a start-up or a drop may take before the test calls it hung.
+const HANG: Duration = Duration::from_secs(10);
+
+/// Builds a client of `uri` over `dir` like [`client`], returning the
+/// builder's error instead of panicking.
+fn try_client(uri: &str, dir: &Path) -> Result<XdsClient, xdsfed_core::client::BuildError> {
+    let server = format!(r#"{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}"#);
+    let json = format!(
+        r#"{{"xds_servers": [{server}], "node": {{"id": "state-dir"}}, "authorities": {{"{A}": {{"xds_servers": [{server}]}}}}}}"#
+    );
+    XdsClient::builder(Bootstrap::from_json_str(&json).unwrap())
+        .transport_options(transport())
+        .state_dir(dir)
+        .build()
+}
+
+/// Builds a client of a dead server over `dir` on a thread of its own, so
+/// a start-up that hangs fails the test instead of hanging it.
+fn build_within_deadline(dir: &Path) -> XdsClient {
+    let (done, built) = std::sync::mpsc::channel();
+    let runtime = tokio::runtime::Handle::current();
+    let dir = dir.to_owned();
+    std::thread::spawn(move || {
+        let _entered = runtime.enter();
+        let _ = done.send(try_client(&dead_uri(), &dir));
+    });
+    built
+        .recv_timeout(HANG)
+        .expect("the client is built without hanging")
+        .expect("the client is built")
+}
+
+/// Drops `client` on a thread of its own and fails if that does not
+/// return.
+fn drop_within_deadline(client: XdsClient) {
+    let (done, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(client);
+        let _ = done.send(());
+    });
+    dropped
+        .recv_timeout(HANG)
+        .expect("dropping the client returns without waiting on retries");
+}
+
+/// The permission bits of `path` (not following a symlink).
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+}
+
+/// The builder's refusal of `dir`, which must name it and say `why`.
+fn assert_refused(dir: &Path, why: &str) {
+    match try_client(&dead_uri(), dir) {
+        Ok(client) => {
+            // A writer that cannot write may never let go (the defect this
+            // checks against): do not wait for it.
+            std::mem::forget(client);
+            panic!("a client was built over {}", dir.display());
+        }
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(&dir.display().to_string()) && text.contains(why),
+                "the error names {} and says {why}: {text}",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// The state directory's files: a temporary file is created exclusively
+/// under an unpredictable name, never through a symlink planted at the
+/// name a record's temporary file used to have.
+#[tokio::test]
+async fn temporary_file_is_never_opened_through_a_planted_symlink() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let client = client(&server.uri(), &state);
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "not the client's to overwrite").unwrap();
+    let records_dir = state.join(RECORDS_DIR);
+    let record = records_dir.join(file_name(CDS, &cluster_name("c1")));
+    let mut old_temp = record.clone().into_os_string();
+    old_temp.push(".tmp");
+    std::os::unix::fs::symlink(&victim, &old_temp).unwrap();
+
+    let _c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    eventually("c1's record is written", || {
+        read_records(&state, 1 << 20)
+            .unwrap()
+            .records
+            .iter()
+            .any(|r| r.file == record)
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "not the client's to overwrite"
+    );
+    assert!(
+        std::fs::symlink_metadata(&record).unwrap().is_file(),
+        "the record is a regular file, not the planted link"
+    );
+}
+
+/// The state directory's files: the directories the client creates are
+/// 0700 and every record it writes is 0600 (they hold what servers sent,
+/// private keys included).
+#[tokio::test]
+async fn records_and_their_directories_are_private_to_the_user() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    fill(server, &state).await;
+
+    assert_eq!(mode_of(&state), 0o700, "the state directory");
+    assert_eq!(mode_of(&state.join(RECORDS_DIR)), 0o700, "its records");
+    for stored in read_records(&state, 1 << 20).unwrap().records {
+        assert_eq!(mode_of(&stored.file), 0o600, "{}", stored.file.display());
+    }
+}
+
+/// The state directory's files: an existing state directory writable by
+/// its group or by others (a sticky /tmp included) is refused at build
+/// time with an error naming it.
+#[tokio::test]
+async fn state_dir_writable_by_others_is_refused_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    for mode in [0o777, 0o775, 0o1777] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("shared");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(mode)).unwrap();
+        assert_refused(&state, "writable");
+    }
+}
+
+/// The state directory's files: a state directory that is a regular file
+/// is refused at build time with an error naming it.
+#[tokio::test]
+async fn state_dir_that_is_a_regular_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state");
+    std::fs::write(&file, "a file").unwrap();
+    assert_refused(&file, "not a directory");
+}
+
+/// The state directory's files: a write that keeps failing (the records
+/// directory replaced by a regular file, which fails for root too) is
+/// retried a bounded number of times with backoff, and dropping the
+/// client does not wait on the retries.
+#[tokio::test]
+async fn failing_writes_are_bounded_and_drop_does_not_wait_on_them() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    let client = client(&server.uri(), dir.path());
+    let records_dir = dir.path().join(RECORDS_DIR);
+    std::fs::remove_dir(&records_dir).unwrap();
+    std::fs::write(&records_dir, "not a directory").unwrap();
+
+    let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    eventually("c1 is received", || c1.current().is_some()).await;
+    let state_dir = || client.status().state_dir.unwrap();
+    eventually("the write fails", || state_dir().write_errors > 0).await;
+    let errors = state_dir().write_errors;
+    drop(c1);
+    drop_within_deadline(client);
+    assert!(
+        errors <= 8,
+        "one resource's failing write was attempted {errors} times"
+    );
+}
+
+/// The state directory's files: only regular files are read. A FIFO does
+/// not hang start-up and a symlink to a valid record elsewhere is not
+/// followed; both are reported, naming the file, and skipped.
+#[tokio::test]
+async fn fifo_and_symlink_in_the_records_dir_are_skipped_and_reported() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    fill(server, &state).await;
+
+    let records_dir = state.join(RECORDS_DIR);
+    let c1 = records_dir.join(file_name(CDS, &cluster_name("c1")));
+    let elsewhere = dir.path().join("elsewhere.rec");
+    std::fs::rename(&c1, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &c1).unwrap();
+    let fifo = records_dir.join(file_name(CDS, &cluster_name("c2")));
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+
+    let client = build_within_deadline(&state);
+    let status = client.status().state_dir.unwrap();
+    assert_eq!(status.records_loaded, 4, "{:?}", status.problems);
+    for (file, why) in [(&c1, "symbolic link"), (&fifo, "FIFO")] {
+        let name = file.display().to_string();
+        assert!(
+            status
+                .problems
+                .iter()
+                .any(|p| p.starts_with(&name) && p.contains(why)),
+            "{name} reported as {why}: {:?}",
+            status.problems
+        );
+    }
+    let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    assert!(c1.current().is_none(), "a symlinked record serves nothing");
 }

@@ -49,13 +49,15 @@ pub(super) struct Scratch {
 
 impl Scratch {
     /// Creates `xdsfed-demo-<pid>-<n>` in the temporary directory, with
-    /// the first `n` not taken.
+    /// the first `n` not taken, 0700: it holds the demo's state directory,
+    /// which must be private (`xdsfed_core::state_dir`).
     pub(super) fn create() -> Result<Self, CliError> {
+        use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
         let pid = std::process::id();
         for n in 0..SCRATCH_TRIES {
             let root = base.join(format!("xdsfed-demo-{pid}-{n}"));
-            match std::fs::create_dir(&root) {
+            match std::fs::DirBuilder::new().mode(0o700).create(&root) {
                 Ok(()) => return Ok(Self { root }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => {

@@ -57,7 +57,7 @@ use xdsfed::testbed::{Server, Testbed};
 use super::render::Model;
 use super::table::server_uri;
 use super::target::StateDirArg;
-use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
+use super::target::{build_error, endpoint_addresses, id_of, route_clusters, short_version};
 use super::{CliError, emit, runtime};
 
 mod hybrid;
@@ -629,7 +629,7 @@ fn build_client(bootstrap: Bootstrap, state_dir: &Path) -> Result<XdsClient, Cli
         .transport_options(fast_transport())
         .state_dir(state_dir)
         .build()
-        .map_err(|e| CliError::runtime("cannot start the xDS client").caused_by(&e))
+        .map_err(|e| build_error(&e))
 }
 
 /// Timers short enough for a demo: quick reconnects, a short

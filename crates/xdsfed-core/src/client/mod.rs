@@ -59,6 +59,11 @@ pub enum BuildError {
     /// Clients spawn their streams on the current tokio runtime.
     #[error("XdsClient::build must be called inside a tokio runtime")]
     NoRuntime,
+    /// The [state directory](XdsClientBuilder::state_dir) cannot be used:
+    /// not a directory, not the process user's, writable by others, or
+    /// impossible to create.
+    #[error(transparent)]
+    StateDir(#[from] crate::state_dir::StateDirError),
 }
 
 /// Builds an [`XdsClient`].
@@ -105,13 +110,17 @@ impl XdsClientBuilder {
     }
 
     /// Keeps a last-known-good copy of every accepted resource in `dir`
-    /// (created if missing), and loads the copies found there when the
+    /// (created 0700 if missing), and loads the copies found there when the
     /// client is built, so they serve at once with status
     /// [`ResourceStatus::FromDisk`](crate::cache::ResourceStatus::FromDisk)
     /// and an ambient error until a server confirms or replaces them.
+    /// [`build`](Self::build) fails ([`BuildError::StateDir`]) when `dir`
+    /// is not a directory, is not owned by the process's user, or its
+    /// group or others may write it (the records hold what servers sent).
     /// One client per directory. Dropping the client's last handle waits
-    /// for the writes still pending (at most one per resource). See
-    /// docs/client.md, "The state directory".
+    /// for the writes that are due (at most one per resource), not for
+    /// failed ones waiting to be retried. See docs/client.md, "The state
+    /// directory".
     pub fn state_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
         self
@@ -142,7 +151,7 @@ impl XdsClientBuilder {
             Some(dir) => {
                 let max_record = transport.max_message_size as u64;
                 let opened =
-                    crate::state_dir::open(dir, max_record, self.state_dir_max_bytes, &self.types);
+                    crate::state_dir::open(dir, max_record, self.state_dir_max_bytes, &self.types)?;
                 let cache = Cache::with_writer(opened.writer);
                 for (record, decoded) in opened.loaded {
                     cache.insert_from_disk(&record, decoded);

@@ -12,10 +12,39 @@
 //! ```
 //!
 //! - [`record`]: the file format and its checks (pure functions).
-//! - `plan`: which write comes next, coalescing and bounds (sans-IO).
+//! - `directory`: the directory itself, created private and checked.
+//! - `files`: creating, writing and reading record files by the rule below.
+//! - `plan`: which write comes next, coalescing, bounds and retries (sans-IO).
 //! - `writer`: the thread that performs the plan.
 //! - [`read_records`]: the loader, public so tools and tests can read a
 //!   directory the way the client does.
+//!
+//! # The file-safety rule
+//!
+//! Records hold whatever servers sent (inline TLS private keys included),
+//! and their names and contents come from outside, so every file of the
+//! state directory is handled so that nobody else can read it, plant a
+//! file the client then writes through, or stop the client with it:
+//!
+//! - The state directory and its records directory are created 0700. A
+//!   path that is not a directory, or a directory that another user owns
+//!   or that its group or others may write, is refused when the client is
+//!   built ([`StateDirError`]). A records directory with wider read bits
+//!   (older versions made it 0755) is narrowed to 0700, and each record
+//!   with wider bits to 0600 as it loads.
+//! - A record is written to a temporary file created exclusively
+//!   (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) under a name with a random
+//!   part ([`record::temp_file_name`]), synced, renamed over the record, and
+//!   the directory synced. Leftover temporary files (of this scheme or the
+//!   older `<record>.tmp`) are deleted at the next load.
+//! - Only regular files are read: each is opened with `O_NOFOLLOW` and
+//!   `O_NONBLOCK` and checked on the open descriptor, and read up to the
+//!   record bound. Symlinks, FIFOs, sockets, devices and directories are
+//!   reported as problems and skipped.
+//! - A failing write or deletion backs off (exponential, with jitter, per
+//!   resource) and is given up after a bounded number of attempts; the
+//!   failures are counted, and logged once per burst. Dropping the client
+//!   never waits on a backoff.
 //!
 //! docs/client.md, "The state directory", says when a record is written
 //! and when it is deleted.
@@ -26,13 +55,15 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::protocol::ResourceKey;
 use crate::types::{Decoded, TypeRegistry};
 
+mod directory;
+mod files;
 mod plan;
 pub mod record;
 mod writer;
 
+pub use directory::StateDirError;
 pub use record::{Record, RecordError};
 
 pub(crate) use writer::Writer;
@@ -79,28 +110,43 @@ pub struct Scan {
 }
 
 /// Reads every record of the state directory `dir` (its
-/// [`RECORDS_DIR`]), checking each as the client does: whole, checksum,
-/// file name, at most `max_record` bytes. Does not change the directory.
-/// A directory that does not exist holds no records.
+/// [`RECORDS_DIR`]), checking each as the client does: a regular file
+/// (not followed through a symlink), whole, checksum, file name, at most
+/// `max_record` bytes. Does not change the directory. A directory that
+/// does not exist holds no records.
 pub fn read_records(dir: &Path, max_record: u64) -> std::io::Result<Scan> {
-    let records_dir = dir.join(RECORDS_DIR);
+    scan_dir(&dir.join(RECORDS_DIR), max_record, Narrow::No)
+}
+
+/// Whether a scan narrows the mode of records that others may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Narrow {
+    Yes,
+    No,
+}
+
+fn scan_dir(records_dir: &Path, max_record: u64, narrow: Narrow) -> std::io::Result<Scan> {
     let mut scan = Scan::default();
-    let entries = match std::fs::read_dir(&records_dir) {
+    let entries = match std::fs::read_dir(records_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(scan),
         Err(e) => return Err(e),
     };
     for entry in entries {
-        let path = entry?.path();
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if file_name.ends_with(record::TEMP_SUFFIX) {
+        let entry = entry?;
+        let path = entry.path();
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        if record::is_temp_file_name(&file_name) {
             scan.temporary.push(path);
             continue;
         }
-        match read_one(&path, &file_name, max_record) {
+        // The entry's own type (a symlink is not followed); the opened
+        // file is checked again in case it was swapped meanwhile.
+        let read = match entry.file_type() {
+            Ok(kind) if !kind.is_file() => Err(files::not_regular(&kind)),
+            _ => read_one(&path, &file_name, max_record, narrow),
+        };
+        match read {
             Ok(stored) => scan.records.push(stored),
             Err(why) => scan.problems.push(Problem { file: path, why }),
         }
@@ -108,21 +154,35 @@ pub fn read_records(dir: &Path, max_record: u64) -> std::io::Result<Scan> {
     Ok(scan)
 }
 
-fn read_one(path: &Path, file_name: &str, max_record: u64) -> Result<StoredRecord, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+fn read_one(
+    path: &Path,
+    file_name: &str,
+    max_record: u64,
+    narrow: Narrow,
+) -> Result<StoredRecord, String> {
+    let file = files::open_regular(path)?;
+    let too_large = |len| RecordError::TooLarge {
+        len,
+        max: max_record,
+    };
+    let on_disk = file.metadata().map_err(|e| e.to_string())?.len();
+    if on_disk > max_record {
+        return Err(too_large(on_disk).to_string());
+    }
     let mut bytes = Vec::new();
-    file.take(max_record.saturating_add(1))
+    // Bounded again while reading: the file may grow after the check.
+    (&file)
+        .take(max_record.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
     let len = bytes.len() as u64;
     if len > max_record {
-        return Err(RecordError::TooLarge {
-            len,
-            max: max_record,
-        }
-        .to_string());
+        return Err(too_large(len).to_string());
     }
     let record = Record::decode_file(file_name, &bytes).map_err(|e| e.to_string())?;
+    if narrow == Narrow::Yes {
+        files::narrow_record(&file)?;
+    }
     Ok(StoredRecord {
         file: path.to_owned(),
         record,
@@ -148,8 +208,12 @@ pub struct StateDirStatus {
     pub records_deleted: u64,
     /// Copies not persisted because they were over a bound.
     pub over_bound: u64,
-    /// Writes or deletions that failed (the key's record is deleted).
+    /// Attempts to write or delete a record that failed. Each is retried
+    /// with backoff (as a deletion: what the failure left is unknown).
     pub write_errors: u64,
+    /// Resources given up after repeated failures in a row: nothing is
+    /// written for them until their next update.
+    pub gave_up: u64,
 }
 
 /// The counters behind [`StateDirStatus`], shared with the writer thread.
@@ -196,9 +260,14 @@ impl Counters {
         self.with(|s| s.over_bound += 1);
     }
 
-    fn write_failed(&self, dir: &Path, key: &ResourceKey, error: &std::io::Error) {
-        tracing::warn!(dir = %dir.display(), resource = %key, %error, "state directory: write failed");
-        self.with(|s| s.write_errors += 1);
+    /// A failed attempt, counted (the writer logs once per burst).
+    fn write_failed(&self, failure: &plan::Failure) {
+        self.with(|s| {
+            s.write_errors += 1;
+            if let plan::Failure::GaveUp { .. } = failure {
+                s.gave_up += 1;
+            }
+        });
     }
 
     fn performed(&self, op: &plan::Op) {
@@ -217,17 +286,20 @@ pub(crate) struct Opened {
     pub(crate) counters: Arc<Counters>,
 }
 
-/// Opens the state directory `dir`: creates it, deletes temporary files
-/// left by a crash, loads and validates every record, and starts the
-/// writer. Never fails: what goes wrong is warned and counted.
-pub(crate) fn open(dir: &Path, max_record: u64, max_total: u64, types: &TypeRegistry) -> Opened {
+/// Opens the state directory `dir`: creates and checks it (the one
+/// failure: an unsafe or unusable directory), deletes temporary files left
+/// by a crash, loads and validates every record, and starts the writer.
+/// What is wrong with the files inside is warned and counted, never fatal.
+pub(crate) fn open(
+    dir: &Path,
+    max_record: u64,
+    max_total: u64,
+    types: &TypeRegistry,
+) -> Result<Opened, StateDirError> {
+    let records_dir = directory::prepare(dir)?;
     let counters = Arc::new(Counters::default());
     counters.with(|s| s.dir = dir.display().to_string());
-    let records_dir = dir.join(RECORDS_DIR);
-    if let Err(e) = std::fs::create_dir_all(&records_dir) {
-        counters.rejected(&records_dir, &format!("cannot create the directory: {e}"));
-    }
-    let scan = read_records(dir, max_record).unwrap_or_else(|e| {
+    let scan = scan_dir(&records_dir, max_record, Narrow::Yes).unwrap_or_else(|e| {
         counters.rejected(&records_dir, &format!("cannot read the directory: {e}"));
         Scan::default()
     });
@@ -258,11 +330,11 @@ pub(crate) fn open(dir: &Path, max_record: u64, max_total: u64, types: &TypeRegi
             None
         }
     };
-    Opened {
+    Ok(Opened {
         writer,
         loaded,
         counters,
-    }
+    })
 }
 
 /// Decodes and validates a record's resource again, as if a server had

@@ -33,7 +33,8 @@ const HEADER: usize = 32;
 const CHECKSUM: usize = 32;
 /// What a record file's name ends with.
 pub const RECORD_SUFFIX: &str = ".rec";
-/// What a record's temporary file's name ends with, while it is written.
+/// What a record's temporary file's name ends with, while it is written
+/// ([`temp_file_name`]; older versions named it `<record>.tmp`).
 pub const TEMP_SUFFIX: &str = ".tmp";
 
 /// One persisted copy of a resource.
@@ -108,6 +109,19 @@ pub fn file_name(type_url: &str, name: &str) -> String {
 /// [`file_name`] of a cache key.
 pub fn file_name_of(key: &ResourceKey) -> String {
     file_name(&key.type_url, &key.name)
+}
+
+/// The name of a temporary file for the record file `record_file`:
+/// `<record_file>.<nonce as 16 hex digits>.tmp`. The writer draws `nonce`
+/// at random, so nobody can create the name ahead of it.
+pub fn temp_file_name(record_file: &str, nonce: u64) -> String {
+    format!("{record_file}.{nonce:016x}{TEMP_SUFFIX}")
+}
+
+/// Whether `file_name` is a temporary file an interrupted write left: of
+/// [`temp_file_name`]'s scheme, or of the older `<record>.tmp`.
+pub fn is_temp_file_name(file_name: &str) -> bool {
+    file_name.ends_with(TEMP_SUFFIX)
 }
 
 /// The length of the encoded record of these fields.
@@ -339,6 +353,18 @@ mod tests {
             Record::decode_file(&other, &bytes),
             Err(RecordError::Misplaced { .. })
         ));
+    }
+
+    /// Both the current and the older temporary names are recognised as
+    /// leftovers; a record's own name is not.
+    #[test]
+    fn temporary_names_of_both_schemes_are_recognised() {
+        let record = file_name("t", "n");
+        let temp = temp_file_name(&record, 0x0123_4567_89ab_cdef);
+        assert_eq!(temp, format!("{record}.0123456789abcdef.tmp"));
+        assert!(is_temp_file_name(&temp));
+        assert!(is_temp_file_name(&format!("{record}.tmp")));
+        assert!(!is_temp_file_name(&record));
     }
 
     #[test]

@@ -1,24 +1,27 @@
 //! The writer: a dedicated thread that performs the write plan's
 //! operations. The event path only hands a copy over (reference-counted
-//! strings and [`Bytes`], no copy of the resource) and wakes the thread;
-//! the thread encodes, writes and syncs.
+//! strings and [`Bytes`](bytes::Bytes), no copy of the resource) and wakes
+//! the thread; the thread encodes, writes and syncs
+//! ([`files::write_atomically`]).
 //!
-//! A write is atomic: the record goes to `<name>.tmp` in the same
-//! directory, is synced, renamed over `<name>.rec`, and the directory is
-//! synced, so a crash leaves either the old record or the new one (and
-//! perhaps a temporary file, which the next load deletes).
+//! A failed operation is retried when the plan says (a backoff per key)
+//! and given up after a bounded number of attempts. The thread logs one
+//! warning when failures start and one when it first gives up, then only
+//! counts, until an operation succeeds again: a file system that fails
+//! every call costs a few lines, not one per attempt.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use crate::protocol::ResourceKey;
+use crate::transport::backoff::unit_random;
 
 use super::Counters;
-use super::plan::{Op, Report, WritePlan};
-use super::record::{Record, TEMP_SUFFIX, file_name_of};
+use super::files;
+use super::plan::{Failure, Op, Report, WritePlan};
+use super::record::{Record, file_name_of};
 
 /// What the client and the writer thread share.
 struct Shared {
@@ -32,8 +35,8 @@ struct Work {
 }
 
 /// The handle the cache holds: hands copies to the writer thread. Dropping
-/// it lets the thread finish what is planned (at most one operation per
-/// resource) and waits for it.
+/// it lets the thread finish the operations that are due (at most one per
+/// resource) and waits for it; retries waiting out a backoff are dropped.
 pub(crate) struct Writer {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -46,7 +49,9 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Starts the writer thread for the records directory `dir`.
+    /// Starts the writer thread for the records directory `dir`. The
+    /// thread logs to the `tracing` subscriber current here, if there is
+    /// one (else to the global one, whenever it is set).
     pub(crate) fn start(
         dir: PathBuf,
         plan: WritePlan,
@@ -60,9 +65,17 @@ impl Writer {
             wake: Condvar::new(),
         });
         let thread_shared = Arc::clone(&shared);
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let thread = std::thread::Builder::new()
             .name("xdsfed-state-dir".into())
-            .spawn(move || run(&thread_shared, &dir, &counters))?;
+            .spawn(move || {
+                let work = || run(&thread_shared, &dir, &counters);
+                if dispatch.is::<tracing::subscriber::NoSubscriber>() {
+                    work();
+                } else {
+                    tracing::dispatcher::with_default(&dispatch, work);
+                }
+            })?;
         Ok(Writer {
             shared,
             thread: Some(thread),
@@ -102,76 +115,121 @@ fn lock(work: &Mutex<Work>) -> MutexGuard<'_, Work> {
     work.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The thread: waits for work, performs it outside the lock, until closed
-/// and idle.
+/// The thread: performs what is due, outside the lock, until closed and
+/// nothing more is due.
 fn run(shared: &Shared, dir: &Path, counters: &Counters) {
-    loop {
-        let (next, reports) = {
-            let mut work = lock(&shared.work);
-            while work.plan.is_idle() && !work.closed {
-                work = shared.wake.wait(work).unwrap_or_else(|e| e.into_inner());
+    let mut burst = Burst::default();
+    while let Some((key, op)) = next(shared, dir, counters) {
+        match perform(dir, &key, &op) {
+            Ok(()) => {
+                burst.succeeded(dir);
+                counters.performed(&op);
+                lock(&shared.work).plan.handle_succeeded(&key);
             }
-            let reports: Vec<Report> = std::iter::from_fn(|| work.plan.poll_report()).collect();
-            (work.plan.poll_write(), reports)
-        };
-        for report in reports {
-            counters.over_bound(dir, &report);
-        }
-        match next {
-            Some((key, op)) => {
-                if let Err(error) = perform(dir, &key, &op) {
-                    counters.write_failed(dir, &key, &error);
-                    lock(&shared.work).plan.handle_failed(key);
-                } else {
-                    counters.performed(&op);
-                }
-            }
-            None => {
-                let work = lock(&shared.work);
-                if work.closed && work.plan.is_idle() {
-                    return;
-                }
+            Err(error) => {
+                let failure = lock(&shared.work).plan.handle_failed(
+                    key.clone(),
+                    Instant::now(),
+                    unit_random(),
+                );
+                counters.write_failed(&failure);
+                burst.failed(dir, &key, &error, failure);
             }
         }
     }
 }
 
+/// Waits for the next operation that is due; `None` once the writer is
+/// closed and nothing is due (retries still waiting are dropped: shutdown
+/// never waits on a backoff).
+fn next(shared: &Shared, dir: &Path, counters: &Counters) -> Option<(ResourceKey, Op)> {
+    let mut work = lock(&shared.work);
+    loop {
+        let reports: Vec<Report> = std::iter::from_fn(|| work.plan.poll_report()).collect();
+        if !reports.is_empty() {
+            drop(work);
+            for report in &reports {
+                counters.over_bound(dir, report);
+            }
+            work = lock(&shared.work);
+        }
+        let now = Instant::now();
+        if let Some(next) = work.plan.poll_write(now) {
+            return Some(next);
+        }
+        if work.closed {
+            return None;
+        }
+        work = match work.plan.poll_timeout() {
+            Some(at) => {
+                let wait = at.saturating_duration_since(now);
+                shared
+                    .wake
+                    .wait_timeout(work, wait)
+                    .map(|(work, _)| work)
+                    .unwrap_or_else(|e| e.into_inner().0)
+            }
+            None => shared.wake.wait(work).unwrap_or_else(|e| e.into_inner()),
+        };
+    }
+}
+
 fn perform(dir: &Path, key: &ResourceKey, op: &Op) -> std::io::Result<()> {
-    let path = dir.join(file_name_of(key));
+    let file_name = file_name_of(key);
     match op {
         Op::Write(record) => {
             let bytes = record.encode().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "a field over 4 GiB")
             })?;
-            write_atomically(dir, &path, &bytes)
+            files::write_atomically(dir, &file_name, &bytes)
         }
-        Op::Delete => match fs::remove_file(&path) {
-            Ok(()) => sync_dir(dir),
+        Op::Delete => match std::fs::remove_file(dir.join(&file_name)) {
+            Ok(()) => files::sync_dir(dir),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         },
     }
 }
 
-/// Temporary file, write, fsync, rename, fsync the directory.
-pub(crate) fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(TEMP_SUFFIX);
-    let temp = PathBuf::from(temp);
-    let written = (|| {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written?;
-    sync_dir(dir)
+/// Whether failures are under way, so that a burst of them logs once.
+#[derive(Debug, Default)]
+struct Burst {
+    failing: bool,
+    gave_up: bool,
 }
 
-/// Makes a rename or deletion in `dir` durable.
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    fs::File::open(dir)?.sync_all()
+impl Burst {
+    fn failed(&mut self, dir: &Path, key: &ResourceKey, error: &std::io::Error, failure: Failure) {
+        if !self.failing {
+            self.failing = true;
+            tracing::warn!(
+                dir = %dir.display(),
+                resource = %key,
+                %error,
+                "state directory: write failed; retrying with backoff (further failures are counted in the status, not logged)"
+            );
+        }
+        if let Failure::GaveUp { attempts } = failure
+            && !self.gave_up
+        {
+            self.gave_up = true;
+            tracing::warn!(
+                dir = %dir.display(),
+                resource = %key,
+                attempts,
+                %error,
+                "state directory: gave up on a record after repeated failures (it is written again on its next update)"
+            );
+        }
+    }
+
+    fn succeeded(&mut self, dir: &Path) {
+        if self.failing {
+            tracing::info!(dir = %dir.display(), "state directory: writes succeed again");
+        }
+        *self = Burst::default();
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -132,10 +132,17 @@ pub(crate) fn spread(base: Duration, jitter: f32, r: f64) -> Duration {
 
 /// A number in [0, 1) from the standard library's randomly keyed hasher;
 /// jitter needs spread, not cryptographic randomness.
-fn unit_random() -> f64 {
-    let bits = RandomState::new().build_hasher().finish() >> 11;
+pub(crate) fn unit_random() -> f64 {
+    let bits = random_u64() >> 11;
     // 53 bits: exactly representable in an f64.
     bits as f64 / (1u64 << 53) as f64
+}
+
+/// 64 bits nobody outside the process can predict: SipHash under the key
+/// the standard library draws from the OS's random source (once per
+/// thread, then stepped for each `RandomState`).
+pub(crate) fn random_u64() -> u64 {
+    RandomState::new().build_hasher().finish()
 }
 
 #[cfg(test)]
