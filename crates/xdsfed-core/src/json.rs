@@ -32,6 +32,8 @@ use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, Discovery
 use prost::Name;
 use prost_reflect::{DescriptorPool, DynamicMessage};
 
+use crate::text_limits::check_yaml_nesting;
+
 static ENVOY_DESCRIPTORS: &[u8] = include_bytes!("../descriptors/envoy-types.bin");
 
 static ENVOY_POOL: LazyLock<Result<DescriptorPool, String>> =
@@ -87,9 +89,22 @@ pub fn discovery_response_from_json(text: &[u8]) -> Result<DiscoveryResponse, Ma
     from_value(value)
 }
 
+/// The deepest a YAML text may nest collections: the YAML deserializer's
+/// own recursion limit, checked before the parser (quadratic in the depth)
+/// starts.
+const MAX_YAML_NESTING: usize = 128;
+
 /// Reads a `DiscoveryResponse` written in YAML, through the protobuf JSON
 /// mapping (as Envoy reads its YAML configuration).
 pub fn discovery_response_from_yaml(text: &[u8]) -> Result<DiscoveryResponse, MappingError> {
+    let utf8 = std::str::from_utf8(text)
+        .map_err(|e| MappingError::whole(format!("not YAML: not UTF-8 text: {e}")))?;
+    check_yaml_nesting(utf8, MAX_YAML_NESTING).map_err(|e| {
+        MappingError::whole(format!(
+            "not YAML: {e} at line {} column {}",
+            e.line, e.column
+        ))
+    })?;
     let value: serde_json::Value = serde_norway::from_slice(text)
         .map_err(|e| MappingError::whole(format!("not YAML: {e}")))?;
     from_value(value)
@@ -203,6 +218,18 @@ mod tests {
         let text = b"version_info: '1'\nresources:\n- '@type': type.googleapis.com/envoy.config.cluster.v3.Cluster\n  name: c\n  connect_timeout: forever\n";
         let error = discovery_response_from_yaml(text).unwrap_err();
         assert!(error.field.starts_with("resources[0]"), "{error}");
+    }
+
+    /// A YAML file nested deeper than the deserializer's limit is refused
+    /// before parsing, the error naming the nesting limit and the line.
+    #[test]
+    fn deeply_nested_yaml_is_refused_by_the_nesting_limit() {
+        let text = format!("version_info: '1'\nresources: {}", "[".repeat(200_000));
+        let error = discovery_response_from_yaml(text.as_bytes()).unwrap_err();
+        assert!(
+            error.message.contains("nesting limit") && error.message.contains("line 2"),
+            "{error}"
+        );
     }
 
     #[test]
