@@ -7,6 +7,8 @@
 //! (bootstraps, file sources, REST and CDN bodies, the testbed's scenarios)
 //! bounds the cost of parsing the same way.
 
+mod json_budget;
 mod yaml_nesting;
 
+pub use json_budget::{JsonBudget, JsonOverBudget, MAX_JSON_DEPTH, check_json_budget};
 pub use yaml_nesting::{TooDeep, check_yaml_nesting};

@@ -20,7 +20,8 @@
 //!
 //! A poll that fails (no connection, no answer within `request_timeout`,
 //! an HTTP status other than 200 and 304, a body that is not a
-//! `DiscoveryResponse` or is over `max_message_size`) ends the attempt as
+//! `DiscoveryResponse` or is over the text bound, `max_text_message_size`
+//! or `max_message_size` whichever is lower) ends the attempt as
 //! a stream end does: outstanding polls are dropped, and the next attempt
 //! starts after the transport's backoff with every type asked afresh. As
 //! on ADS, an attempt that fails before any answer is a server failure
@@ -101,7 +102,9 @@ impl SourceHandle<RestKind> {
             ServerProtocol::Rest(timing) => timing,
             _ => RestTiming::default(),
         };
-        let client = http::HttpClient::new(&server, timing.request_timeout, opts.max_message_size);
+        // Every answer is JSON: the text bound applies.
+        let client =
+            http::HttpClient::new(&server, timing.request_timeout, opts.text_message_limit());
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let driver = driver::Driver::new(driver::Parts {
             server,
