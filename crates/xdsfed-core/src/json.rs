@@ -23,14 +23,41 @@
 //! `cargo run -p xdsfed-core --example update_envoy_descriptors` writes
 //! both again after an upgrade.
 //!
-//! Every function here takes text the caller has already bounded in size;
-//! errors name the field where the mapping failed.
+//! Every function here takes text the caller has already bounded in size
+//! (`TransportOptions::max_text_message_size`), and bounds what decoding it
+//! costs: JSON goes straight from the bytes into the message, with no
+//! generic tree of the whole text in between, after a linear scan has
+//! refused a text that would decode too large ([`DECODING_BUDGET`]) or
+//! that nests too deep; YAML is scanned
+//! for nesting first (the parser is quadratic in it). Errors name the field
+//! where the mapping failed.
 
 use std::sync::LazyLock;
 
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use prost::Name;
 use prost_reflect::{DescriptorPool, DynamicMessage};
+
+use crate::text_limits::{JsonBudget, check_json_budget, check_yaml_nesting};
+
+/// What a JSON text of the protobuf JSON mapping may hold (see
+/// [`check_json_budget`]). Decoded, a value takes up to about 800 bytes
+/// (inside a `google.protobuf.Struct` even a `0` is a message of its own)
+/// and a resource about 900 bytes however short (docs/performance.md,
+/// "Parsing JSON and YAML bodies"), so:
+///
+/// - 131 072 values in one resource: its tree stays within about 100 MiB,
+///   and a ClusterLoadAssignment of 10 000 endpoints (about 11 values
+///   each) still fits;
+/// - 262 144 resources: the held resources within about 250 MiB, two and a
+///   half times xDS TP1's 100 000 clusters;
+/// - 4 194 304 values in all: the parse's time within about twice a
+///   realistic body's at the 32 MiB text limit.
+pub const DECODING_BUDGET: JsonBudget = JsonBudget {
+    elements: 1 << 18,
+    values_per_element: 1 << 17,
+    values: 1 << 22,
+};
 
 static ENVOY_DESCRIPTORS: &[u8] = include_bytes!("../descriptors/envoy-types.bin");
 
@@ -82,25 +109,19 @@ impl MappingError {
 /// assert_eq!(response.resources.len(), 1);
 /// ```
 pub fn discovery_response_from_json(text: &[u8]) -> Result<DiscoveryResponse, MappingError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(text).map_err(|e| MappingError::whole(format!("not JSON: {e}")))?;
-    from_value(value)
+    from_json(text)
 }
 
 /// Reads a `DiscoveryResponse` written in YAML, through the protobuf JSON
 /// mapping (as Envoy reads its YAML configuration).
 pub fn discovery_response_from_yaml(text: &[u8]) -> Result<DiscoveryResponse, MappingError> {
-    let value: serde_json::Value = serde_norway::from_slice(text)
-        .map_err(|e| MappingError::whole(format!("not YAML: {e}")))?;
-    from_value(value)
+    from_yaml(text)
 }
 
 /// Reads a `DiscoveryRequest` written in the protobuf JSON mapping (what a
 /// REST-JSON server receives).
 pub fn discovery_request_from_json(text: &[u8]) -> Result<DiscoveryRequest, MappingError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(text).map_err(|e| MappingError::whole(format!("not JSON: {e}")))?;
-    from_value(value)
+    from_json(text)
 }
 
 /// Writes a `DiscoveryRequest` in the protobuf JSON mapping (what a
@@ -142,14 +163,66 @@ fn descriptor_of<M: Name>() -> Result<prost_reflect::MessageDescriptor, MappingE
     })
 }
 
-fn from_value<M: Name + Default>(value: serde_json::Value) -> Result<M, MappingError> {
+/// Reads `M` from JSON text, straight from the bytes into the message: no
+/// generic tree of the whole text is built first (that took 100 times the
+/// text's size).
+fn from_json<M: Name + Default>(text: &[u8]) -> Result<M, MappingError> {
+    check_json_budget(text, DECODING_BUDGET)
+        .map_err(|e| MappingError::whole(format!("refused before parsing: {e}")))?;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let message = from_deserializer(&mut de, |e: &serde_json::Error| {
+        use serde_json::error::Category;
+        matches!(
+            e.classify(),
+            Category::Syntax | Category::Eof | Category::Io
+        )
+        .then(|| format!("not JSON: {e}"))
+    })?;
+    de.end()
+        .map_err(|e| MappingError::whole(format!("not JSON: {e}")))?;
+    Ok(message)
+}
+
+/// The deepest a YAML text may nest collections: the YAML deserializer's
+/// own recursion limit, checked before the parser (quadratic in the depth)
+/// starts.
+const MAX_YAML_NESTING: usize = 128;
+
+/// Reads `M` from YAML text, through the protobuf JSON mapping.
+fn from_yaml<M: Name + Default>(text: &[u8]) -> Result<M, MappingError> {
+    let utf8 = std::str::from_utf8(text)
+        .map_err(|e| MappingError::whole(format!("not YAML: not UTF-8 text: {e}")))?;
+    check_yaml_nesting(utf8, MAX_YAML_NESTING).map_err(|e| {
+        MappingError::whole(format!(
+            "not YAML: {e} at line {} column {}",
+            e.line, e.column
+        ))
+    })?;
+    let de = serde_norway::Deserializer::from_slice(text);
+    from_deserializer(de, |_: &serde_norway::Error| None)
+}
+
+/// Deserializes `M` from `de`, tracking the field path for errors.
+/// `syntax` tells an error in the text itself (which has no field) from
+/// one in the mapping.
+fn from_deserializer<'de, M, D>(
+    de: D,
+    syntax: impl FnOnce(&D::Error) -> Option<String>,
+) -> Result<M, MappingError>
+where
+    M: Name + Default,
+    D: serde::Deserializer<'de>,
+{
     let descriptor = descriptor_of::<M>()?;
     let mut track = serde_path_to_error::Track::new();
     let message = DynamicMessage::deserialize(
         descriptor,
-        serde_path_to_error::Deserializer::new(value, &mut track),
+        serde_path_to_error::Deserializer::new(de, &mut track),
     )
     .map_err(|e| {
+        if let Some(message) = syntax(&e) {
+            return MappingError::whole(message);
+        }
         let mut field = track.path().to_string();
         // The root prints as ".".
         if field == "." {
@@ -234,6 +307,18 @@ mod tests {
         let text = b"version_info: '1'\nresources:\n- '@type': type.googleapis.com/envoy.config.cluster.v3.Cluster\n  name: c\n  connect_timeout: forever\n";
         let error = discovery_response_from_yaml(text).unwrap_err();
         assert!(error.field.starts_with("resources[0]"), "{error}");
+    }
+
+    /// A YAML file nested deeper than the deserializer's limit is refused
+    /// before parsing, the error naming the nesting limit and the line.
+    #[test]
+    fn deeply_nested_yaml_is_refused_by_the_nesting_limit() {
+        let text = format!("version_info: '1'\nresources: {}", "[".repeat(200_000));
+        let error = discovery_response_from_yaml(text.as_bytes()).unwrap_err();
+        assert!(
+            error.message.contains("nesting limit") && error.message.contains("line 2"),
+            "{error}"
+        );
     }
 
     #[test]

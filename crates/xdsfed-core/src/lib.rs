@@ -67,6 +67,7 @@ pub mod protocol;
 pub mod source;
 pub mod state_dir;
 pub mod status;
+pub mod text_limits;
 pub mod transport;
 pub mod types;
 pub mod watch;

@@ -34,7 +34,7 @@ use prost::Message as _;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
-use xdsfed_core::name::canonical_key;
+use xdsfed_core::name::resource_of_url_path;
 
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -266,34 +266,14 @@ fn file(
     body(StatusCode::OK, Some(&etag), json, bytes)
 }
 
-/// The type URL and name a path names: `/TYPE/NAME` for an old-style name
-/// (one segment, percent-decoded), else `/AUTH/TYPE/ID…` (with the query
-/// as context parameters) for an xdstp name.
+/// The type URL and name a path names, by the mapping the client fetches
+/// by (`xdsfed_core::name::resource_of_url_path`): `/TYPE/NAME` for an
+/// old-style name, else `/AUTH/TYPE/ID…` (with the query as context
+/// parameters) for an xdstp name. `None` for a path no resource may have:
+/// one with a segment that decodes to `.`, `..`, a separator or a control
+/// character.
 fn resource_of(path: &str, query: Option<&str>) -> Option<(String, String)> {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    if let [short, name] = segments.as_slice() {
-        let name = percent_encoding::percent_decode_str(name)
-            .decode_utf8()
-            .ok()?;
-        if !name.starts_with("xdstp:") {
-            return Some((format!("type.googleapis.com/{short}"), name.into_owned()));
-        }
-    }
-    let [authority, short, id @ ..] = segments.as_slice() else {
-        return None;
-    };
-    if id.is_empty() {
-        return None;
-    }
-    let mut name = format!("xdstp://{authority}/{short}/{}", id.join("/"));
-    if let Some(query) = query.filter(|q| !q.is_empty()) {
-        name.push('?');
-        name.push_str(query);
-    }
-    Some((
-        format!("type.googleapis.com/{short}"),
-        canonical_key(&name).ok()?,
-    ))
+    resource_of_url_path(path, query).ok()
 }
 
 fn empty(status: StatusCode) -> Response<Full<Bytes>> {
@@ -336,12 +316,24 @@ mod tests {
             ))
         );
         assert_eq!(
-            resource_of("/envoy.config.cluster.v3.Cluster/pay%2Fv2", None),
+            resource_of("/envoy.config.cluster.v3.Cluster/pay%20v2", None),
             Some((
                 "type.googleapis.com/envoy.config.cluster.v3.Cluster".to_owned(),
-                "pay/v2".to_owned()
+                "pay v2".to_owned()
             ))
         );
         assert_eq!(resource_of("/only-one", None), None);
+    }
+
+    /// A path whose segment decodes to a step or a separator names nothing.
+    #[test]
+    fn paths_that_climb_name_no_resource() {
+        for path in [
+            "/envoy.config.cluster.v3.Cluster/pay%2Fv2",
+            "/envoy.config.cluster.v3.Cluster/%2E%2E",
+            "/a/envoy.config.cluster.v3.Cluster/..%2F..%2Fsecret",
+        ] {
+            assert_eq!(resource_of(path, None), None, "{path}");
+        }
     }
 }

@@ -14,6 +14,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::error::{BootstrapError, BootstrapErrorKind, FieldPath, Format};
+use crate::text_limits::check_yaml_nesting;
 
 /// Parses JSON text.
 pub(crate) fn parse_json(text: &str) -> Result<Value, BootstrapError> {
@@ -36,8 +37,21 @@ pub(crate) fn parse_json(text: &str) -> Result<Value, BootstrapError> {
     })
 }
 
+/// The deepest a YAML bootstrap may nest collections. A bootstrap nests
+/// about 15 levels (an Envoy-style one's static clusters the most); the
+/// YAML parser is quadratic in the depth, so the text is checked first.
+const MAX_YAML_NESTING: usize = 64;
+
 /// Parses YAML text (a single document).
 pub(crate) fn parse_yaml(text: &str) -> Result<Value, BootstrapError> {
+    check_yaml_nesting(text, MAX_YAML_NESTING).map_err(|too_deep| {
+        BootstrapError::new(BootstrapErrorKind::Syntax {
+            format: Format::Yaml,
+            line: too_deep.line,
+            column: too_deep.column,
+            message: too_deep.to_string(),
+        })
+    })?;
     let duplicate = RefCell::new(None);
     let de = serde_norway::Deserializer::from_str(text);
     let seed = ValueSeed {
@@ -212,6 +226,32 @@ mod tests {
     #[test]
     fn json_trailing_garbage_is_refused() {
         assert!(parse_json("{} {}").is_err());
+    }
+
+    /// A YAML bootstrap nested deeper than the nesting limit (64) is
+    /// refused before the parser sees it (the parser is quadratic in the
+    /// nesting depth: a 200 KB file took 21 s), the error naming the limit
+    /// and the line.
+    #[test]
+    fn deeply_nested_yaml_is_refused_by_the_nesting_limit() {
+        let flow = format!("node:\n  id: {}", "[".repeat(200_000));
+        let block = format!("node:\n  id: {}", "- ".repeat(100_000));
+        for text in [flow, block] {
+            let err = parse_yaml(&text).err();
+            match err.as_ref().map(BootstrapError::kind) {
+                Some(BootstrapErrorKind::Syntax {
+                    format: Format::Yaml,
+                    line: 2,
+                    message,
+                    ..
+                }) => assert!(
+                    message.contains("nested deeper than 64 levels")
+                        && message.contains("nesting limit"),
+                    "{message}"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -67,6 +67,7 @@
 mod directive;
 mod error;
 mod percent;
+mod url_path;
 mod xdstp;
 
 #[cfg(test)]
@@ -79,6 +80,7 @@ pub use directive::Directives;
 pub use error::NameError;
 pub(crate) use percent::decode as percent_decode;
 pub use percent::encode_path;
+pub use url_path::{NamePart, UnsafeSegment, UrlPathError, resource_of_url_path, url_path_of};
 pub use xdstp::XdstpName;
 
 /// A resource name: an `xdstp:` URI, or an old-style opaque name.

@@ -163,6 +163,32 @@ pub(crate) fn decode(s: &str) -> Result<Vec<u8>, PercentError> {
     Ok(out)
 }
 
+/// Percent-encodes `raw` so that it reads back as one `component`: the
+/// characters the component holds literally stay, every other byte (`%`
+/// included) becomes `%XX`.
+pub(crate) fn encode_component(raw: &[u8], component: Component) -> String {
+    encode_keeping(raw, |b| b != b'%' && component.allows(b))
+}
+
+/// Percent-encodes every byte of `raw` outside RFC 3986's unreserved
+/// characters: the strictest encoding, which no host reads as anything but
+/// the bytes it stands for.
+pub(crate) fn encode_unreserved(raw: &[u8]) -> String {
+    encode_keeping(raw, is_unreserved)
+}
+
+fn encode_keeping(raw: &[u8], literal: impl Fn(u8) -> bool) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for &b in raw {
+        if literal(b) {
+            out.push(char::from(b));
+        } else {
+            push_escape(&mut out, b);
+        }
+    }
+    out
+}
+
 /// Percent-encodes `raw` for substitution into an `xdstp:` listener resource
 /// name template, as gRFC A47 specifies: characters allowed in a URI path by
 /// RFC 3986 §3.3 (`pchar`) and `/` are kept, everything else — `%` included,
@@ -175,15 +201,7 @@ pub(crate) fn decode(s: &str) -> Result<Vec<u8>, PercentError> {
 /// assert_eq!(encode_path("caf\u{e9}?x#y".as_bytes()), "caf%C3%A9%3Fx%23y");
 /// ```
 pub fn encode_path(raw: &[u8]) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for &b in raw {
-        if is_pchar(b) || b == b'/' {
-            out.push(char::from(b));
-        } else {
-            push_escape(&mut out, b);
-        }
-    }
-    out
+    encode_keeping(raw, |b| is_pchar(b) || b == b'/')
 }
 
 #[cfg(test)]

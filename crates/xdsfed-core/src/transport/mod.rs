@@ -69,6 +69,14 @@ pub trait EventSink: Send + Sync + 'static {
 /// message.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 256 * 1024 * 1024;
 
+/// The default [`TransportOptions::max_text_message_size`]: 32 MiB. The
+/// protobuf JSON mapping takes several times a text's size to decode
+/// (about 2.5 times for realistic clusters, up to about 25 times for
+/// resources that are nothing but their type; docs/performance.md), so text
+/// gets a bound of its own, an eighth of the binary one. 32 MiB of JSON
+/// is some 75 000 clusters.
+pub const DEFAULT_MAX_TEXT_MESSAGE_SIZE: usize = 32 * 1024 * 1024;
+
 /// How connections behave. The defaults are gRPC's.
 #[derive(Debug, Clone)]
 pub struct TransportOptions {
@@ -90,6 +98,12 @@ pub struct TransportOptions {
     /// response over it ends the stream; the error names its size and this
     /// limit.
     pub max_message_size: usize,
+    /// The largest JSON or YAML message read, when lower than
+    /// `max_message_size` (default [`DEFAULT_MAX_TEXT_MESSAGE_SIZE`],
+    /// 32 MiB): a REST-JSON response, an HTTP CDN file served as JSON, a
+    /// `.json` or `.yaml` file of a filesystem source. Over it the body is
+    /// refused as too large, as over `max_message_size`.
+    pub max_text_message_size: usize,
     /// The handshake deadline: how long a connection attempt may take
     /// until the server shows it speaks HTTP/2 (default 20 s, gRPC's
     /// minimum connect timeout). It covers the TCP connect, the TLS and
@@ -108,6 +122,14 @@ pub struct TransportOptions {
     pub first_response_timeout: Option<Duration>,
 }
 
+impl TransportOptions {
+    /// The bound on a JSON or YAML message: the lower of
+    /// `max_text_message_size` and `max_message_size`.
+    pub fn text_message_limit(&self) -> usize {
+        self.max_text_message_size.min(self.max_message_size)
+    }
+}
+
 impl Default for TransportOptions {
     fn default() -> Self {
         TransportOptions {
@@ -118,6 +140,7 @@ impl Default for TransportOptions {
             keepalive_interval: None,
             keepalive_timeout: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_text_message_size: DEFAULT_MAX_TEXT_MESSAGE_SIZE,
             connect_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             first_response_timeout: None,
         }

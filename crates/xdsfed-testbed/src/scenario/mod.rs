@@ -57,7 +57,6 @@ mod duration;
 mod generate;
 mod json;
 mod model;
-mod nesting;
 mod own_name;
 mod policy;
 mod read;
@@ -73,6 +72,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost_reflect::DescriptorPool;
 use serde_norway::Value;
 use xdsfed_core::name::{XdstpName, authority_of, canonical_key};
+use xdsfed_core::text_limits::check_yaml_nesting;
 
 pub use duration::MAX_DURATION;
 pub use generate::{MAX_CLUSTERS, MAX_ENDPOINTS};
@@ -81,6 +81,10 @@ pub use read::MAX_SCENARIO_BYTES;
 pub use run::RunningScenario;
 
 use crate::{RecordingLimits, ServerError, ServerSpec, TestbedError, faults::Faults, store::Store};
+
+/// The deepest nesting a scenario may have: the YAML deserializer's own
+/// recursion limit, so the scan refuses nothing it would have read.
+const MAX_NESTING: usize = 128;
 
 /// Why a scenario cannot be read or run.
 #[derive(Debug, thiserror::Error)]
@@ -291,7 +295,7 @@ impl Scenario {
 }
 
 /// What must hold before the YAML parser sees the text: its size, and how
-/// deeply it nests flow collections (the parser is quadratic in that).
+/// deeply it nests collections (the parser is quadratic in that).
 fn check_text(text: &str) -> Result<(), ScenarioError> {
     if text.len() > MAX_SCENARIO_BYTES {
         return Err(invalid(
@@ -299,13 +303,11 @@ fn check_text(text: &str) -> Result<(), ScenarioError> {
             format!("the scenario is larger than {MAX_SCENARIO_BYTES} bytes (16 MiB)"),
         ));
     }
-    nesting::check(text).map_err(|at| ScenarioError::Syntax {
+    check_yaml_nesting(text, MAX_NESTING).map_err(|too_deep| ScenarioError::Syntax {
         path: ".".to_owned(),
         message: format!(
-            "flow collections ([…] or {{…}}) nested deeper than {} levels at line {} column {}",
-            nesting::MAX_DEPTH,
-            at.line,
-            at.column
+            "{too_deep} at line {} column {}",
+            too_deep.line, too_deep.column
         ),
     })
 }

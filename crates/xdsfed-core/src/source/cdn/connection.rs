@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tokio::task::JoinSet;
 
-use super::http::HttpClient;
+use super::http::{BodyLimits, HttpClient};
 use super::session::{CdnConfig, CdnSession, Fetch, Fetched};
 use crate::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
 use crate::protocol::CoreEvent;
@@ -44,7 +44,14 @@ impl SourceHandle<CdnKind> {
             cfg.timing = timing;
         }
         cfg.backoff = opts.backoff;
-        let client = HttpClient::new(&server, cfg.timing.request_timeout, opts.max_message_size);
+        let client = HttpClient::new(
+            &server,
+            cfg.timing.request_timeout,
+            BodyLimits {
+                binary: opts.max_message_size,
+                text: opts.text_message_limit(),
+            },
+        );
         // Whole files: the nearest of the two ADS variants.
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let driver = Driver {

@@ -25,6 +25,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::reply::is_json;
 use super::session::{Fetched, HttpReply};
 use crate::bootstrap::{ChannelCreds, ServerConfig};
 use crate::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
@@ -33,22 +34,32 @@ use crate::source::http::{Stream, TlsConfigError, error_chain};
 /// The longest `ETag` or `Content-Type` kept; a longer one is ignored.
 pub(crate) const HEADER_LIMIT: usize = 1024;
 
+/// The largest body read: a JSON one (by its `Content-Type`) costs more
+/// to decode than binary protobuf, and has a bound of its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    /// Binary protobuf (`TransportOptions::max_message_size`).
+    pub(crate) binary: usize,
+    /// JSON (`TransportOptions::text_message_limit`).
+    pub(crate) text: usize,
+}
+
 /// A CDN source's HTTP client.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpClient {
     client: Client<Connector, Empty<Bytes>>,
     timeout: Duration,
-    max_body: usize,
+    limits: BodyLimits,
 }
 
 impl HttpClient {
     /// A client for `server` (TLS from its `tls` credentials); each fetch
-    /// has `timeout`, each body at most `max_body` bytes. Fails when the
-    /// credentials cannot be read.
+    /// has `timeout`, each body at most as many bytes as `limits` allow its
+    /// kind. Fails when the credentials cannot be read.
     pub(crate) fn new(
         server: &ServerConfig,
         timeout: Duration,
-        max_body: usize,
+        limits: BodyLimits,
     ) -> Result<Self, String> {
         let tls = match &server.channel_creds {
             ChannelCreds::Insecure => None,
@@ -68,7 +79,7 @@ impl HttpClient {
         Ok(HttpClient {
             client,
             timeout,
-            max_body,
+            limits,
         })
     }
 
@@ -99,13 +110,18 @@ impl HttpClient {
             .await
             .map_err(|e| error_chain(&e))?;
         let (parts, body) = response.into_parts();
-        let body = Limited::new(body, self.max_body)
+        let content_type = header(&parts.headers, &CONTENT_TYPE).map(str::to_owned);
+        let (limit, kind) = if is_json(content_type.as_deref()) {
+            (self.limits.text, "JSON ")
+        } else {
+            (self.limits.binary, "")
+        };
+        let body = Limited::new(body, limit)
             .collect()
             .await
             .map_err(|e| {
                 format!(
-                    "reading the body (limit {} bytes): {}",
-                    self.max_body,
+                    "reading the body ({kind}limit {limit} bytes): {}",
                     error_chain(&*e)
                 )
             })?
@@ -113,7 +129,7 @@ impl HttpClient {
         Ok(HttpReply {
             status: parts.status.as_u16(),
             etag: header(&parts.headers, &ETAG).map(Arc::from),
-            content_type: header(&parts.headers, &CONTENT_TYPE).map(str::to_owned),
+            content_type,
             body,
         })
     }

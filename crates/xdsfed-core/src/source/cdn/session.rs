@@ -18,7 +18,10 @@
 //!    fetched again `refresh_delay` later. A resource has at most one fetch
 //!    in flight, and the source at most `max_in_flight`.
 //! 2. A glob collection has no file (a CDN cannot list): it is reported
-//!    `NotRequested`, never fetched.
+//!    `NotRequested`, never fetched. So is a name with no safe file path
+//!    (a segment that decodes to `.`, `..`, a separator or a control
+//!    character; [`crate::name::url_path_of`]), the reason naming the
+//!    segment.
 //! 3. A fetch names the last `ETag` in `If-None-Match`; `304 Not Modified`
 //!    means unchanged: no event.
 //! 4. A `200` body is a `DiscoveryResponse` (JSON when the `Content-Type`
@@ -53,7 +56,7 @@ use bytes::Bytes;
 use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
 use crate::bootstrap::CdnTiming;
-use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, is_glob};
+use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
 use crate::transport::BackoffConfig;
 use crate::transport::backoff::Backoff;
 use crate::types::TypeRegistry;
@@ -227,13 +230,11 @@ impl CdnSession {
             return;
         }
         let url = match resource_url(&self.cfg.base, &key.type_url, &key.name) {
-            Some(url) if !is_glob(&key.name) => url,
-            _ => {
+            Ok(url) => url,
+            Err(reason) => {
                 self.events.push_back(CoreEvent::NotRequested {
                     key,
-                    reason: Arc::from(
-                        "an HTTP CDN serves files, one per resource, and cannot list a glob collection",
-                    ),
+                    reason: Arc::from(reason),
                 });
                 return;
             }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::driver::Driver;
 use super::session::{FileSession, FileSessionConfig};
-use crate::bootstrap::{ApiVariant, FileSource, ServerConfig};
+use crate::bootstrap::{ApiVariant, FileFormat, FileSource, ServerConfig};
 use crate::protocol::AuthorityFilter;
 use crate::source::SourceHandle;
 use crate::transport::{EventSink, TransportOptions};
@@ -25,7 +25,8 @@ impl SourceHandle<FileKind> {
     /// Spawns the driver of `source` (the file of `server`) on the current
     /// tokio runtime (panics outside one, like `tokio::spawn`). `filter`
     /// says which names the file may deliver; a file larger than
-    /// `opts.max_message_size` is refused.
+    /// `opts.max_message_size` (a JSON or YAML one: than
+    /// `opts.text_message_limit()`) is refused.
     pub fn spawn(
         server: ServerConfig,
         source: FileSource,
@@ -41,7 +42,11 @@ impl SourceHandle<FileKind> {
         };
         // The file is the full state: the nearer of the variants.
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
-        let limit = u64::try_from(opts.max_message_size).unwrap_or(u64::MAX);
+        let limit = match source.format {
+            FileFormat::Protobuf => opts.max_message_size,
+            FileFormat::Json | FileFormat::Yaml => opts.text_message_limit(),
+        };
+        let limit = u64::try_from(limit).unwrap_or(u64::MAX);
         let driver = Driver {
             session: FileSession::new(cfg, types),
             server,

@@ -177,7 +177,7 @@ impl HttpClient {
                 INTERNAL,
                 format!(
                     "a response of more than {} bytes is over the message size limit \
-                     (TransportOptions::max_message_size)",
+                     (TransportOptions::max_text_message_size for JSON)",
                     self.max_body
                 ),
             )

@@ -28,10 +28,11 @@
 //! ADS, not a failure of the server (module `response`).
 //!
 //! A poll that fails (no connection, no answer within `request_timeout`,
-//! an HTTP status other than 200 and 304, a body over `max_message_size`)
-//! ends the attempt as a stream end does: outstanding polls are dropped,
-//! and the next attempt starts after the transport's backoff with every
-//! type asked afresh. As on ADS, an attempt that fails before any answer is a server failure
+//! an HTTP status other than 200 and 304, a body over the text bound,
+//! `max_text_message_size` or `max_message_size` whichever is lower) ends
+//! the attempt as a stream end does: outstanding polls are dropped, and the
+//! next attempt starts after the transport's backoff with every type asked
+//! afresh. As on ADS, an attempt that fails before any answer is a server failure
 //! ([`CoreEvent::StreamFailed`](crate::protocol::CoreEvent::StreamFailed): ambient errors, gRFC A71 fallback); one
 //! that had answers is retried after the backoff's initial delay, and
 //! reported if that retry fails too.
@@ -110,7 +111,9 @@ impl SourceHandle<RestKind> {
             ServerProtocol::Rest(timing) => timing,
             _ => RestTiming::default(),
         };
-        let client = http::HttpClient::new(&server, timing.request_timeout, opts.max_message_size);
+        // Every answer is JSON: the text bound applies.
+        let client =
+            http::HttpClient::new(&server, timing.request_timeout, opts.text_message_limit());
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let driver = driver::Driver::new(driver::Parts {
             server,

@@ -24,8 +24,9 @@ use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
 use envoy_types::pb::google::protobuf::Any;
 use serde_json::value::RawValue;
 
-use crate::json::{MappingError, discovery_response_from_json};
+use crate::json::{DECODING_BUDGET, MappingError, discovery_response_from_json};
 use crate::protocol::{RESOURCE_WRAPPER_TYPE_URL, UndecodedResource};
+use crate::text_limits::check_json_budget;
 use crate::types::ValidationError;
 
 /// The type URL of the one type whose resources are named by another field
@@ -58,8 +59,17 @@ pub(crate) struct RejectedBody {
     pub(crate) error: ValidationError,
 }
 
-/// Reads the body of an answer to a poll of `polled`.
+/// Reads the body of an answer to a poll of `polled`. A body over the
+/// decoding budget is rejected whole: reading it in parts would let each
+/// part spend the budget again.
 pub(crate) fn read(polled: &str, body: &[u8]) -> Read {
+    if let Err(over) = check_json_budget(body, DECODING_BUDGET) {
+        return Read::Rejected(RejectedBody {
+            nonce: String::new(),
+            version: String::new(),
+            error: ValidationError(format!("the body is refused before parsing: {over}")),
+        });
+    }
     match discovery_response_from_json(body) {
         Ok(response) => of_polled_type(polled, response, Vec::new()),
         Err(whole) => read_in_parts(polled, body, &whole),
@@ -197,6 +207,30 @@ mod tests {
             Read::Rejected(r) => r,
             Read::Response { response, .. } => panic!("accepted: {response:?}"),
         }
+    }
+
+    /// A body over the decoding budget in all, each of whose resources is
+    /// within it, is rejected whole: reading it in parts would spend the
+    /// budget once per resource.
+    #[test]
+    fn a_body_over_the_decoding_budget_is_rejected_whole_not_read_in_parts() {
+        let per_resource = DECODING_BUDGET.values_per_element - 16;
+        let count = DECODING_BUDGET.values / per_resource + 1;
+        let values = vec!["0"; per_resource].join(",");
+        let extra = format!(r#", "metadata": {{"filter_metadata": {{"x": {{"l": [{values}]}}}}}}"#);
+        let resources: Vec<String> = (0..count)
+            .map(|i| cluster(&format!("c{i}"), &extra))
+            .collect();
+        let body = format!(
+            r#"{{"version_info": "1", "resources": [{}]}}"#,
+            resources.join(",")
+        );
+        let refused = rejected(CDS, &body);
+        assert!(
+            refused.error.0.contains("refused before parsing"),
+            "{}",
+            refused.error
+        );
     }
 
     #[test]
