@@ -466,10 +466,17 @@ fn testbed_stops_on_ctrl_c_during_a_control_api_restart() {
 fn written_bootstrap(scenario: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bootstrap.json");
+    let _running = testbed_writing_bootstrap(scenario, &file);
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
+/// `xdsfed testbed` serving `scenario`, once ready, having written its
+/// client bootstrap to `file`.
+fn testbed_writing_bootstrap(scenario: &str, file: &Path) -> Running {
     let child = Command::cargo_bin("xdsfed")
         .unwrap()
         .args(["testbed", "--config", scenario, "--bootstrap-out"])
-        .arg(&file)
+        .arg(file)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -481,7 +488,7 @@ fn written_bootstrap(scenario: &str) -> serde_json::Value {
             break;
         }
     }
-    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+    running
 }
 
 /// The names of every Listener `scenario` serves, on any server.
@@ -585,22 +592,7 @@ fn written_bootstrap_is_one_grpc_reads_and_resolves_every_listener() {
 fn dump_and_graph_follow_an_xds_target_through_the_written_bootstrap() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bootstrap.json");
-    let child = Command::cargo_bin("xdsfed")
-        .unwrap()
-        .args(["testbed", "--config", &example("testbed-federated.yaml")])
-        .arg("--bootstrap-out")
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut running = Running(child);
-    let stdout = running.0.stdout.take().unwrap();
-    for line in BufReader::new(stdout).lines() {
-        if line.unwrap() == "ready" {
-            break;
-        }
-    }
+    let _running = testbed_writing_bootstrap(&example("testbed-federated.yaml"), &file);
     let bootstrap = file.to_str().unwrap();
     let run = |command: &str, target: &str| {
         cli_fixture::xdsfed(&[

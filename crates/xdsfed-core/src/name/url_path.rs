@@ -113,7 +113,9 @@ pub enum UrlPathError {
 
 /// The path under a file host's base of the resource `name` of type
 /// `type_url`, with a leading `/` and the context parameters as the query:
-/// see the [module](self) for the rule. A glob collection is the caller's
+/// each segment percent-decoded, refused if it decodes to `.`, `..`, a
+/// `/`, a `\` or a control character, else re-encoded with only unreserved
+/// characters literal (docs/federation.md). A glob collection is the caller's
 /// to refuse: its path would be that of a file named `*`.
 ///
 /// ```

@@ -26,7 +26,8 @@
 /// The deepest nesting accepted: serde_json's own recursion limit.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// What a JSON text may hold; see the [module](self).
+/// What a JSON text may hold: elements of its top-level collection,
+/// values in one element, values in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JsonBudget {
     /// Elements in one top-level array (or fields in one top-level object).
@@ -101,7 +102,7 @@ struct Scan {
 }
 
 /// Checks that `text` nests at most [`MAX_JSON_DEPTH`] deep and holds no
-/// more than `budget` allows (see the [module](self)). Linear, and
+/// more than `budget` allows. Linear, and
 /// allocates nothing. Text that is not JSON passes or fails as it may: the
 /// parser reports it.
 ///

@@ -53,8 +53,9 @@ struct Scan {
     block_scalar: Option<usize>,
 }
 
-/// Checks that `text` nests collections at most `limit` deep (see the
-/// [module](self) for how the depth is counted).
+/// Checks that `text` nests collections at most `limit` deep, counting
+/// indentation levels, `- ` and `? ` entries, and `[`/`{` depth (comments,
+/// quoted and block scalars skipped).
 ///
 /// ```
 /// use xdsfed_core::text_limits::check_yaml_nesting;
