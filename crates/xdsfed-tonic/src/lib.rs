@@ -101,7 +101,11 @@ pub use error::{BoxError, ChannelError, Unservable};
 pub use policy::LbPolicy;
 pub use subchannel::Connecting;
 
-use xdsfed_core::bootstrap::Bootstrap;
+/// The bootstrap a channel's client reads (gRFC A27/A47), re-exported so
+/// that a service needs no direct dependency on `xdsfed-core` to make one:
+/// `Bootstrap::from_env()` reads `GRPC_XDS_BOOTSTRAP`, else
+/// `GRPC_XDS_BOOTSTRAP_CONFIG`, as gRPC does.
+pub use xdsfed_core::bootstrap::Bootstrap;
 
 /// A channel for `target` (`xds:///svc`, `xds://authority/svc`) with its
 /// own xDS client for `bootstrap` and the default settings; see

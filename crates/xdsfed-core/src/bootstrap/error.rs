@@ -91,10 +91,26 @@ pub enum BootstrapErrorKind {
 ///     "xds_servers[0].channel_creds: required: expected an array of {\"type\": ...} objects"
 /// );
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct BootstrapError {
     origin: Option<Origin>,
     kind: BootstrapErrorKind,
+}
+
+/// The message, as `Display` writes it, so that `?` from a `main` that
+/// returns `Result<_, Box<dyn Error>>` prints what is wrong; `{:#?}` shows
+/// the fields.
+impl fmt::Debug for BootstrapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return f
+                .debug_struct("BootstrapError")
+                .field("origin", &self.origin)
+                .field("kind", &self.kind)
+                .finish();
+        }
+        write!(f, "BootstrapError: {self}")
+    }
 }
 
 impl BootstrapError {
@@ -217,6 +233,16 @@ impl fmt::Display for FieldPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `?` from `main` prints an error's `Debug`: it carries the message,
+    /// not `BootstrapError { origin: None, kind: NotConfigured }`.
+    #[test]
+    fn debug_carries_the_message() {
+        let error = BootstrapError::new(BootstrapErrorKind::NotConfigured);
+        let boxed: Box<dyn std::error::Error> = Box::new(error.clone());
+        assert_eq!(format!("{boxed:?}"), format!("BootstrapError: {error}"));
+        assert!(format!("{error:#?}").contains("NotConfigured"));
+    }
 
     #[test]
     fn field_path_quotes_keys_that_are_not_identifiers() {
