@@ -5,7 +5,7 @@
 //! ```no_run
 //! # use xdsfed::proto::greeter::v1::{HelloRequest, greeter_client::GreeterClient};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! # let bootstrap = xdsfed_core::bootstrap::Bootstrap::from_env()?;
+//! let bootstrap = xdsfed_tonic::Bootstrap::from_env()?; // GRPC_XDS_BOOTSTRAP, as gRPC reads it
 //! let mut client = GreeterClient::new(xdsfed_tonic::channel("xds:///greeter", bootstrap)?);
 //! let reply = client.say_hello(HelloRequest { name: "tonic".into() }).await?;
 //! # Ok(()) }
