@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::transport::backoff::spread;
+use crate::transport::backoff::{random_u64, spread};
 
 /// The default spread either way: each interval is drawn from
 /// [0.8, 1.2] × the configured one, as gRPC spreads its backoff.
@@ -18,10 +18,7 @@ pub(crate) const DEFAULT_JITTER: f32 = 0.2;
 /// what makes a client address without a node id unique): spread, not
 /// secrecy, is wanted.
 pub(crate) fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
+    random_u64()
 }
 
 /// A seeded source of jittered intervals.
