@@ -197,7 +197,7 @@ impl XdsClientBuilder {
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use xdsfed_core::bootstrap::Bootstrap;
-/// use xdsfed_core::client::XdsClient;
+/// use xdsfed_client::XdsClient;
 /// use xdsfed_core::types::ListenerType;
 ///
 /// let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
