@@ -57,4 +57,6 @@ mod guides {
     struct Graph;
     #[doc = include_str!("../docs/testbed.md")]
     struct Testbed;
+    #[doc = include_str!("../docs/tonic.md")]
+    struct Tonic;
 }
