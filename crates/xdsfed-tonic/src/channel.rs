@@ -26,12 +26,15 @@ use tokio::task::JoinHandle;
 use tower::Service;
 use xdsfed_graph::Snapshot;
 
+use crate::attempts;
 use crate::balancer::ClusterBalancer;
+use crate::call_policy::CallPolicy;
 use crate::endpoint::Response;
 use crate::error::{BoxError, Unservable, shown};
 use crate::follow::{Routing, Target};
 use crate::rng;
 use crate::routing::RequestView;
+use crate::throttle::RetryBucket;
 
 /// A channel for one `xds:` target: routes each request by the target's
 /// listener and balances it over the chosen cluster's endpoints. Cheap to
@@ -51,6 +54,8 @@ pub(crate) struct Inner {
     pub(crate) authority: Arc<str>,
     pub(crate) ready_timeout: Duration,
     pub(crate) routing: Arc<ArcSwapOption<Routing>>,
+    /// The channel's retry throttling (gRFC A6), when configured.
+    pub(crate) retry_bucket: Option<Arc<RetryBucket>>,
     pub(crate) generation: watch::Receiver<u64>,
     pub(crate) follower: JoinHandle<()>,
 }
@@ -134,12 +139,13 @@ impl Inner {
         }
     }
 
-    /// The balancer `request` goes to under `routing`, or why none.
+    /// The balancer `request` goes to under `routing` and its route's call
+    /// policy, or why none.
     fn pick<B>(
         &self,
         routing: &Routing,
         request: &http::Request<B>,
-    ) -> Result<Arc<ClusterBalancer>, Unservable> {
+    ) -> Result<(Arc<ClusterBalancer>, Arc<CallPolicy>), Unservable> {
         let table = routing.table.as_ref().map_err(Clone::clone)?;
         let uri = request.uri();
         let view = RequestView {
@@ -148,8 +154,9 @@ impl Inner {
             method: request.method().as_str(),
             headers: request.headers(),
         };
-        match &**table.route(&view, rng::next_u64)? {
-            Target::Cluster(balancer) => Ok(Arc::clone(balancer)),
+        let picked = table.pick(&view, rng::next_u64)?;
+        match &**picked.target {
+            Target::Cluster(balancer) => Ok((Arc::clone(balancer), Arc::clone(picked.policy))),
             Target::Unavailable(why) => Err(why.clone()),
         }
     }
@@ -199,7 +206,7 @@ where
             .as_ref()
             .map(|routing| inner.pick(routing, &request));
         let future = async move {
-            let balancer = match picked {
+            let (balancer, policy) = match picked {
                 Some(picked) => picked,
                 None => {
                     let routing = inner.wait().await.map_err(Unservable::into_box_error)?;
@@ -207,7 +214,7 @@ where
                 }
             }
             .map_err(Unservable::into_box_error)?;
-            balancer.send(request).await
+            attempts::send(balancer, &policy, inner.retry_bucket.as_deref(), request).await
         };
         ResponseFuture {
             inner: Box::pin(future),

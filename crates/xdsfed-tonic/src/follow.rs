@@ -109,8 +109,9 @@ impl Follower {
         let mut targets: HashMap<Arc<str>, Arc<Target>> = HashMap::new();
         let authority = Arc::clone(&self.authority);
         let listener = Arc::clone(&self.listener);
+        let max_duration = listener_max_duration(&snapshot, &listener);
         let table = route_config(&snapshot, &listener).map(|config| {
-            RouteTable::compile(config, &authority, |name| {
+            RouteTable::compile_with(config, &authority, max_duration, |name| {
                 if let Some(target) = targets.get(name) {
                     return Arc::clone(target);
                 }
@@ -181,6 +182,18 @@ impl Follower {
         );
         Target::Cluster(balancer)
     }
+}
+
+/// The HttpConnectionManager's `max_stream_duration`, which routes that set
+/// none take (gRFC A31); zero or absent is no limit.
+fn listener_max_duration(snapshot: &Snapshot, listener: &str) -> Option<Duration> {
+    let listener = snapshot.listener(listener)?.listener.as_ref()?;
+    let hcm = xdsfed_core::types::http_connection_manager(&listener.value).ok()??;
+    hcm.common_http_protocol_options?
+        .max_stream_duration
+        .as_ref()
+        .and_then(xdsfed_core::types::std_duration)
+        .filter(|d| !d.is_zero())
 }
 
 /// The listener's route configuration, or why it cannot be used.

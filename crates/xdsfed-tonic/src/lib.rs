@@ -54,6 +54,22 @@
 //!   per cluster; ROUND_ROBIN compares requests sent per weight,
 //!   LEAST_REQUEST requests in flight (gRFC A48). Other policies are
 //!   refused, naming the policy.
+//! - **Timeouts** (gRFC A31): the route's `max_stream_duration`
+//!   (`grpc_timeout_header_max`, else `max_stream_duration`, else the
+//!   HttpConnectionManager's) bounds each call; the deadline is the
+//!   earlier of the application's `grpc-timeout` and the route's, is sent
+//!   on to the endpoint, and a call past it fails with
+//!   `DEADLINE_EXCEEDED`. `grpc_timeout_header_offset` is not applied, as
+//!   in gRPC.
+//! - **Retries** (gRFC A44): the route's `retry_policy`, else its virtual
+//!   host's: `retry_on` (cancelled, deadline-exceeded, internal,
+//!   resource-exhausted, unavailable), `num_retries` (default 1, at most 5
+//!   attempts), `retry_back_off` with gRPC's jittered exponential backoff,
+//!   `grpc-retry-pushback-ms`. Each retry re-picks an endpoint of the same
+//!   cluster. Only trailers-only answers and failures before any answer
+//!   are retried, and only while the request body (kept up to 256 KiB) can
+//!   be sent again. Throttling is per channel
+//!   ([`ChannelBuilder::retry_throttling`], gRPC's `retryThrottling`).
 //! - **Failures stay per request**: a route to a missing or failed cluster,
 //!   a refused policy, a cluster without healthy endpoints or a route that
 //!   does not forward fails only the requests it takes, with
@@ -65,18 +81,19 @@
 //! - **TLS to endpoints** is not read from the cluster: the default
 //!   [`PlaintextConnector`] speaks plaintext HTTP/2. A [`Connector`] of
 //!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
-//! - Route timeouts, retries, hedging, fault injection, `max_stream_duration`,
-//!   `cluster_header`, cluster specifier plugins, ring hash and other LB
-//!   policies, outlier detection and load reporting are not applied. A
-//!   request that fails on an endpoint is not retried on another.
+//! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
+//!   specifier plugins, ring hash and other LB policies, outlier detection
+//!   and load reporting are not applied.
 //! - LEAST_REQUEST compares two candidates whatever its `choice_count`
 //!   (tower's balancer samples two).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod attempts;
 mod balancer;
 mod builder;
+mod call_policy;
 mod channel;
 mod connector;
 mod discover;
@@ -85,11 +102,13 @@ mod endpoints;
 mod error;
 mod follow;
 mod policy;
+mod replay;
 mod rng;
 mod routing;
 mod subchannel;
 #[cfg(test)]
 mod test_support;
+mod throttle;
 
 pub use builder::{ChannelBuilder, DEFAULT_READY_TIMEOUT};
 pub use channel::{ResponseFuture, XdsChannel};
@@ -100,6 +119,7 @@ pub use endpoints::EndpointSet;
 pub use error::{BoxError, ChannelError, Unservable};
 pub use policy::LbPolicy;
 pub use subchannel::Connecting;
+pub use throttle::RetryThrottling;
 
 /// The bootstrap a channel's client reads (gRFC A27/A47), re-exported so
 /// that a service needs no direct dependency on `xdsfed-core` to make one:
