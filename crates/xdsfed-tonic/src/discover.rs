@@ -2,7 +2,7 @@
 //! between one [`EndpointSet`] and the next.
 //!
 //! ```text
-//! snapshots ─► EndpointSet per cluster ─► watch ─► EndpointDiscover ─► Change::Remove(addr) / Change::Insert(addr, Endpoint) ─► p2c Balance
+//! snapshots ─► EndpointSet per cluster ─► watch ─► EndpointDiscover ─► Change::Remove(addr) / Change::Insert(addr, Endpoint) ─► balancer
 //! ```
 //!
 //! Endpoints are keyed by address. An endpoint in both sets stays in the

@@ -1,8 +1,8 @@
 //! One endpoint as the balancer sees it: its address, the service that
 //! reaches it, and the counters its cluster's policy compares.
 //!
-//! tower's power-of-two-choices balancer samples two ready endpoints and
-//! sends to the one with the lower [`Load`]. What the load is depends on
+//! The cluster's balancer draws a few ready endpoints and
+//! sends to the one with the lowest [`Load`]. What the load is depends on
 //! the cluster's [`LbPolicy`]:
 //!
 //! - ROUND_ROBIN: requests sent so far divided by the endpoint's weight.

@@ -17,7 +17,7 @@
 //!   ┌──────────────────────────────── XdsChannel (tower::Service) ◄── routing ──────────┤
 //!   │ request ─► virtual host (domain) ─► route (path, headers, fraction) ─► cluster    │
 //!   │            (weighted clusters by weight)                                ▼         │
-//!   │                  per cluster: p2c Balance ◄── EndpointDiscover ◄── EndpointSet ◄──┘
+//!   │                per cluster: choice-of-N ◄──── EndpointDiscover ◄── EndpointSet ◄──┘
 //!   │                                   ▼
 //!   └──────────────────────── endpoint (tonic Channel, one per address) ─► backend
 //! ```
@@ -50,10 +50,11 @@
 //!   once, `UNAVAILABLE` naming the cluster, when every one is failing
 //!   ([`Unservable::Unreachable`]). A call that fails with a transport
 //!   error takes its endpoint out of the picks until it reconnects.
-//! - **Balancing** ([`LbPolicy`]): tower's power-of-two-choices balancer
-//!   per cluster; ROUND_ROBIN compares requests sent per weight,
-//!   LEAST_REQUEST requests in flight (gRFC A48). Other policies are
-//!   refused, naming the policy.
+//! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
+//!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares
+//!   two by requests sent per weight, LEAST_REQUEST compares
+//!   `choice_count` (default 2) by requests in flight (gRFC A48). Other
+//!   policies are refused, naming the policy.
 //! - **Timeouts** (gRFC A31): the route's `max_stream_duration`
 //!   (`grpc_timeout_header_max`, else `max_stream_duration`, else the
 //!   HttpConnectionManager's) bounds each call; the deadline is the
@@ -84,8 +85,6 @@
 //! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
 //!   specifier plugins, ring hash and other LB policies, outlier detection
 //!   and load reporting are not applied.
-//! - LEAST_REQUEST compares two candidates whatever its `choice_count`
-//!   (tower's balancer samples two).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -95,6 +94,7 @@ mod balancer;
 mod builder;
 mod call_policy;
 mod channel;
+mod choice;
 mod connector;
 mod discover;
 mod endpoint;

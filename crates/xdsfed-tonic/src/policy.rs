@@ -4,9 +4,9 @@
 //! `lb_policy` enum otherwise. Every other policy is refused with a message
 //! naming it, and the routes that reach the cluster fail with it.
 //!
-//! Both policies pick with tower's power-of-two-choices balancer; they
-//! differ in what the two candidates are compared by (see
-//! [`Endpoint`](crate::Endpoint)).
+//! Both policies pick the least loaded of a few random ready endpoints
+//! (two, or LEAST_REQUEST's `choice_count`); they differ in what the
+//! candidates are compared by (see [`Endpoint`](crate::Endpoint)).
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::LoadBalancingPolicy;
@@ -25,8 +25,8 @@ pub enum LbPolicy {
     /// LEAST_REQUEST (gRFC A48): the candidate with fewer requests in
     /// flight wins. Endpoint weights are not used, as in A48.
     LeastRequest {
-        /// The configured `choice_count` (default 2). tower's balancer
-        /// always compares two candidates, so larger values behave as 2.
+        /// The configured `choice_count` (default 2): how many random
+        /// ready endpoints each pick compares.
         choice_count: u32,
     },
 }

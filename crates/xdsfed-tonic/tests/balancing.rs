@@ -245,3 +245,84 @@ async fn a_cluster_no_endpoint_of_which_connects_fails_requests_naming_it() {
         "{status:?}"
     );
 }
+
+/// Waits until `f` holds, at most [`PATIENCE`].
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// gRFC A48: LEAST_REQUEST compares `choice_count` random endpoints. With
+/// `choice_count` 3 over 3 endpoints every pick sees them all, so three
+/// requests held in flight one after the other land on three different
+/// endpoints, round after round (comparing only two, the third request
+/// lands on a busy endpoint one round in three).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn least_request_with_choice_count_three_compares_every_endpoint() {
+    use envoy_types::pb::envoy::config::cluster::v3::cluster::{
+        LbConfig, LbPolicy, LeastRequestLbConfig,
+    };
+    use envoy_types::pb::google::protobuf::UInt32Value;
+    use xdsfed::proto::greeter::v1::HelloRequest;
+
+    let (_testbed, server) = start().await;
+    let scripts: Vec<Script> = (0..3).map(|_| Script::default()).collect();
+    let mut b = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        b.push(Backend::scripted(&format!("b{i}"), script.clone()).await);
+    }
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let mut least = cluster(CLUSTER, ENDPOINTS);
+    least.lb_policy = LbPolicy::LeastRequest as i32;
+    least.lb_config = Some(LbConfig::LeastRequestLbConfig(LeastRequestLbConfig {
+        choice_count: Some(UInt32Value { value: 3 }),
+        ..Default::default()
+    }));
+    server.set_message(CLUSTER, &least).unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel.clone());
+    // Every endpoint answers once: all three are connected.
+    for _ in 0..1000 {
+        if scripts.iter().all(|s| s.calls() > 0) {
+            break;
+        }
+        hello(&mut greeter).await.unwrap();
+    }
+    assert!(
+        scripts.iter().all(|s| s.calls() > 0),
+        "every backend answered"
+    );
+    let calls = |s: &[Script]| s.iter().map(Script::calls).collect::<Vec<_>>();
+    for round in 0..20 {
+        let before = calls(&scripts);
+        let mut held = Vec::new();
+        for n in 1..=3 {
+            let mut greeter = GreeterClient::new(channel.clone());
+            held.push(tokio::spawn(async move {
+                let _ = greeter.say_hello(HelloRequest { name: HOLD.into() }).await;
+            }));
+            let total: usize = before.iter().sum::<usize>() + n;
+            until("the held request reached a backend", || {
+                calls(&scripts).iter().sum::<usize>() == total
+            })
+            .await;
+        }
+        let after = calls(&scripts);
+        let landed: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(
+            landed,
+            [1, 1, 1],
+            "round {round}: held requests per endpoint"
+        );
+        for task in held {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
