@@ -34,6 +34,16 @@ pub(crate) struct ClusterBalancer {
     /// can connect.
     connectivity: Arc<Connectivity>,
     balance: Mutex<ChoiceBalance>,
+    /// The cluster's outlier detection task, if it has one.
+    outlier: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for ClusterBalancer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.outlier {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for ClusterBalancer {
@@ -57,12 +67,17 @@ impl ClusterBalancer {
             }
             LbPolicy::RoundRobin => 2,
         };
+        let outlier = context.outlier;
+        let cluster = std::sync::Arc::clone(&context.cluster);
         let discover = EndpointDiscover::new(context, endpoints.clone());
+        let outlier =
+            outlier.map(|config| crate::ejection::spawn(config, cluster, discover.registry()));
         Self {
             shown_name,
             endpoints,
             connectivity: discover.connectivity(),
             balance: Mutex::new(ChoiceBalance::new(discover, choices)),
+            outlier,
         }
     }
 

@@ -33,6 +33,7 @@ use crate::connector::Connector;
 use crate::discover::ClusterContext;
 use crate::endpoints::EndpointSet;
 use crate::error::{Unservable, cleaned, shown};
+use crate::outlier::OutlierConfig;
 use crate::policy::LbPolicy;
 use crate::routing::RouteTable;
 
@@ -56,6 +57,7 @@ pub(crate) struct Routing {
 struct BalancerConfig {
     policy: LbPolicy,
     connect_timeout: Option<Duration>,
+    outlier: Option<OutlierConfig>,
 }
 
 struct ClusterState {
@@ -149,9 +151,11 @@ impl Follower {
         let connect_timeout = cluster
             .and_then(|c| c.value.connect_timeout.as_ref())
             .and_then(xdsfed_core::types::std_duration);
+        let outlier = OutlierConfig::of(cluster.and_then(|c| c.value.outlier_detection.as_ref()));
         let config = BalancerConfig {
             policy,
             connect_timeout,
+            outlier,
         };
         if let Some(state) = self.clusters.get(name).filter(|s| s.config == config) {
             state.endpoints.send_if_modified(|current| {
@@ -169,6 +173,7 @@ impl Follower {
             authority: Arc::clone(&self.authority),
             connect_timeout,
             policy,
+            outlier,
             connector: Arc::clone(&self.connector),
         };
         let balancer = Arc::new(ClusterBalancer::new(context, receiver));

@@ -55,6 +55,14 @@
 //!   two by requests sent per weight, LEAST_REQUEST compares
 //!   `choice_count` (default 2) by requests in flight (gRFC A48). Other
 //!   policies are refused, naming the policy.
+//! - **Outlier detection** (gRFC A50): a cluster's `outlier_detection`
+//!   counts each endpoint's calls (OK or not, from the final gRPC status)
+//!   and, every `interval`, ejects endpoints by success rate and failure
+//!   percentage, at most `max_ejection_percent` of them, for
+//!   `base_ejection_time` × the times ejected (capped by
+//!   `max_ejection_time`). Ejected endpoints are not picked; a request
+//!   whose every ready endpoint is ejected waits for one to return or
+//!   connect (gRPC would fail it at once).
 //! - **Timeouts** (gRFC A31): the route's `max_stream_duration`
 //!   (`grpc_timeout_header_max`, else `max_stream_duration`, else the
 //!   HttpConnectionManager's) bounds each call; the deadline is the
@@ -83,8 +91,8 @@
 //!   [`PlaintextConnector`] speaks plaintext HTTP/2. A [`Connector`] of
 //!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
 //! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
-//!   specifier plugins, ring hash and other LB policies, outlier detection
-//!   and load reporting are not applied.
+//!   specifier plugins, ring hash and other LB policies, and load reporting
+//!   are not applied.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -97,10 +105,13 @@ mod channel;
 mod choice;
 mod connector;
 mod discover;
+mod ejection;
 mod endpoint;
 mod endpoints;
 mod error;
 mod follow;
+mod outcome;
+mod outlier;
 mod policy;
 mod replay;
 mod rng;

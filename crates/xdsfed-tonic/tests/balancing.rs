@@ -326,3 +326,70 @@ async fn least_request_with_choice_count_three_compares_every_endpoint() {
         }
     }
 }
+
+/// gRFC A50: one backend of three answers every call with UNAVAILABLE;
+/// failure-percentage detection ejects it after an interval, and from then
+/// on calls succeed and none reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outlier_detection_ejects_the_failing_backend() {
+    use envoy_types::pb::envoy::config::cluster::v3::OutlierDetection;
+    use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
+
+    let (_testbed, server) = start().await;
+    let failing = Script {
+        failures: usize::MAX,
+        code: tonic::Code::Unavailable,
+        ..Script::default()
+    };
+    let b = [
+        Backend::start("good-1").await,
+        Backend::scripted("bad", failing.clone()).await,
+        Backend::start("good-2").await,
+    ];
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let value = |v| Some(UInt32Value { value: v });
+    let mut detected = cluster(CLUSTER, ENDPOINTS);
+    detected.outlier_detection = Some(OutlierDetection {
+        interval: Some(PbDuration {
+            seconds: 0,
+            nanos: 100_000_000,
+        }),
+        base_ejection_time: Some(PbDuration {
+            seconds: 60,
+            nanos: 0,
+        }),
+        max_ejection_percent: value(50),
+        enforcing_success_rate: value(0),
+        enforcing_failure_percentage: value(100),
+        failure_percentage_threshold: value(50),
+        failure_percentage_minimum_hosts: value(3),
+        failure_percentage_request_volume: value(2),
+        ..Default::default()
+    });
+    server.set_message(CLUSTER, &detected).unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+    // Calls until 30 in a row succeed: the failing backend is out.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut in_a_row = 0;
+    while in_a_row < 30 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the failing backend was not ejected ({} calls reached it)",
+            failing.calls()
+        );
+        match hello(&mut greeter).await {
+            Ok(_) => in_a_row += 1,
+            Err(status) => {
+                assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    let reached = failing.calls();
+    for _ in 0..30 {
+        hello(&mut greeter).await.unwrap();
+    }
+    assert_eq!(failing.calls(), reached, "an ejected backend is not picked");
+}
