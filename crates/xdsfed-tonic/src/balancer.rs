@@ -16,12 +16,13 @@ use std::task::Poll;
 use tokio::sync::{Mutex, watch};
 use tower::Service;
 
-use crate::choice::ChoiceBalance;
+use crate::choice::{ChoiceBalance, Picker};
 use crate::discover::{ClusterContext, EndpointDiscover};
 use crate::endpoint::{Request, Response};
 use crate::endpoints::EndpointSet;
 use crate::error::{BoxError, Unservable, shown};
 use crate::policy::LbPolicy;
+use crate::ring::RequestHash;
 use crate::subchannel::Connectivity;
 
 /// The balancer of one cluster.
@@ -61,11 +62,15 @@ impl ClusterBalancer {
         endpoints: watch::Receiver<Arc<EndpointSet>>,
     ) -> Self {
         let shown_name = shown(&context.cluster).into();
-        let choices = match context.policy {
-            LbPolicy::LeastRequest { choice_count } => {
-                usize::try_from(choice_count).unwrap_or(usize::MAX)
-            }
-            LbPolicy::RoundRobin => 2,
+        let picker = match context.policy {
+            LbPolicy::LeastRequest { choice_count } => Picker::LeastLoaded {
+                choices: usize::try_from(choice_count).unwrap_or(usize::MAX),
+            },
+            LbPolicy::RoundRobin => Picker::LeastLoaded { choices: 2 },
+            LbPolicy::RingHash {
+                min_ring_size,
+                max_ring_size,
+            } => Picker::ring(min_ring_size, max_ring_size),
         };
         let outlier = context.outlier;
         let cluster = std::sync::Arc::clone(&context.cluster);
@@ -76,7 +81,7 @@ impl ClusterBalancer {
             shown_name,
             endpoints,
             connectivity: discover.connectivity(),
-            balance: Mutex::new(ChoiceBalance::new(discover, choices)),
+            balance: Mutex::new(ChoiceBalance::new(discover, picker)),
             outlier,
         }
     }
@@ -92,6 +97,7 @@ impl ClusterBalancer {
         }
         let response = {
             let mut balance = self.balance.lock().await;
+            balance.set_request_hash(request.extensions().get::<RequestHash>().map(|h| h.0));
             self.ready(&mut balance).await?;
             balance.call(request)
         };

@@ -177,6 +177,7 @@ impl ChannelBuilder {
             authority,
             ready_timeout: self.ready_timeout,
             routing,
+            channel_id: crate::rng::next_u64(),
             retry_bucket: self.retry_throttling.map(|t| Arc::new(RetryBucket::new(t))),
             generation: generation_rx,
             follower,

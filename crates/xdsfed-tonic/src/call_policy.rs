@@ -25,18 +25,22 @@ use envoy_types::pb::envoy::config::route::v3::route_action::MaxStreamDuration;
 use tonic::Code;
 use xdsfed_core::types::std_duration;
 
+use crate::hash_policy::HashPolicy;
+
 /// gRFC A6: `maxAttempts` above 5 is treated as 5.
 pub(crate) const MAX_ATTEMPTS: u32 = 5;
 /// gRFC A44: `base_interval` when `retry_back_off` is not set.
 const DEFAULT_BASE_INTERVAL: Duration = Duration::from_millis(25);
 
 /// The policy of the calls one route takes.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct CallPolicy {
     /// The route's longest call; `None` for no limit.
     pub(crate) max_duration: Option<Duration>,
     /// How failed attempts are retried; `None` for never.
     pub(crate) retry: Option<RetryPolicy>,
+    /// The request hash RING_HASH picks by (gRFC A42).
+    pub(crate) hash_policy: Vec<HashPolicy>,
 }
 
 impl CallPolicy {
@@ -198,7 +202,7 @@ mod tests {
     fn call_timeout_is_the_earlier_of_application_and_route() {
         let policy = CallPolicy {
             max_duration: Some(Duration::from_secs(2)),
-            retry: None,
+            ..CallPolicy::default()
         };
         let s = Duration::from_secs;
         assert_eq!(policy.timeout(Some(s(1))), Some(s(1)));

@@ -32,6 +32,8 @@ use crate::call_policy::CallPolicy;
 use crate::endpoint::Response;
 use crate::error::{BoxError, Unservable, shown};
 use crate::follow::{Routing, Target};
+use crate::hash_policy::request_hash;
+use crate::ring::RequestHash;
 use crate::rng;
 use crate::routing::RequestView;
 use crate::throttle::RetryBucket;
@@ -54,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) authority: Arc<str>,
     pub(crate) ready_timeout: Duration,
     pub(crate) routing: Arc<ArcSwapOption<Routing>>,
+    /// The channel's id, which `filter_state` hash policies hash (gRFC A42).
+    pub(crate) channel_id: u64,
     /// The channel's retry throttling (gRFC A6), when configured.
     pub(crate) retry_bucket: Option<Arc<RetryBucket>>,
     pub(crate) generation: watch::Receiver<u64>,
@@ -140,11 +144,12 @@ impl Inner {
     }
 
     /// The balancer `request` goes to under `routing` and its route's call
-    /// policy, or why none.
+    /// policy, or why none; the request's hash is set when the route has a
+    /// hash policy.
     fn pick<B>(
         &self,
         routing: &Routing,
-        request: &http::Request<B>,
+        request: &mut http::Request<B>,
     ) -> Result<(Arc<ClusterBalancer>, Arc<CallPolicy>), Unservable> {
         let table = routing.table.as_ref().map_err(Clone::clone)?;
         let uri = request.uri();
@@ -155,10 +160,22 @@ impl Inner {
             headers: request.headers(),
         };
         let picked = table.pick(&view, rng::next_u64)?;
-        match &**picked.target {
-            Target::Cluster(balancer) => Ok((Arc::clone(balancer), Arc::clone(picked.policy))),
-            Target::Unavailable(why) => Err(why.clone()),
+        let hash = (!picked.policy.hash_policy.is_empty()).then(|| {
+            request_hash(
+                &picked.policy.hash_policy,
+                &view,
+                self.channel_id,
+                rng::next_u64,
+            )
+        });
+        let target = match &**picked.target {
+            Target::Cluster(balancer) => (Arc::clone(balancer), Arc::clone(picked.policy)),
+            Target::Unavailable(why) => return Err(why.clone()),
+        };
+        if let Some(hash) = hash {
+            request.extensions_mut().insert(RequestHash(hash));
         }
+        Ok(target)
     }
 }
 
@@ -198,19 +215,19 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture {
-        let request = request.map(tonic::body::Body::new);
+        let mut request = request.map(tonic::body::Body::new);
         let inner = Arc::clone(&self.inner);
         let picked = inner
             .routing
             .load()
             .as_ref()
-            .map(|routing| inner.pick(routing, &request));
+            .map(|routing| inner.pick(routing, &mut request));
         let future = async move {
             let (balancer, policy) = match picked {
                 Some(picked) => picked,
                 None => {
                     let routing = inner.wait().await.map_err(Unservable::into_box_error)?;
-                    inner.pick(&routing, &request)
+                    inner.pick(&routing, &mut request)
                 }
             }
             .map_err(Unservable::into_box_error)?;

@@ -2,11 +2,12 @@
 //! candidates drawn at random, the least loaded wins (gRFC A48's
 //! LEAST_REQUEST; ROUND_ROBIN here draws two). tower's power-of-two-choices
 //! balancer always draws two, so this is the same balancer with the number
-//! of candidates as a parameter.
+//! of candidates as a parameter. RING_HASH (gRFC A42) picks instead the
+//! first ready endpoint walking the ring from the request's hash.
 //!
-//! [`pick_least_loaded`] decides (sans-IO, randomness passed in);
-//! [`ChoiceBalance`] keeps the endpoints (tower's `ReadyCache`, fed by the
-//! cluster's [`EndpointDiscover`]) and dispatches.
+//! [`pick_least_loaded`] and [`Ring`] decide (sans-IO, randomness passed
+//! in); [`ChoiceBalance`] keeps the endpoints (tower's `ReadyCache`, fed by
+//! the cluster's [`EndpointDiscover`]) and dispatches.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -17,9 +18,10 @@ use tower::load::Load;
 use tower::ready_cache::ReadyCache;
 use tower::ready_cache::error::Failed;
 
-use crate::discover::EndpointDiscover;
+use crate::discover::{EndpointDiscover, EndpointRegistry, registry_map};
 use crate::endpoint::{Endpoint, EndpointAddress, Request, Response};
 use crate::error::BoxError;
+use crate::ring::Ring;
 
 /// The index, in `0..len`, of the least loaded of `choices` distinct
 /// candidates drawn with `random`; every index when `choices >= len`.
@@ -60,13 +62,43 @@ pub(crate) fn pick_least_loaded(
     drawn.into_iter().fold(None, better).map(|(i, _)| i)
 }
 
-/// A cluster's endpoints, ready ones picked by [`pick_least_loaded`].
+/// How a balancer picks among ready endpoints.
+#[derive(Debug)]
+pub(crate) enum Picker {
+    /// The least loaded of `choices` random ones.
+    LeastLoaded { choices: usize },
+    /// The first ready one walking the ring from the request's hash.
+    Ring {
+        min_size: u64,
+        max_size: u64,
+        ring: Ring<EndpointAddress>,
+        /// The endpoints changed since the ring was built.
+        stale: bool,
+        /// The hash of the request being picked for.
+        hash: Option<u64>,
+    },
+}
+
+impl Picker {
+    pub(crate) fn ring(min_size: u64, max_size: u64) -> Self {
+        Self::Ring {
+            min_size,
+            max_size,
+            ring: Ring::default(),
+            stale: true,
+            hash: None,
+        }
+    }
+}
+
+/// A cluster's endpoints, ready ones picked by their [`Picker`].
 pub(crate) struct ChoiceBalance {
     discover: EndpointDiscover,
+    registry: EndpointRegistry,
     services: ReadyCache<EndpointAddress, Endpoint, Request>,
     /// The endpoint picked by the last `poll_ready`, which `call` uses.
     ready_index: Option<usize>,
-    choices: usize,
+    picker: Picker,
 }
 
 impl std::fmt::Debug for ChoiceBalance {
@@ -74,26 +106,41 @@ impl std::fmt::Debug for ChoiceBalance {
         f.debug_struct("ChoiceBalance")
             .field("ready", &self.services.ready_len())
             .field("pending", &self.services.pending_len())
-            .field("choices", &self.choices)
+            .field("picker", &self.picker)
             .finish_non_exhaustive()
     }
 }
 
 impl ChoiceBalance {
-    /// Balances over `discover`'s endpoints, comparing `choices`
-    /// candidates (at least 2) per pick.
-    pub(crate) fn new(discover: EndpointDiscover, choices: usize) -> Self {
+    /// Balances over `discover`'s endpoints as `picker` says (at least 2
+    /// candidates for the least loaded).
+    pub(crate) fn new(discover: EndpointDiscover, mut picker: Picker) -> Self {
+        if let Picker::LeastLoaded { choices } = &mut picker {
+            *choices = (*choices).max(2);
+        }
         Self {
+            registry: discover.registry(),
             discover,
             services: ReadyCache::default(),
             ready_index: None,
-            choices: choices.max(2),
+            picker,
+        }
+    }
+
+    /// The hash of the next request, for RING_HASH; a random one when the
+    /// request has none.
+    pub(crate) fn set_request_hash(&mut self, request_hash: Option<u64>) {
+        if let Picker::Ring { hash, .. } = &mut self.picker {
+            *hash = Some(request_hash.unwrap_or_else(crate::rng::next_u64));
         }
     }
 
     /// Applies every endpoint change the discovery has.
     fn apply_changes(&mut self, cx: &mut Context<'_>) {
         while let Poll::Ready(Some(Ok(change))) = Pin::new(&mut self.discover).poll_discover(cx) {
+            if let Picker::Ring { stale, .. } = &mut self.picker {
+                *stale = true;
+            }
             match change {
                 Change::Insert(address, endpoint) => self.services.push(address, endpoint),
                 Change::Remove(address) => {
@@ -112,7 +159,32 @@ impl ChoiceBalance {
         }
     }
 
-    fn pick(&self) -> Option<usize> {
+    fn pick(&mut self) -> Option<usize> {
+        let choices = match &mut self.picker {
+            Picker::LeastLoaded { choices } => *choices,
+            Picker::Ring {
+                min_size,
+                max_size,
+                ring,
+                stale,
+                hash,
+            } => {
+                if *stale {
+                    let mut weights: Vec<(EndpointAddress, f64)> = registry_map(&self.registry)
+                        .iter()
+                        .map(|(address, stats)| (address.clone(), stats.weight()))
+                        .collect();
+                    weights.sort_by(|a, b| a.0.cmp(&b.0));
+                    *ring = Ring::build(&weights, *min_size, *max_size);
+                    *stale = false;
+                }
+                let hash = hash.unwrap_or_else(crate::rng::next_u64);
+                let services = &self.services;
+                return ring
+                    .walk(hash)
+                    .find_map(|address| services.get_ready(address).map(|(index, ..)| index));
+            }
+        };
         let load = |i| {
             self.services
                 .get_ready_index(i)
@@ -120,7 +192,7 @@ impl ChoiceBalance {
         };
         pick_least_loaded(
             self.services.ready_len(),
-            self.choices,
+            choices,
             load,
             crate::rng::next_u64,
         )

@@ -230,6 +230,8 @@ impl Load for Endpoint {
         match self.policy {
             LbPolicy::RoundRobin => self.stats.level(),
             LbPolicy::LeastRequest { .. } => self.stats.in_flight(),
+            // The ring picks by hash, not by load.
+            LbPolicy::RingHash { .. } => 0.0,
         }
     }
 }

@@ -53,8 +53,13 @@
 //! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
 //!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares
 //!   two by requests sent per weight, LEAST_REQUEST compares
-//!   `choice_count` (default 2) by requests in flight (gRFC A48). Other
-//!   policies are refused, naming the policy.
+//!   `choice_count` (default 2) by requests in flight (gRFC A48).
+//!   RING_HASH (gRFC A42) builds an XXH64 ring of the endpoints
+//!   (`minimum_ring_size`/`maximum_ring_size`, by weight) and sends a
+//!   request to the first ready endpoint walking it from the request's
+//!   hash: the route's `hash_policy` (`header`, `filter_state`
+//!   `io.grpc.channel_id`), random without one. Other policies are
+//!   refused, naming the policy.
 //! - **Outlier detection** (gRFC A50): a cluster's `outlier_detection`
 //!   counts each endpoint's calls (OK or not, from the final gRPC status)
 //!   and, every `interval`, ejects endpoints by success rate and failure
@@ -91,8 +96,8 @@
 //!   [`PlaintextConnector`] speaks plaintext HTTP/2. A [`Connector`] of
 //!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
 //! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
-//!   specifier plugins, ring hash and other LB policies, and load reporting
-//!   are not applied.
+//!   specifier plugins, LB policies other than the three above, and load
+//!   reporting are not applied.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -110,10 +115,12 @@ mod endpoint;
 mod endpoints;
 mod error;
 mod follow;
+mod hash_policy;
 mod outcome;
 mod outlier;
 mod policy;
 mod replay;
+mod ring;
 mod rng;
 mod routing;
 mod subchannel;

@@ -393,3 +393,85 @@ async fn outlier_detection_ejects_the_failing_backend() {
     }
     assert_eq!(failing.calls(), reached, "an ejected backend is not picked");
 }
+
+/// gRFC A42: a RING_HASH cluster with a route hashing the `x-user` header:
+/// calls with the same value reach the same backend, and different values
+/// spread over the backends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ring_hash_sends_the_same_header_value_to_the_same_backend() {
+    use std::collections::HashSet;
+
+    use envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy;
+    use envoy_types::pb::envoy::config::route::v3::route::Action;
+    use envoy_types::pb::envoy::config::route::v3::route_action::HashPolicy;
+    use envoy_types::pb::envoy::config::route::v3::route_action::hash_policy::{
+        Header, PolicySpecifier,
+    };
+    use xdsfed::proto::greeter::v1::HelloRequest;
+
+    let (_testbed, server) = start().await;
+    let scripts: Vec<Script> = (0..3).map(|_| Script::default()).collect();
+    let mut b = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        b.push(Backend::scripted(&format!("b{i}"), script.clone()).await);
+    }
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let mut ring = cluster(CLUSTER, ENDPOINTS);
+    ring.lb_policy = LbPolicy::RingHash as i32;
+    server.set_message(CLUSTER, &ring).unwrap();
+    let mut all = route(
+        "all",
+        PathSpecifier::Prefix("/".into()),
+        to_cluster(CLUSTER),
+    );
+    if let Some(Action::Route(action)) = all.action.as_mut() {
+        action.hash_policy = vec![HashPolicy {
+            policy_specifier: Some(PolicySpecifier::Header(Header {
+                header_name: "x-user".into(),
+                regex_rewrite: None,
+            })),
+            terminal: false,
+        }];
+    }
+    server
+        .set_message(ROUTES, &routes(ROUTES, vec![all]))
+        .unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+    // Without the header the hash is random: every backend answers, so all
+    // three are connected before the ring is put to the test.
+    for _ in 0..1000 {
+        if scripts.iter().all(|s| s.calls() > 0) {
+            break;
+        }
+        hello(&mut greeter).await.unwrap();
+    }
+    assert!(
+        scripts.iter().all(|s| s.calls() > 0),
+        "every backend answered"
+    );
+    let mut as_user = async |user: &str| {
+        let mut request = tonic::Request::new(HelloRequest {
+            name: "test".into(),
+        });
+        request
+            .metadata_mut()
+            .insert("x-user", user.parse().unwrap());
+        greeter
+            .say_hello(request)
+            .await
+            .unwrap()
+            .into_inner()
+            .backend
+    };
+    let mut reached = HashSet::new();
+    for user in 0..30 {
+        let user = format!("user-{user}");
+        let first = as_user(&user).await;
+        for _ in 0..5 {
+            assert_eq!(as_user(&user).await, first, "{user} moved");
+        }
+        reached.insert(first);
+    }
+    assert!(reached.len() >= 2, "30 users all on {reached:?}");
+}

@@ -27,6 +27,7 @@ use envoy_types::pb::envoy::config::route::v3::{
 };
 
 use crate::call_policy::{CallPolicy, RetryPolicy, route_max_duration};
+use crate::hash_policy::HashPolicy;
 
 use crate::error::{Unservable, shown};
 use domain::DomainPattern;
@@ -272,6 +273,7 @@ fn call_policy(
     Arc::new(CallPolicy {
         max_duration,
         retry,
+        hash_policy: HashPolicy::compile(&action.hash_policy),
     })
 }
 
