@@ -72,10 +72,16 @@ pub(crate) async fn send(
         return attempts.await;
     };
     let response = match tokio::time::timeout_at(deadline, attempts).await {
+        // The endpoint (or its transport) may enforce the `grpc-timeout`
+        // sent to it first, failing in its own words: past the deadline,
+        // every failure is the deadline's.
+        Ok(Ok(response))
+            if Instant::now() >= deadline
+                && trailers_only_status(&response).is_some_and(|c| c != Code::Ok) =>
+        {
+            return Err(exceeded().into());
+        }
         Ok(Ok(response)) => response,
-        // The endpoint's transport may enforce the `grpc-timeout` sent to it
-        // first, failing in its own words: past the deadline, every failure
-        // is the deadline's.
         Ok(Err(_)) | Err(_) if Instant::now() >= deadline => return Err(exceeded().into()),
         Ok(Err(error)) => return Err(error),
         Err(_) => return Err(exceeded().into()),
