@@ -132,6 +132,8 @@ impl ChoiceBalance {
     pub(crate) fn set_request_hash(&mut self, request_hash: Option<u64>) {
         if let Picker::Ring { hash, .. } = &mut self.picker {
             *hash = Some(request_hash.unwrap_or_else(crate::rng::next_u64));
+            // A pick made for another request's hash does not carry over.
+            self.ready_index = None;
         }
     }
 
