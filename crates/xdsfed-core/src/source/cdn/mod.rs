@@ -22,11 +22,8 @@
 //! delivery") maps each to its test, and `docs/federation.md` tells an
 //! operator how to publish files.
 
-mod connection;
-mod http;
-mod reply;
+pub mod reply;
 mod session;
 mod url;
 
-pub use connection::{CdnConnection, CdnKind};
 pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply};
