@@ -322,5 +322,8 @@ async fn least_request_is_served_and_maglev_is_refused_by_name() {
     let status = call(&mut greeter, true, None).await.unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
     assert!(status.message().contains("MAGLEV"), "{status:?}");
-    assert!(status.message().contains(r#"cluster "maglev""#), "{status:?}");
+    assert!(
+        status.message().contains(r#"cluster "maglev""#),
+        "{status:?}"
+    );
 }
