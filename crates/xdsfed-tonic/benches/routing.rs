@@ -1,6 +1,10 @@
 //! The routing service's own cost per request, without a network: route
-//! match, cluster pick and the power-of-two-choices pick, with endpoints
-//! that answer at once in process.
+//! match, cluster pick and the two-choice pick among ready endpoints (the
+//! ready-endpoint check included), with endpoints that answer at once in
+//! process. A second run gives every route a call policy: a retry policy
+//! (no retry is needed: the request body is still kept for one) and a
+//! `max_stream_duration` (the call's deadline timer and its guarded
+//! response body).
 //!
 //! A route configuration of 10 or 1 000 routes (`/svc-<i>.Service/`
 //! prefixes) over 10 clusters of 3 endpoints each, in
@@ -21,7 +25,10 @@ use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::config::core::v3::Locality;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::google::protobuf::UInt32Value;
+use envoy_types::pb::envoy::config::route::v3::route::Action;
+use envoy_types::pb::envoy::config::route::v3::route_action::MaxStreamDuration;
+use envoy_types::pb::envoy::config::route::v3::{RetryPolicy, RouteConfiguration};
+use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
 use tower::Service;
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, SnapshotCell, Update,
@@ -56,9 +63,31 @@ fn path(route: usize) -> String {
     format!("/svc-{route}.Service/Call")
 }
 
+/// A retry policy and a deadline on every route of `config`'s virtual host.
+fn with_call_policy(config: &mut RouteConfiguration) {
+    let host = &mut config.virtual_hosts[0];
+    host.retry_policy = Some(RetryPolicy {
+        retry_on: "unavailable".into(),
+        num_retries: Some(UInt32Value { value: 2 }),
+        ..Default::default()
+    });
+    for route in &mut host.routes {
+        if let Some(Action::Route(action)) = route.action.as_mut() {
+            action.max_stream_duration = Some(MaxStreamDuration {
+                max_stream_duration: Some(PbDuration {
+                    seconds: 30,
+                    nanos: 0,
+                }),
+                ..Default::default()
+            });
+        }
+    }
+}
+
 /// The first snapshot of a listener whose route configuration has
-/// `routes` routes, every watch answered.
-fn snapshot(routes: usize) -> Arc<Snapshot> {
+/// `routes` routes (with a call policy when `policy`), every watch
+/// answered.
+fn snapshot(routes: usize, policy: bool) -> Arc<Snapshot> {
     let prefixes: Vec<(String, String)> = (0..routes)
         .map(|r| (format!("/svc-{r}.Service/"), cluster_name(r % CLUSTERS)))
         .collect();
@@ -66,7 +95,10 @@ fn snapshot(routes: usize) -> Arc<Snapshot> {
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
-    let route_config = resources::route_config("front-routes", &pairs);
+    let mut route_config = resources::route_config("front-routes", &pairs);
+    if policy {
+        with_call_policy(&mut route_config);
+    }
     let provenance = || Provenance::new(None, "bench", "1");
     let now = std::time::Instant::now();
     let mut engine = GraphEngine::new(Roots::new().listener("front"), GraphOptions::default(), now);
@@ -142,9 +174,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-async fn channel(routes: usize) -> XdsChannel {
+async fn channel(routes: usize, policy: bool) -> XdsChannel {
     let cell = SnapshotCell::new();
-    cell.publish(snapshot(routes));
+    cell.publish(snapshot(routes, policy));
     let connector = |_: &ConnectTarget<'_>| -> Result<Connecting, BoxError> {
         Ok(Box::pin(async { Ok(immediate()) }))
     };
@@ -172,8 +204,8 @@ fn main() {
         }
         let base = median(rounds);
         println!("baseline (one in-process endpoint, no routing): {base:?} per request");
-        for routes in [10, 1_000] {
-            let mut channel = channel(routes).await;
+        for (routes, policy) in [(10, false), (1_000, false), (10, true), (1_000, true)] {
+            let mut channel = channel(routes, policy).await;
             let paths: Vec<String> = (0..routes).map(path).collect();
             let (mut all, mut first) = (Vec::new(), Vec::new());
             for _ in 0..ROUNDS {
@@ -181,8 +213,9 @@ fn main() {
                 first.push(mean(&mut channel, &one).await);
             }
             let (all, first) = (median(all), median(first));
+            let policy = if policy { "with call policy" } else { "plain" };
             println!(
-                "{routes:>5} routes: {all:?} per request cycling over every route (overhead {:?}); \
+                "{routes:>5} routes, {policy}: {all:?} per request cycling over every route (overhead {:?}); \
                  {first:?} always the first route (overhead {:?})",
                 all.saturating_sub(base),
                 first.saturating_sub(base),

@@ -1,5 +1,6 @@
-//! One cluster's balancer: tower's power-of-two-choices `Balance` over the
-//! cluster's [`EndpointDiscover`], shared by every request to the cluster.
+//! One cluster's balancer: a choice-of-N balancer ([`ChoiceBalance`]: N
+//! candidates, the least loaded wins) over the cluster's
+//! [`EndpointDiscover`], shared by every request to the cluster.
 //!
 //! The balancer sits behind an async mutex rather than a `Buffer` task: a
 //! request takes the lock, polls the balancer ready (which first applies
@@ -14,12 +15,14 @@ use std::task::Poll;
 
 use tokio::sync::{Mutex, watch};
 use tower::Service;
-use tower::balance::p2c::Balance;
 
+use crate::choice::{ChoiceBalance, Picker};
 use crate::discover::{ClusterContext, EndpointDiscover};
 use crate::endpoint::{Request, Response};
 use crate::endpoints::EndpointSet;
 use crate::error::{BoxError, Unservable, shown};
+use crate::policy::LbPolicy;
+use crate::ring::RequestHash;
 use crate::subchannel::Connectivity;
 
 /// The balancer of one cluster.
@@ -31,7 +34,17 @@ pub(crate) struct ClusterBalancer {
     /// Where the endpoints' connections are, read to fail fast when none
     /// can connect.
     connectivity: Arc<Connectivity>,
-    balance: Mutex<Balance<EndpointDiscover, Request>>,
+    balance: Mutex<ChoiceBalance>,
+    /// The cluster's outlier detection task, if it has one.
+    outlier: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for ClusterBalancer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.outlier {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for ClusterBalancer {
@@ -49,12 +62,27 @@ impl ClusterBalancer {
         endpoints: watch::Receiver<Arc<EndpointSet>>,
     ) -> Self {
         let shown_name = shown(&context.cluster).into();
+        let picker = match context.policy {
+            LbPolicy::LeastRequest { choice_count } => Picker::LeastLoaded {
+                choices: usize::try_from(choice_count).unwrap_or(usize::MAX),
+            },
+            LbPolicy::RoundRobin => Picker::LeastLoaded { choices: 2 },
+            LbPolicy::RingHash {
+                min_ring_size,
+                max_ring_size,
+            } => Picker::ring(min_ring_size, max_ring_size),
+        };
+        let outlier = context.outlier;
+        let cluster = std::sync::Arc::clone(&context.cluster);
         let discover = EndpointDiscover::new(context, endpoints.clone());
+        let outlier =
+            outlier.map(|config| crate::ejection::spawn(config, cluster, discover.registry()));
         Self {
             shown_name,
             endpoints,
             connectivity: discover.connectivity(),
-            balance: Mutex::new(Balance::new(discover)),
+            balance: Mutex::new(ChoiceBalance::new(discover, picker)),
+            outlier,
         }
     }
 
@@ -69,6 +97,7 @@ impl ClusterBalancer {
         }
         let response = {
             let mut balance = self.balance.lock().await;
+            balance.set_request_hash(request.extensions().get::<RequestHash>().map(|h| h.0));
             self.ready(&mut balance).await?;
             balance.call(request)
         };
@@ -77,10 +106,7 @@ impl ClusterBalancer {
 
     /// Waits until the balancer has a ready endpoint, or fails when every
     /// endpoint is in transient failure.
-    async fn ready(
-        &self,
-        balance: &mut Balance<EndpointDiscover, Request>,
-    ) -> Result<(), BoxError> {
+    async fn ready(&self, balance: &mut ChoiceBalance) -> Result<(), BoxError> {
         loop {
             let changed = self.connectivity.changed();
             tokio::pin!(changed);

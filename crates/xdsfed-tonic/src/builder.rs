@@ -27,6 +27,7 @@ use crate::channel::{Inner, XdsChannel};
 use crate::connector::{Connector, PlaintextConnector};
 use crate::error::ChannelError;
 use crate::follow::Follower;
+use crate::throttle::{RetryBucket, RetryThrottling};
 
 /// How long a call waits for the first snapshot by default: longer than
 /// the graph's default warming timeout (15 s), after which the graph
@@ -61,6 +62,7 @@ pub struct ChannelBuilder {
     ready_timeout: Duration,
     connector: Arc<dyn Connector>,
     graph_options: Option<GraphOptions>,
+    retry_throttling: Option<RetryThrottling>,
 }
 
 impl std::fmt::Debug for ChannelBuilder {
@@ -110,6 +112,7 @@ impl ChannelBuilder {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             connector: Arc::new(PlaintextConnector),
             graph_options: None,
+            retry_throttling: None,
         }
     }
 
@@ -130,6 +133,14 @@ impl ChannelBuilder {
     /// aggregate depth); not used with [`with_graph`](Self::with_graph).
     pub fn graph_options(mut self, options: GraphOptions) -> Self {
         self.graph_options = Some(options);
+        self
+    }
+
+    /// Throttles the retries of every route (gRFC A6's `retryThrottling`,
+    /// which gRFC A44 keeps in the channel's service config rather than in
+    /// xDS): none unless set.
+    pub fn retry_throttling(mut self, throttling: RetryThrottling) -> Self {
+        self.retry_throttling = Some(throttling);
         self
     }
 
@@ -170,6 +181,8 @@ impl ChannelBuilder {
             authority,
             ready_timeout: self.ready_timeout,
             routing,
+            channel_id: crate::rng::next_u64(),
+            retry_bucket: self.retry_throttling.map(|t| Arc::new(RetryBucket::new(t))),
             generation: generation_rx,
             follower,
         }))

@@ -26,12 +26,17 @@ use tokio::task::JoinHandle;
 use tower::Service;
 use xdsfed_graph::Snapshot;
 
+use crate::attempts;
 use crate::balancer::ClusterBalancer;
+use crate::call_policy::CallPolicy;
 use crate::endpoint::Response;
 use crate::error::{BoxError, Unservable, shown};
 use crate::follow::{Routing, Target};
+use crate::hash_policy::request_hash;
+use crate::ring::RequestHash;
 use crate::rng;
 use crate::routing::RequestView;
+use crate::throttle::RetryBucket;
 
 /// A channel for one `xds:` target: routes each request by the target's
 /// listener and balances it over the chosen cluster's endpoints. Cheap to
@@ -51,6 +56,10 @@ pub(crate) struct Inner {
     pub(crate) authority: Arc<str>,
     pub(crate) ready_timeout: Duration,
     pub(crate) routing: Arc<ArcSwapOption<Routing>>,
+    /// The channel's id, which `filter_state` hash policies hash (gRFC A42).
+    pub(crate) channel_id: u64,
+    /// The channel's retry throttling (gRFC A6), when configured.
+    pub(crate) retry_bucket: Option<Arc<RetryBucket>>,
     pub(crate) generation: watch::Receiver<u64>,
     pub(crate) follower: JoinHandle<()>,
 }
@@ -134,12 +143,14 @@ impl Inner {
         }
     }
 
-    /// The balancer `request` goes to under `routing`, or why none.
+    /// The balancer `request` goes to under `routing` and its route's call
+    /// policy, or why none; the request's hash is set when the route has a
+    /// hash policy.
     fn pick<B>(
         &self,
         routing: &Routing,
-        request: &http::Request<B>,
-    ) -> Result<Arc<ClusterBalancer>, Unservable> {
+        request: &mut http::Request<B>,
+    ) -> Result<(Arc<ClusterBalancer>, Arc<CallPolicy>), Unservable> {
         let table = routing.table.as_ref().map_err(Clone::clone)?;
         let uri = request.uri();
         let view = RequestView {
@@ -148,10 +159,23 @@ impl Inner {
             method: request.method().as_str(),
             headers: request.headers(),
         };
-        match &**table.route(&view, rng::next_u64)? {
-            Target::Cluster(balancer) => Ok(Arc::clone(balancer)),
-            Target::Unavailable(why) => Err(why.clone()),
+        let picked = table.pick(&view, rng::next_u64)?;
+        let hash = (!picked.policy.hash_policy.is_empty()).then(|| {
+            request_hash(
+                &picked.policy.hash_policy,
+                &view,
+                self.channel_id,
+                rng::next_u64,
+            )
+        });
+        let target = match &**picked.target {
+            Target::Cluster(balancer) => (Arc::clone(balancer), Arc::clone(picked.policy)),
+            Target::Unavailable(why) => return Err(why.clone()),
+        };
+        if let Some(hash) = hash {
+            request.extensions_mut().insert(RequestHash(hash));
         }
+        Ok(target)
     }
 }
 
@@ -191,23 +215,23 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture {
-        let request = request.map(tonic::body::Body::new);
+        let mut request = request.map(tonic::body::Body::new);
         let inner = Arc::clone(&self.inner);
         let picked = inner
             .routing
             .load()
             .as_ref()
-            .map(|routing| inner.pick(routing, &request));
+            .map(|routing| inner.pick(routing, &mut request));
         let future = async move {
-            let balancer = match picked {
+            let (balancer, policy) = match picked {
                 Some(picked) => picked,
                 None => {
                     let routing = inner.wait().await.map_err(Unservable::into_box_error)?;
-                    inner.pick(&routing, &request)
+                    inner.pick(&routing, &mut request)
                 }
             }
             .map_err(Unservable::into_box_error)?;
-            balancer.send(request).await
+            attempts::send(balancer, &policy, inner.retry_bucket.as_deref(), request).await
         };
         ResponseFuture {
             inner: Box::pin(future),

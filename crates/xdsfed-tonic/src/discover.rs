@@ -2,7 +2,7 @@
 //! between one [`EndpointSet`] and the next.
 //!
 //! ```text
-//! snapshots ─► EndpointSet per cluster ─► watch ─► EndpointDiscover ─► Change::Remove(addr) / Change::Insert(addr, Endpoint) ─► p2c Balance
+//! snapshots ─► EndpointSet per cluster ─► watch ─► EndpointDiscover ─► Change::Remove(addr) / Change::Insert(addr, Endpoint) ─► balancer
 //! ```
 //!
 //! Endpoints are keyed by address. An endpoint in both sets stays in the
@@ -14,7 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ use xdsfed_graph::SnapshotReader;
 use crate::connector::{ConnectTarget, Connector};
 use crate::endpoint::{Endpoint, EndpointAddress, EndpointStats};
 use crate::endpoints::EndpointSet;
+use crate::outlier::OutlierConfig;
 use crate::policy::LbPolicy;
 use crate::subchannel::{Connectivity, Dial, Subchannel};
 
@@ -39,7 +40,21 @@ pub(crate) struct ClusterContext {
     pub(crate) authority: Arc<str>,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) policy: LbPolicy,
+    /// The cluster's outlier detection (gRFC A50), if any.
+    pub(crate) outlier: Option<OutlierConfig>,
     pub(crate) connector: Arc<dyn Connector>,
+}
+
+/// The counters of a cluster's current endpoints, shared with its outlier
+/// detection.
+pub(crate) type EndpointRegistry = Arc<Mutex<HashMap<EndpointAddress, Arc<EndpointStats>>>>;
+
+/// The registry's map; a panic elsewhere cannot leave it torn (entries are
+/// inserted and removed whole).
+pub(crate) fn registry_map(
+    registry: &EndpointRegistry,
+) -> std::sync::MutexGuard<'_, HashMap<EndpointAddress, Arc<EndpointStats>>> {
+    registry.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The endpoints of one cluster as a stream of
@@ -66,6 +81,8 @@ pub struct EndpointDiscover {
     context: ClusterContext,
     sets: WatchStream<Arc<EndpointSet>>,
     known: HashMap<EndpointAddress, Arc<EndpointStats>>,
+    /// `known`, as outlier detection reads it.
+    registry: EndpointRegistry,
     pending: VecDeque<Change<EndpointAddress, Endpoint>>,
     /// Where the connections of the endpoints added so far are.
     connectivity: Arc<Connectivity>,
@@ -90,10 +107,16 @@ impl EndpointDiscover {
             context,
             sets: WatchStream::new(sets),
             known: HashMap::new(),
+            registry: EndpointRegistry::default(),
             pending: VecDeque::new(),
             connectivity: Arc::new(Connectivity::default()),
             follower: None,
         }
+    }
+
+    /// The counters of this cluster's endpoints, for outlier detection.
+    pub(crate) fn registry(&self) -> EndpointRegistry {
+        Arc::clone(&self.registry)
     }
 
     /// The connection states of this cluster's endpoints, which a balancer
@@ -137,6 +160,7 @@ impl EndpointDiscover {
             authority: authority.into(),
             connect_timeout: None,
             policy,
+            outlier: None,
             connector,
         };
         let mut discover = Self::new(context, rx);
@@ -154,6 +178,7 @@ impl EndpointDiscover {
             .collect();
         for address in gone {
             self.known.remove(&address);
+            registry_map(&self.registry).remove(&address);
             self.pending.push_back(Change::Remove(address));
         }
         let level = self
@@ -177,6 +202,7 @@ impl EndpointDiscover {
                 Ok(first) => {
                     let stats = Arc::new(EndpointStats::new(weight, level));
                     self.known.insert(address.clone(), Arc::clone(&stats));
+                    registry_map(&self.registry).insert(address.clone(), Arc::clone(&stats));
                     let subchannel = Subchannel::spawn(
                         self.dial(address),
                         first,

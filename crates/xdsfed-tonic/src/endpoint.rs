@@ -1,8 +1,8 @@
 //! One endpoint as the balancer sees it: its address, the service that
 //! reaches it, and the counters its cluster's policy compares.
 //!
-//! tower's power-of-two-choices balancer samples two ready endpoints and
-//! sends to the one with the lower [`Load`]. What the load is depends on
+//! The cluster's balancer draws a few ready endpoints and
+//! sends to the one with the lowest [`Load`]. What the load is depends on
 //! the cluster's [`LbPolicy`]:
 //!
 //! - ROUND_ROBIN: requests sent so far divided by the endpoint's weight.
@@ -17,9 +17,10 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
+use futures::task::AtomicWaker;
 use tower::Service;
 use tower::load::Load;
 
@@ -83,6 +84,13 @@ pub(crate) struct EndpointStats {
     in_flight: AtomicU64,
     /// The weight as `f64` bits: its share of the cluster, in (0, 1].
     weight: AtomicU64,
+    /// Calls finished since outlier detection last looked (gRFC A50).
+    successes: AtomicU64,
+    failures: AtomicU64,
+    /// Taken out of the picks by outlier detection.
+    ejected: AtomicBool,
+    /// The balancer's task, woken when the endpoint returns.
+    returned: AtomicWaker,
 }
 
 impl EndpointStats {
@@ -95,7 +103,46 @@ impl EndpointStats {
             picks: AtomicU64::new(picks as u64),
             in_flight: AtomicU64::new(0),
             weight: AtomicU64::new(weight.to_bits()),
+            successes: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            ejected: AtomicBool::new(false),
+            returned: AtomicWaker::new(),
         }
+    }
+
+    /// Counts a finished call: OK is a success, anything else a failure.
+    pub(crate) fn record_call(&self, ok: bool) {
+        let counter = if ok { &self.successes } else { &self.failures };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The calls counted since the last take, as (successes, failures);
+    /// the counters start over.
+    pub(crate) fn take_calls(&self) -> (u64, u64) {
+        (
+            self.successes.swap(0, Ordering::Relaxed),
+            self.failures.swap(0, Ordering::Relaxed),
+        )
+    }
+
+    /// Ejects the endpoint from the picks, or returns it (waking the
+    /// balancer, which may be waiting for it).
+    pub(crate) fn set_ejected(&self, ejected: bool) {
+        self.ejected.store(ejected, Ordering::Release);
+        if !ejected {
+            self.returned.wake();
+        }
+    }
+
+    /// Whether outlier detection holds the endpoint out, registering to be
+    /// woken when it returns.
+    fn poll_ejected(&self, cx: &Context<'_>) -> bool {
+        if !self.ejected.load(Ordering::Acquire) {
+            return false;
+        }
+        self.returned.register(cx.waker());
+        // Returned between the load and the registration: not ejected.
+        self.ejected.load(Ordering::Acquire)
     }
 
     pub(crate) fn set_weight(&self, weight: f64) {
@@ -183,6 +230,8 @@ impl Load for Endpoint {
         match self.policy {
             LbPolicy::RoundRobin => self.stats.level(),
             LbPolicy::LeastRequest { .. } => self.stats.in_flight(),
+            // The ring picks by hash, not by load.
+            LbPolicy::RingHash { .. } => 0.0,
         }
     }
 }
@@ -206,6 +255,9 @@ impl Service<Request> for Endpoint {
     type Future = Pin<Box<dyn Future<Output = Result<Response, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        if self.stats.poll_ejected(cx) {
+            return Poll::Pending;
+        }
         loop {
             if let Some(connection) = &mut self.connection {
                 if connection.health.is_broken() {
@@ -240,6 +292,7 @@ impl Service<Request> for Endpoint {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlight(Arc::clone(&self.stats));
         let health = Arc::clone(&connection.health);
+        let stats = Arc::clone(&self.stats);
         let response = connection.service.call(request);
         Box::pin(async move {
             let _guard = guard;
@@ -248,8 +301,9 @@ impl Service<Request> for Endpoint {
             // is a response): the connection is gone.
             if result.is_err() {
                 health.fail();
+                stats.record_call(false);
             }
-            result
+            result.map(|response| crate::outcome::counted(response, stats))
         })
     }
 }

@@ -33,6 +33,7 @@ use crate::connector::Connector;
 use crate::discover::ClusterContext;
 use crate::endpoints::EndpointSet;
 use crate::error::{Unservable, cleaned, shown};
+use crate::outlier::OutlierConfig;
 use crate::policy::LbPolicy;
 use crate::routing::RouteTable;
 
@@ -56,6 +57,7 @@ pub(crate) struct Routing {
 struct BalancerConfig {
     policy: LbPolicy,
     connect_timeout: Option<Duration>,
+    outlier: Option<OutlierConfig>,
 }
 
 struct ClusterState {
@@ -109,8 +111,9 @@ impl Follower {
         let mut targets: HashMap<Arc<str>, Arc<Target>> = HashMap::new();
         let authority = Arc::clone(&self.authority);
         let listener = Arc::clone(&self.listener);
+        let max_duration = listener_max_duration(&snapshot, &listener);
         let table = route_config(&snapshot, &listener).map(|config| {
-            RouteTable::compile(config, &authority, |name| {
+            RouteTable::compile_with(config, &authority, max_duration, |name| {
                 if let Some(target) = targets.get(name) {
                     return Arc::clone(target);
                 }
@@ -148,9 +151,11 @@ impl Follower {
         let connect_timeout = cluster
             .and_then(|c| c.value.connect_timeout.as_ref())
             .and_then(xdsfed_core::types::std_duration);
+        let outlier = OutlierConfig::of(cluster.and_then(|c| c.value.outlier_detection.as_ref()));
         let config = BalancerConfig {
             policy,
             connect_timeout,
+            outlier,
         };
         if let Some(state) = self.clusters.get(name).filter(|s| s.config == config) {
             state.endpoints.send_if_modified(|current| {
@@ -168,6 +173,7 @@ impl Follower {
             authority: Arc::clone(&self.authority),
             connect_timeout,
             policy,
+            outlier,
             connector: Arc::clone(&self.connector),
         };
         let balancer = Arc::new(ClusterBalancer::new(context, receiver));
@@ -181,6 +187,18 @@ impl Follower {
         );
         Target::Cluster(balancer)
     }
+}
+
+/// The HttpConnectionManager's `max_stream_duration`, which routes that set
+/// none take (gRFC A31); zero or absent is no limit.
+fn listener_max_duration(snapshot: &Snapshot, listener: &str) -> Option<Duration> {
+    let listener = snapshot.listener(listener)?.listener.as_ref()?;
+    let hcm = xdsfed_core::types::http_connection_manager(&listener.value).ok()??;
+    hcm.common_http_protocol_options?
+        .max_stream_duration
+        .as_ref()
+        .and_then(xdsfed_core::types::std_duration)
+        .filter(|d| !d.is_zero())
 }
 
 /// The listener's route configuration, or why it cannot be used.

@@ -17,7 +17,7 @@
 //!   ┌──────────────────────────────── XdsChannel (tower::Service) ◄── routing ──────────┤
 //!   │ request ─► virtual host (domain) ─► route (path, headers, fraction) ─► cluster    │
 //!   │            (weighted clusters by weight)                                ▼         │
-//!   │                  per cluster: p2c Balance ◄── EndpointDiscover ◄── EndpointSet ◄──┘
+//!   │                per cluster: choice-of-N ◄──── EndpointDiscover ◄── EndpointSet ◄──┘
 //!   │                                   ▼
 //!   └──────────────────────── endpoint (tonic Channel, one per address) ─► backend
 //! ```
@@ -50,10 +50,40 @@
 //!   once, `UNAVAILABLE` naming the cluster, when every one is failing
 //!   ([`Unservable::Unreachable`]). A call that fails with a transport
 //!   error takes its endpoint out of the picks until it reconnects.
-//! - **Balancing** ([`LbPolicy`]): tower's power-of-two-choices balancer
-//!   per cluster; ROUND_ROBIN compares requests sent per weight,
-//!   LEAST_REQUEST requests in flight (gRFC A48). Other policies are
+//! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
+//!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares
+//!   two by requests sent per weight, LEAST_REQUEST compares
+//!   `choice_count` (default 2) by requests in flight (gRFC A48).
+//!   RING_HASH (gRFC A42) builds an XXH64 ring of the endpoints
+//!   (`minimum_ring_size`/`maximum_ring_size`, by weight) and sends a
+//!   request to the first ready endpoint walking it from the request's
+//!   hash: the route's `hash_policy` (`header`, `filter_state`
+//!   `io.grpc.channel_id`), random without one. Other policies are
 //!   refused, naming the policy.
+//! - **Outlier detection** (gRFC A50): a cluster's `outlier_detection`
+//!   counts each endpoint's calls (OK or not, from the final gRPC status)
+//!   and, every `interval`, ejects endpoints by success rate and failure
+//!   percentage, at most `max_ejection_percent` of them, for
+//!   `base_ejection_time` × the times ejected (capped by
+//!   `max_ejection_time`). Ejected endpoints are not picked; a request
+//!   whose every ready endpoint is ejected waits for one to return or
+//!   connect (gRPC would fail it at once).
+//! - **Timeouts** (gRFC A31): the route's `max_stream_duration`
+//!   (`grpc_timeout_header_max`, else `max_stream_duration`, else the
+//!   HttpConnectionManager's) bounds each call; the deadline is the
+//!   earlier of the application's `grpc-timeout` and the route's, is sent
+//!   on to the endpoint, and a call past it fails with
+//!   `DEADLINE_EXCEEDED`. `grpc_timeout_header_offset` is not applied, as
+//!   in gRPC.
+//! - **Retries** (gRFC A44): the route's `retry_policy`, else its virtual
+//!   host's: `retry_on` (cancelled, deadline-exceeded, internal,
+//!   resource-exhausted, unavailable), `num_retries` (default 1, at most 5
+//!   attempts), `retry_back_off` with gRPC's jittered exponential backoff,
+//!   `grpc-retry-pushback-ms`. Each retry re-picks an endpoint of the same
+//!   cluster. Only trailers-only answers and failures before any answer
+//!   are retried, and only while the request body (kept up to 256 KiB) can
+//!   be sent again. Throttling is per channel
+//!   ([`ChannelBuilder::retry_throttling`], gRPC's `retryThrottling`).
 //! - **Failures stay per request**: a route to a missing or failed cluster,
 //!   a refused policy, a cluster without healthy endpoints or a route that
 //!   does not forward fails only the requests it takes, with
@@ -65,32 +95,39 @@
 //! - **TLS to endpoints** is not read from the cluster: the default
 //!   [`PlaintextConnector`] speaks plaintext HTTP/2. A [`Connector`] of
 //!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
-//! - Route timeouts, retries, hedging, fault injection, `max_stream_duration`,
-//!   `cluster_header`, cluster specifier plugins, ring hash and other LB
-//!   policies, outlier detection and load reporting are not applied. A
-//!   request that fails on an endpoint is not retried on another.
-//! - LEAST_REQUEST compares two candidates whatever its `choice_count`
-//!   (tower's balancer samples two).
+//! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
+//!   specifier plugins, LB policies other than the three above, and load
+//!   reporting are not applied.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod attempts;
 mod balancer;
 mod builder;
+mod call_policy;
 mod channel;
+mod choice;
 mod connector;
 mod discover;
+mod ejection;
 mod endpoint;
 mod endpoints;
 mod error;
 mod follow;
+mod hash_policy;
+mod outcome;
+mod outlier;
 mod policy;
+mod replay;
+mod ring;
 mod rng;
 mod routing;
 mod shared;
 mod subchannel;
 #[cfg(test)]
 mod test_support;
+mod throttle;
 
 pub use builder::{ChannelBuilder, DEFAULT_READY_TIMEOUT};
 pub use channel::{ResponseFuture, XdsChannel};
@@ -101,6 +138,7 @@ pub use endpoints::EndpointSet;
 pub use error::{BoxError, ChannelError, Unservable};
 pub use policy::LbPolicy;
 pub use subchannel::Connecting;
+pub use throttle::RetryThrottling;
 
 /// The bootstrap a channel's client reads (gRFC A27/A47), re-exported so
 /// that a service needs no direct dependency on `xdsfed-core` to make one:

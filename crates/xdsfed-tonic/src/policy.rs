@@ -4,14 +4,15 @@
 //! `lb_policy` enum otherwise. Every other policy is refused with a message
 //! naming it, and the routes that reach the cluster fail with it.
 //!
-//! Both policies pick with tower's power-of-two-choices balancer; they
-//! differ in what the two candidates are compared by (see
-//! [`Endpoint`](crate::Endpoint)).
+//! Both policies pick the least loaded of a few random ready endpoints
+//! (two, or LEAST_REQUEST's `choice_count`); they differ in what the
+//! candidates are compared by (see [`Endpoint`](crate::Endpoint)).
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::LoadBalancingPolicy;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{LbConfig, LbPolicy as LbPolicyEnum};
 use envoy_types::pb::envoy::extensions::load_balancing_policies::least_request::v3::LeastRequest;
+use envoy_types::pb::envoy::extensions::load_balancing_policies::ring_hash::v3::RingHash;
 use envoy_types::pb::envoy::extensions::load_balancing_policies::wrr_locality::v3::WrrLocality;
 use prost::Message;
 
@@ -25,9 +26,18 @@ pub enum LbPolicy {
     /// LEAST_REQUEST (gRFC A48): the candidate with fewer requests in
     /// flight wins. Endpoint weights are not used, as in A48.
     LeastRequest {
-        /// The configured `choice_count` (default 2). tower's balancer
-        /// always compares two candidates, so larger values behave as 2.
+        /// The configured `choice_count` (default 2): how many random
+        /// ready endpoints each pick compares.
         choice_count: u32,
+    },
+    /// RING_HASH (gRFC A42): a request goes to the first ready endpoint
+    /// walking a consistent-hash ring from the request's hash (the route's
+    /// `hash_policy`).
+    RingHash {
+        /// The ring's least size (default 1024).
+        min_ring_size: u64,
+        /// The ring's greatest size (default and cap 8 Mi).
+        max_ring_size: u64,
     },
 }
 
@@ -35,6 +45,8 @@ const ROUND_ROBIN_TYPE: &str =
     "type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin";
 const LEAST_REQUEST_TYPE: &str =
     "type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest";
+const RING_HASH_TYPE: &str =
+    "type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash";
 const WRR_LOCALITY_TYPE: &str =
     "type.googleapis.com/envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality";
 
@@ -52,8 +64,8 @@ impl LbPolicy {
     /// use envoy_types::pb::envoy::config::cluster::v3::Cluster;
     /// use xdsfed_tonic::LbPolicy;
     /// assert_eq!(LbPolicy::of(&Cluster::default()), Ok(LbPolicy::RoundRobin));
-    /// let ring = Cluster { lb_policy: 2, ..Default::default() };
-    /// assert!(LbPolicy::of(&ring).unwrap_err().contains("RING_HASH"));
+    /// let maglev = Cluster { lb_policy: 5, ..Default::default() };
+    /// assert!(LbPolicy::of(&maglev).unwrap_err().contains("MAGLEV"));
     /// ```
     pub fn of(cluster: &Cluster) -> Result<Self, String> {
         if let Some(policy) = cluster
@@ -72,6 +84,15 @@ impl LbPolicy {
                 };
                 least_request(choice_count)
             }
+            Ok(LbPolicyEnum::RingHash) => match &cluster.lb_config {
+                Some(LbConfig::RingHashLbConfig(c)) => ring_hash(
+                    // The cluster's enum: 0 is XX_HASH.
+                    c.hash_function == 0,
+                    c.minimum_ring_size.as_ref().map(|v| v.value),
+                    c.maximum_ring_size.as_ref().map(|v| v.value),
+                ),
+                _ => ring_hash(true, None, None),
+            },
             Ok(other) => Err(refused(other.as_str_name())),
             Err(_) => Err(refused(&format!("value {}", cluster.lb_policy))),
         }
@@ -80,8 +101,30 @@ impl LbPolicy {
 
 fn refused(what: &str) -> String {
     format!(
-        "lb_policy {what} is not supported (xdsfed-tonic balances with ROUND_ROBIN or LEAST_REQUEST)"
+        "lb_policy {what} is not supported (xdsfed-tonic balances with ROUND_ROBIN, LEAST_REQUEST or RING_HASH)"
     )
+}
+
+/// gRFC A42: XX_HASH only; ring sizes default to 1024 and 8 Mi, at most
+/// 8 Mi, the least not above the greatest.
+fn ring_hash(xx_hash: bool, min: Option<u64>, max: Option<u64>) -> Result<LbPolicy, String> {
+    use crate::ring::{DEFAULT_MAX_RING_SIZE, DEFAULT_MIN_RING_SIZE};
+    if !xx_hash {
+        return Err("RING_HASH hash_function must be XX_HASH".to_owned());
+    }
+    let (min, max) = (
+        min.unwrap_or(DEFAULT_MIN_RING_SIZE),
+        max.unwrap_or(DEFAULT_MAX_RING_SIZE),
+    );
+    if min == 0 || min > max || max > DEFAULT_MAX_RING_SIZE {
+        return Err(format!(
+            "RING_HASH ring sizes {min}..{max} are not within 1..=8388608 in order"
+        ));
+    }
+    Ok(LbPolicy::RingHash {
+        min_ring_size: min,
+        max_ring_size: max,
+    })
 }
 
 /// gRFC A48: `choice_count` must be at least 2.
@@ -113,6 +156,16 @@ fn from_policy_list(list: &LoadBalancingPolicy, depth: usize) -> Result<LbPolicy
                     .map_err(|e| format!("cannot decode LeastRequest: {e}"))?;
                 return least_request(config.choice_count.map(|v| v.value));
             }
+            RING_HASH_TYPE => {
+                let config = RingHash::decode(any.value.as_slice())
+                    .map_err(|e| format!("cannot decode RingHash: {e}"))?;
+                // The extension's enum: 0 is DEFAULT_HASH (XX_HASH), 1 XX_HASH.
+                return ring_hash(
+                    config.hash_function <= 1,
+                    config.minimum_ring_size.map(|v| v.value),
+                    config.maximum_ring_size.map(|v| v.value),
+                );
+            }
             WRR_LOCALITY_TYPE => {
                 // Locality weights are always applied; the child picks endpoints.
                 let config = WrrLocality::decode(any.value.as_slice())
@@ -125,7 +178,7 @@ fn from_policy_list(list: &LoadBalancingPolicy, depth: usize) -> Result<LbPolicy
         }
     }
     Err(format!(
-        "none of load_balancing_policy's entries is supported (found {}; xdsfed-tonic balances with round_robin or least_request)",
+        "none of load_balancing_policy's entries is supported (found {}; xdsfed-tonic balances with round_robin, least_request or ring_hash)",
         seen.join(", ")
     ))
 }
@@ -163,6 +216,45 @@ mod tests {
         assert_eq!(
             LbPolicy::of(&cluster),
             Ok(LbPolicy::LeastRequest { choice_count: 3 })
+        );
+    }
+
+    /// gRFC A42: RING_HASH reads its ring sizes, from the enum's config or
+    /// the policy list; sizes out of order or above 8 Mi are refused.
+    #[test]
+    fn ring_hash_reads_its_ring_sizes() {
+        use envoy_types::pb::envoy::config::cluster::v3::cluster::RingHashLbConfig;
+        use envoy_types::pb::google::protobuf::UInt64Value;
+        let sized = |min, max| Cluster {
+            lb_policy: LbPolicyEnum::RingHash as i32,
+            lb_config: Some(LbConfig::RingHashLbConfig(RingHashLbConfig {
+                minimum_ring_size: Some(UInt64Value { value: min }),
+                maximum_ring_size: Some(UInt64Value { value: max }),
+                hash_function: 0,
+            })),
+            ..Default::default()
+        };
+        assert_eq!(
+            LbPolicy::of(&sized(10, 100)),
+            Ok(LbPolicy::RingHash {
+                min_ring_size: 10,
+                max_ring_size: 100
+            })
+        );
+        assert!(LbPolicy::of(&sized(100, 10)).is_err());
+        assert!(LbPolicy::of(&sized(10, 1 << 24)).is_err());
+        let listed = Cluster {
+            load_balancing_policy: Some(LoadBalancingPolicy {
+                policies: vec![entry(RING_HASH_TYPE, RingHash::default().encode_to_vec())],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            LbPolicy::of(&listed),
+            Ok(LbPolicy::RingHash {
+                min_ring_size: 1024,
+                max_ring_size: 8 * 1024 * 1024
+            })
         );
     }
 
@@ -219,13 +311,13 @@ mod tests {
         let cluster = Cluster {
             load_balancing_policy: Some(LoadBalancingPolicy {
                 policies: vec![entry(
-                    "type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash",
+                    "type.googleapis.com/envoy.extensions.load_balancing_policies.maglev.v3.Maglev",
                     vec![],
                 )],
             }),
             ..Default::default()
         };
         let error = LbPolicy::of(&cluster).unwrap_err();
-        assert!(error.contains("ring_hash.v3.RingHash"), "{error}");
+        assert!(error.contains("maglev.v3.Maglev"), "{error}");
     }
 }

@@ -245,3 +245,233 @@ async fn a_cluster_no_endpoint_of_which_connects_fails_requests_naming_it() {
         "{status:?}"
     );
 }
+
+/// Waits until `f` holds, at most [`PATIENCE`].
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// gRFC A48: LEAST_REQUEST compares `choice_count` random endpoints. With
+/// `choice_count` 3 over 3 endpoints every pick sees them all, so three
+/// requests held in flight one after the other land on three different
+/// endpoints, round after round (comparing only two, the third request
+/// lands on a busy endpoint one round in three).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn least_request_with_choice_count_three_compares_every_endpoint() {
+    use envoy_types::pb::envoy::config::cluster::v3::cluster::{
+        LbConfig, LbPolicy, LeastRequestLbConfig,
+    };
+    use envoy_types::pb::google::protobuf::UInt32Value;
+    use xdsfed::proto::greeter::v1::HelloRequest;
+
+    let (_testbed, server) = start().await;
+    let scripts: Vec<Script> = (0..3).map(|_| Script::default()).collect();
+    let mut b = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        b.push(Backend::scripted(&format!("b{i}"), script.clone()).await);
+    }
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let mut least = cluster(CLUSTER, ENDPOINTS);
+    least.lb_policy = LbPolicy::LeastRequest as i32;
+    least.lb_config = Some(LbConfig::LeastRequestLbConfig(LeastRequestLbConfig {
+        choice_count: Some(UInt32Value { value: 3 }),
+        ..Default::default()
+    }));
+    server.set_message(CLUSTER, &least).unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel.clone());
+    // Every endpoint answers once: all three are connected.
+    for _ in 0..1000 {
+        if scripts.iter().all(|s| s.calls() > 0) {
+            break;
+        }
+        hello(&mut greeter).await.unwrap();
+    }
+    assert!(
+        scripts.iter().all(|s| s.calls() > 0),
+        "every backend answered"
+    );
+    let calls = |s: &[Script]| s.iter().map(Script::calls).collect::<Vec<_>>();
+    for round in 0..20 {
+        let before = calls(&scripts);
+        let mut held = Vec::new();
+        for n in 1..=3 {
+            let mut greeter = GreeterClient::new(channel.clone());
+            held.push(tokio::spawn(async move {
+                let _ = greeter.say_hello(HelloRequest { name: HOLD.into() }).await;
+            }));
+            let total: usize = before.iter().sum::<usize>() + n;
+            until("the held request reached a backend", || {
+                calls(&scripts).iter().sum::<usize>() == total
+            })
+            .await;
+        }
+        let after = calls(&scripts);
+        let landed: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(
+            landed,
+            [1, 1, 1],
+            "round {round}: held requests per endpoint"
+        );
+        for task in held {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+/// gRFC A50: one backend of three answers every call with UNAVAILABLE;
+/// failure-percentage detection ejects it after an interval, and from then
+/// on calls succeed and none reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outlier_detection_ejects_the_failing_backend() {
+    use envoy_types::pb::envoy::config::cluster::v3::OutlierDetection;
+    use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
+
+    let (_testbed, server) = start().await;
+    let failing = Script {
+        failures: usize::MAX,
+        code: tonic::Code::Unavailable,
+        ..Script::default()
+    };
+    let b = [
+        Backend::start("good-1").await,
+        Backend::scripted("bad", failing.clone()).await,
+        Backend::start("good-2").await,
+    ];
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let value = |v| Some(UInt32Value { value: v });
+    let mut detected = cluster(CLUSTER, ENDPOINTS);
+    detected.outlier_detection = Some(OutlierDetection {
+        interval: Some(PbDuration {
+            seconds: 0,
+            nanos: 100_000_000,
+        }),
+        base_ejection_time: Some(PbDuration {
+            seconds: 60,
+            nanos: 0,
+        }),
+        max_ejection_percent: value(50),
+        enforcing_success_rate: value(0),
+        enforcing_failure_percentage: value(100),
+        failure_percentage_threshold: value(50),
+        failure_percentage_minimum_hosts: value(3),
+        failure_percentage_request_volume: value(2),
+        ..Default::default()
+    });
+    server.set_message(CLUSTER, &detected).unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+    // Calls until 30 in a row succeed: the failing backend is out.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut in_a_row = 0;
+    while in_a_row < 30 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the failing backend was not ejected ({} calls reached it)",
+            failing.calls()
+        );
+        match hello(&mut greeter).await {
+            Ok(_) => in_a_row += 1,
+            Err(status) => {
+                assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    let reached = failing.calls();
+    for _ in 0..30 {
+        hello(&mut greeter).await.unwrap();
+    }
+    assert_eq!(failing.calls(), reached, "an ejected backend is not picked");
+}
+
+/// gRFC A42: a RING_HASH cluster with a route hashing the `x-user` header:
+/// calls with the same value reach the same backend, and different values
+/// spread over the backends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ring_hash_sends_the_same_header_value_to_the_same_backend() {
+    use std::collections::HashSet;
+
+    use envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy;
+    use envoy_types::pb::envoy::config::route::v3::route::Action;
+    use envoy_types::pb::envoy::config::route::v3::route_action::HashPolicy;
+    use envoy_types::pb::envoy::config::route::v3::route_action::hash_policy::{
+        Header, PolicySpecifier,
+    };
+    use xdsfed::proto::greeter::v1::HelloRequest;
+
+    let (_testbed, server) = start().await;
+    let scripts: Vec<Script> = (0..3).map(|_| Script::default()).collect();
+    let mut b = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        b.push(Backend::scripted(&format!("b{i}"), script.clone()).await);
+    }
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let mut ring = cluster(CLUSTER, ENDPOINTS);
+    ring.lb_policy = LbPolicy::RingHash as i32;
+    server.set_message(CLUSTER, &ring).unwrap();
+    let mut all = route(
+        "all",
+        PathSpecifier::Prefix("/".into()),
+        to_cluster(CLUSTER),
+    );
+    if let Some(Action::Route(action)) = all.action.as_mut() {
+        action.hash_policy = vec![HashPolicy {
+            policy_specifier: Some(PolicySpecifier::Header(Header {
+                header_name: "x-user".into(),
+                regex_rewrite: None,
+            })),
+            terminal: false,
+        }];
+    }
+    server
+        .set_message(ROUTES, &routes(ROUTES, vec![all]))
+        .unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+    // Without the header the hash is random: every backend answers, so all
+    // three are connected before the ring is put to the test.
+    for _ in 0..1000 {
+        if scripts.iter().all(|s| s.calls() > 0) {
+            break;
+        }
+        hello(&mut greeter).await.unwrap();
+    }
+    assert!(
+        scripts.iter().all(|s| s.calls() > 0),
+        "every backend answered"
+    );
+    let mut as_user = async |user: &str| {
+        let mut request = tonic::Request::new(HelloRequest {
+            name: "test".into(),
+        });
+        request
+            .metadata_mut()
+            .insert("x-user", user.parse().unwrap());
+        greeter
+            .say_hello(request)
+            .await
+            .unwrap()
+            .into_inner()
+            .backend
+    };
+    let mut reached = HashSet::new();
+    for user in 0..30 {
+        let user = format!("user-{user}");
+        let first = as_user(&user).await;
+        for _ in 0..5 {
+            assert_eq!(as_user(&user).await, first, "{user} moved");
+        }
+        reached.insert(first);
+    }
+    assert!(reached.len() >= 2, "30 users all on {reached:?}");
+}

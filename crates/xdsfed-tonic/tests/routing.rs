@@ -273,13 +273,13 @@ async fn a_route_to_a_missing_cluster_fails_with_unavailable_naming_it() {
 /// gRFC A48 and the crate's contract: LEAST_REQUEST is served; a policy
 /// the crate does not implement fails its routes, naming the policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn least_request_is_served_and_ring_hash_is_refused_by_name() {
+async fn least_request_is_served_and_maglev_is_refused_by_name() {
     let testbed = Testbed::start([ServerSpec::new("main", ["main.example"])])
         .await
         .unwrap();
     let server = testbed.server("main").unwrap();
-    let b = backends(&["least", "ring"]).await;
-    for (backend, policy) in b.iter().zip([LbPolicy::LeastRequest, LbPolicy::RingHash]) {
+    let b = backends(&["least", "maglev"]).await;
+    for (backend, policy) in b.iter().zip([LbPolicy::LeastRequest, LbPolicy::Maglev]) {
         let eds = format!("{}-endpoints", backend.name);
         let mut c = cluster(&backend.name, &eds);
         c.lb_policy = policy as i32;
@@ -288,10 +288,10 @@ async fn least_request_is_served_and_ring_hash_is_refused_by_name() {
             .set_message(&eds, &assignment(&eds, &[backend]))
             .unwrap();
     }
-    let ring = route(
-        "ring",
+    let maglev = route(
+        "maglev",
         PathSpecifier::Path(SAY_GOODBYE.into()),
-        to_cluster("ring"),
+        to_cluster("maglev"),
     );
     let least = route(
         "least",
@@ -304,7 +304,7 @@ async fn least_request_is_served_and_ring_hash_is_refused_by_name() {
     server
         .set_message(
             "greeter-routes",
-            &routes("greeter-routes", vec![ring, least]),
+            &routes("greeter-routes", vec![maglev, least]),
         )
         .unwrap();
     let mut greeter = GreeterClient::new(channel(
@@ -321,6 +321,9 @@ async fn least_request_is_served_and_ring_hash_is_refused_by_name() {
     assert_eq!(counts.get("least"), Some(&10));
     let status = call(&mut greeter, true, None).await.unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
-    assert!(status.message().contains("RING_HASH"), "{status:?}");
-    assert!(status.message().contains(r#"cluster "ring""#), "{status:?}");
+    assert!(status.message().contains("MAGLEV"), "{status:?}");
+    assert!(
+        status.message().contains(r#"cluster "maglev""#),
+        "{status:?}"
+    );
 }

@@ -2,7 +2,7 @@
 //! (gRFC A27, A37 aggregate clusters, A47 federation), plus STATIC clusters.
 
 use envoy_types::pb::envoy::config::cluster::v3::{
-    Cluster,
+    Cluster, OutlierDetection,
     cluster::{ClusterDiscoveryType, DiscoveryType},
 };
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
@@ -64,6 +64,9 @@ fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
     {
         return Err(ValidationError::field("lrs_server", "must be `self`"));
     }
+    if let Some(od) = &cluster.outlier_detection {
+        validate_outlier_detection(od)?;
+    }
     match &cluster.cluster_discovery_type {
         Some(ClusterDiscoveryType::ClusterType(custom)) => {
             if custom.name != AGGREGATE_CLUSTER_TYPE {
@@ -103,6 +106,49 @@ fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
         // The proto default for `type` is STATIC (0).
         None => validate_static(cluster),
     }
+}
+
+/// gRFC A50: the three durations must be valid protobuf durations and the
+/// four percentages at most 100.
+fn validate_outlier_detection(od: &OutlierDetection) -> Result<(), ValidationError> {
+    // google.protobuf.Duration's own range: ±10 000 years, nanos below 1 s.
+    const MAX_SECONDS: i64 = 315_576_000_000;
+    let durations = [
+        ("interval", &od.interval),
+        ("base_ejection_time", &od.base_ejection_time),
+        ("max_ejection_time", &od.max_ejection_time),
+    ];
+    for (name, d) in durations {
+        if let Some(d) = d
+            && !((0..=MAX_SECONDS).contains(&d.seconds) && (0..1_000_000_000).contains(&d.nanos))
+        {
+            return Err(ValidationError::field(
+                format_args!("outlier_detection.{name}"),
+                format_args!("{}s {}ns is not a valid duration", d.seconds, d.nanos),
+            ));
+        }
+    }
+    let percentages = [
+        ("max_ejection_percent", &od.max_ejection_percent),
+        ("enforcing_success_rate", &od.enforcing_success_rate),
+        (
+            "failure_percentage_threshold",
+            &od.failure_percentage_threshold,
+        ),
+        (
+            "enforcing_failure_percentage",
+            &od.enforcing_failure_percentage,
+        ),
+    ];
+    for (name, p) in percentages {
+        if let Some(p) = p.as_ref().filter(|p| p.value > 100) {
+            return Err(ValidationError::field(
+                format_args!("outlier_detection.{name}"),
+                format_args!("{} is above 100", p.value),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn validate_eds(cluster: &Cluster) -> Result<(), ValidationError> {
@@ -171,6 +217,42 @@ mod tests {
     use super::*;
     use crate::types::tests_support::*;
     use prost::Message;
+
+    /// gRFC A50: a percentage above 100 in `outlier_detection` is NACKed,
+    /// naming the field.
+    #[test]
+    fn outlier_detection_percentage_above_100_is_rejected() {
+        let mut c = eds_cluster("c1", "");
+        c.outlier_detection = Some(OutlierDetection {
+            enforcing_failure_percentage: Some(envoy_types::pb::google::protobuf::UInt32Value {
+                value: 101,
+            }),
+            ..Default::default()
+        });
+        let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "outlier_detection.enforcing_failure_percentage: 101 is above 100"
+        );
+    }
+
+    /// gRFC A50: a negative duration in `outlier_detection` is NACKed.
+    #[test]
+    fn outlier_detection_negative_interval_is_rejected() {
+        let mut c = eds_cluster("c1", "");
+        c.outlier_detection = Some(OutlierDetection {
+            interval: Some(envoy_types::pb::google::protobuf::Duration {
+                seconds: -1,
+                nanos: 0,
+            }),
+            ..Default::default()
+        });
+        let err = ClusterType::decode(&c.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "outlier_detection.interval: -1s 0ns is not a valid duration"
+        );
+    }
 
     #[test]
     fn eds_cluster_decodes() {

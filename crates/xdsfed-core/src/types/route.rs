@@ -2,7 +2,7 @@
 //! (gRFC A27, A28).
 
 use envoy_types::pb::envoy::config::route::v3::{
-    RouteAction, RouteConfiguration, route::Action, route_action::ClusterSpecifier,
+    RetryPolicy, RouteAction, RouteConfiguration, route::Action, route_action::ClusterSpecifier,
     route_match::PathSpecifier,
 };
 
@@ -42,6 +42,9 @@ pub(crate) fn validate_route_configuration(rc: &RouteConfiguration) -> Result<()
                 "empty",
             ));
         }
+        if let Some(retry) = &vhost.retry_policy {
+            validate_retry_policy(retry, &format!("virtual_hosts[{v}].retry_policy"))?;
+        }
         for (r, route) in vhost.routes.iter().enumerate() {
             let at = format!("virtual_hosts[{v}].routes[{r}]");
             let Some(m) = route.r#match.as_ref() else {
@@ -66,7 +69,44 @@ pub(crate) fn validate_route_configuration(rc: &RouteConfiguration) -> Result<()
     Ok(())
 }
 
+/// gRFC A44, as gRPC reads a retry policy: `num_retries` at least 1, and
+/// a `retry_back_off` whose `base_interval` (required there) and
+/// `max_interval` are positive.
+fn validate_retry_policy(retry: &RetryPolicy, at: &str) -> Result<(), ValidationError> {
+    if let Some(n) = &retry.num_retries
+        && n.value < 1
+    {
+        return Err(ValidationError::field(
+            format_args!("{at}.num_retries"),
+            format_args!("{} is below 1", n.value),
+        ));
+    }
+    let Some(back_off) = &retry.retry_back_off else {
+        return Ok(());
+    };
+    let positive = |d: Option<&envoy_types::pb::google::protobuf::Duration>| {
+        d.and_then(super::std_duration)
+            .is_some_and(|d| !d.is_zero())
+    };
+    if !positive(back_off.base_interval.as_ref()) {
+        return Err(ValidationError::field(
+            format_args!("{at}.retry_back_off.base_interval"),
+            "missing or not above 0",
+        ));
+    }
+    if back_off.max_interval.is_some() && !positive(back_off.max_interval.as_ref()) {
+        return Err(ValidationError::field(
+            format_args!("{at}.retry_back_off.max_interval"),
+            "not above 0",
+        ));
+    }
+    Ok(())
+}
+
 fn validate_route_action(action: &RouteAction, at: &str) -> Result<(), ValidationError> {
+    if let Some(retry) = &action.retry_policy {
+        validate_retry_policy(retry, &format!("{at}.retry_policy"))?;
+    }
     match &action.cluster_specifier {
         Some(ClusterSpecifier::Cluster(name)) if name.is_empty() => Err(ValidationError::field(
             format_args!("{at}.cluster"),
@@ -141,6 +181,41 @@ mod tests {
         assert_eq!(
             err.0,
             "virtual_hosts[0].routes[0].route.weighted_clusters: total weight 0 is not in 1..=4294967295"
+        );
+    }
+
+    /// gRFC A44: a retry policy with `num_retries` 0 is NACKed, naming the
+    /// field.
+    #[test]
+    fn retry_policy_with_zero_retries_is_rejected() {
+        let mut rc = route_config("r", &["c1"]);
+        route_action_mut(&mut rc).retry_policy = Some(RetryPolicy {
+            retry_on: "unavailable".into(),
+            num_retries: Some(envoy_types::pb::google::protobuf::UInt32Value { value: 0 }),
+            ..Default::default()
+        });
+        let err = RouteConfigurationType::decode(&rc.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "virtual_hosts[0].routes[0].route.retry_policy.num_retries: 0 is below 1"
+        );
+    }
+
+    /// gRFC A44: a `retry_back_off` without a positive `base_interval` is
+    /// NACKed, on a virtual host as on a route.
+    #[test]
+    fn retry_back_off_without_base_interval_is_rejected() {
+        use envoy_types::pb::envoy::config::route::v3::retry_policy::RetryBackOff;
+        let mut rc = route_config("r", &["c1"]);
+        rc.virtual_hosts[0].retry_policy = Some(RetryPolicy {
+            retry_on: "unavailable".into(),
+            retry_back_off: Some(RetryBackOff::default()),
+            ..Default::default()
+        });
+        let err = RouteConfigurationType::decode(&rc.encode_to_vec()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "virtual_hosts[0].retry_policy.retry_back_off.base_interval: missing or not above 0"
         );
     }
 

@@ -44,6 +44,7 @@ fn discover(
         authority: "svc".into(),
         connect_timeout: None,
         policy: LbPolicy::RoundRobin,
+        outlier: None,
         connector,
     };
     (EndpointDiscover::new(context, rx), tx, calls)
@@ -110,6 +111,7 @@ async fn a_failed_connect_leaves_the_endpoint_out() {
         authority: "svc".into(),
         connect_timeout: None,
         policy: LbPolicy::RoundRobin,
+        outlier: None,
         connector: Arc::new(connector),
     };
     let mut d = EndpointDiscover::new(context, rx);

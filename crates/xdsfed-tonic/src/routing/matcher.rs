@@ -40,7 +40,7 @@ pub(crate) struct RequestView<'a> {
 
 impl<'a> RequestView<'a> {
     /// The header's value, several values joined by `,` (gRFC A28).
-    fn header(&self, name: &str) -> Option<Cow<'a, str>> {
+    pub(crate) fn header(&self, name: &str) -> Option<Cow<'a, str>> {
         match name {
             ":authority" => return Some(Cow::Borrowed(self.authority)),
             ":path" => return Some(Cow::Borrowed(self.path)),

@@ -6,6 +6,7 @@
 //!   ─► first route whose match accepts it (matcher.rs)
 //!   ─► its action: one cluster, weighted clusters (picked by weight), or a failure
 //!   ─► the cluster's target T (a balancer, or why the cluster cannot be used)
+//!      and the route's call policy (timeout, retries: call_policy.rs)
 //! ```
 //!
 //! [`RouteTable`] is generic over what a cluster name resolves to, so the
@@ -17,15 +18,29 @@ mod domain;
 mod matcher;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use envoy_types::pb::envoy::config::route::v3::route::Action;
 use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
-use envoy_types::pb::envoy::config::route::v3::{Route, RouteConfiguration, WeightedCluster};
+use envoy_types::pb::envoy::config::route::v3::{
+    Route, RouteConfiguration, VirtualHost, WeightedCluster,
+};
+
+use crate::call_policy::{CallPolicy, RetryPolicy, route_max_duration};
+use crate::hash_policy::HashPolicy;
 
 use crate::error::{Unservable, shown};
 use domain::DomainPattern;
 pub(crate) use matcher::RequestView;
 use matcher::RouteMatcher;
+
+/// What a request is routed to: its cluster's target and its route's
+/// call policy.
+#[derive(Debug)]
+pub(crate) struct Picked<'t, T> {
+    pub(crate) target: &'t T,
+    pub(crate) policy: &'t Arc<CallPolicy>,
+}
 
 /// A route configuration, compiled; `T` is what a cluster resolves to.
 #[derive(Debug)]
@@ -53,7 +68,11 @@ struct CompiledRoute<T> {
 #[derive(Debug)]
 enum RouteAction<T> {
     /// Cumulative weights and their targets; one entry for a single cluster.
-    Clusters { total: u64, targets: Vec<(u64, T)> },
+    Clusters {
+        total: u64,
+        targets: Vec<(u64, T)>,
+        policy: Arc<CallPolicy>,
+    },
     /// The route matches, but requests it takes fail with this.
     Fail(Arc<str>),
 }
@@ -61,9 +80,23 @@ enum RouteAction<T> {
 impl<T> RouteTable<T> {
     /// Compiles `config`; `resolve` turns each cluster name into a target,
     /// and is called once per cluster use.
+    #[cfg(test)]
     pub(crate) fn compile(
         config: &RouteConfiguration,
         authority: &str,
+        resolve: impl FnMut(&str) -> T,
+    ) -> Self {
+        Self::compile_with(config, authority, None, resolve)
+    }
+
+    /// Compiles `config`; `resolve` turns each cluster name into a target,
+    /// and is called once per cluster use. Routes that set no
+    /// `max_stream_duration` take `listener_max_duration` (the
+    /// HttpConnectionManager's, gRFC A31).
+    pub(crate) fn compile_with(
+        config: &RouteConfiguration,
+        authority: &str,
+        listener_max_duration: Option<Duration>,
         mut resolve: impl FnMut(&str) -> T,
     ) -> Self {
         let virtual_hosts: Vec<VirtualHostRoutes<T>> = config
@@ -71,11 +104,12 @@ impl<T> RouteTable<T> {
             .iter()
             .map(|vh| {
                 let name: Arc<str> = shown(&vh.name).into();
+                let host = HostDefaults::of(vh, listener_max_duration);
                 let routes = vh
                     .routes
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, route)| compile_route(route, i, &name, &mut resolve))
+                    .filter_map(|(i, route)| compile_route(route, i, &name, &host, &mut resolve))
                     .collect();
                 VirtualHostRoutes {
                     name,
@@ -98,11 +132,23 @@ impl<T> RouteTable<T> {
 
     /// The target for `request`, or why it has none. `random` gives the
     /// randomness of runtime fractions and weighted clusters.
+    #[cfg(test)]
     pub(crate) fn route(
         &self,
         request: &RequestView<'_>,
-        mut random: impl FnMut() -> u64,
+        random: impl FnMut() -> u64,
     ) -> Result<&T, Unservable> {
+        self.pick(request, random).map(|picked| picked.target)
+    }
+
+    /// The target and call policy for `request`, or why it has none.
+    /// `random` gives the randomness of runtime fractions and weighted
+    /// clusters.
+    pub(crate) fn pick(
+        &self,
+        request: &RequestView<'_>,
+        mut random: impl FnMut() -> u64,
+    ) -> Result<Picked<'_, T>, Unservable> {
         let host = if request.authority == &*self.default_authority {
             self.default_host
         } else {
@@ -127,15 +173,34 @@ impl<T> RouteTable<T> {
             })?;
         match &route.action {
             RouteAction::Fail(message) => Err(Unservable::Route(Arc::clone(message))),
-            RouteAction::Clusters { total, targets } => {
+            RouteAction::Clusters {
+                total,
+                targets,
+                policy,
+            } => {
                 let point = random() % total;
                 targets
                     .iter()
                     .find(|(upto, _)| point < *upto)
-                    .map(|(_, target)| target)
+                    .map(|(_, target)| Picked { target, policy })
                     // Unreachable: the last cumulative weight is `total`.
                     .ok_or_else(|| Unservable::Route("weighted clusters add up to 0".into()))
             }
+        }
+    }
+}
+
+/// What a virtual host gives the routes that say nothing themselves.
+struct HostDefaults {
+    max_duration: Option<Duration>,
+    retry: Option<RetryPolicy>,
+}
+
+impl HostDefaults {
+    fn of(host: &VirtualHost, listener_max_duration: Option<Duration>) -> Self {
+        Self {
+            max_duration: listener_max_duration,
+            retry: host.retry_policy.as_ref().and_then(RetryPolicy::from_envoy),
         }
     }
 }
@@ -155,6 +220,7 @@ fn compile_route<T>(
     route: &Route,
     index: usize,
     host: &str,
+    defaults: &HostDefaults,
     resolve: &mut impl FnMut(&str) -> T,
 ) -> Option<CompiledRoute<T>> {
     let label = || route_label(route, index, host);
@@ -172,9 +238,11 @@ fn compile_route<T>(
             Some(ClusterSpecifier::Cluster(name)) => RouteAction::Clusters {
                 total: 1,
                 targets: vec![(1, resolve(name))],
+                policy: call_policy(action, defaults),
             },
             Some(ClusterSpecifier::WeightedClusters(weighted)) => {
-                weighted_action(weighted, resolve).unwrap_or_else(|why| fail(&why))
+                weighted_action(weighted, call_policy(action, defaults), resolve)
+                    .unwrap_or_else(|why| fail(&why))
             }
             Some(ClusterSpecifier::ClusterHeader(header)) => fail(&format!(
                 "selects its cluster by request header {} (cluster_header), which is not supported",
@@ -190,9 +258,29 @@ fn compile_route<T>(
     Some(CompiledRoute { matcher, action })
 }
 
+/// The route's own timeout and retry policy, else its host's (gRFC A31,
+/// A44).
+fn call_policy(
+    action: &envoy_types::pb::envoy::config::route::v3::RouteAction,
+    defaults: &HostDefaults,
+) -> Arc<CallPolicy> {
+    let max_duration =
+        route_max_duration(action.max_stream_duration.as_ref()).unwrap_or(defaults.max_duration);
+    let retry = match &action.retry_policy {
+        Some(policy) => RetryPolicy::from_envoy(policy),
+        None => defaults.retry.clone(),
+    };
+    Arc::new(CallPolicy {
+        max_duration,
+        retry,
+        hash_policy: HashPolicy::compile(&action.hash_policy),
+    })
+}
+
 /// Cumulative weights over the clusters with a positive weight.
 fn weighted_action<T>(
     weighted: &WeightedCluster,
+    policy: Arc<CallPolicy>,
     resolve: &mut impl FnMut(&str) -> T,
 ) -> Result<RouteAction<T>, String> {
     let mut total: u64 = 0;
@@ -211,7 +299,11 @@ fn weighted_action<T>(
     if total == 0 {
         return Err("its weighted clusters add up to 0".into());
     }
-    Ok(RouteAction::Clusters { total, targets })
+    Ok(RouteAction::Clusters {
+        total,
+        targets,
+        policy,
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Locality;
@@ -35,6 +37,11 @@ use xdsfed_tonic::{ChannelBuilder, XdsChannel};
 /// on timings, they only bound how long a failure takes to show.
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
+/// A `SayHello` for this name is held by the backend, unanswered, for
+/// longer than any test waits: a request in flight for as long as the
+/// test needs.
+pub const HOLD: &str = "hold";
+
 /// The method the greeter's `SayHello` is called by, for path routes.
 pub const SAY_HELLO: &str = "/xdsfed.greeter.v1.Greeter/SayHello";
 /// The method of `SayGoodbye`.
@@ -48,7 +55,35 @@ pub struct Backend {
     task: JoinHandle<()>,
 }
 
-struct NamedGreeter(String);
+/// How a scripted backend answers `SayHello`: after `delay`, the first
+/// `failures` calls fail with `code`; every call is counted in `calls`.
+#[derive(Clone)]
+pub struct Script {
+    pub delay: Duration,
+    pub failures: usize,
+    pub code: tonic::Code,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            delay: Duration::ZERO,
+            failures: 0,
+            code: tonic::Code::Ok,
+            calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+impl Script {
+    /// How many `SayHello` calls the backend received.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+struct NamedGreeter(String, Script);
 
 #[tonic::async_trait]
 impl Greeter for NamedGreeter {
@@ -56,6 +91,17 @@ impl Greeter for NamedGreeter {
         &self,
         request: Request<HelloRequest>,
     ) -> Result<Response<HelloReply>, Status> {
+        let script = &self.1;
+        let call = script.calls.fetch_add(1, Ordering::SeqCst);
+        if request.get_ref().name == HOLD {
+            tokio::time::sleep(PATIENCE * 3).await;
+        }
+        if !script.delay.is_zero() {
+            tokio::time::sleep(script.delay).await;
+        }
+        if call < script.failures {
+            return Err(Status::new(script.code, format!("scripted failure {call}")));
+        }
         Ok(Response::new(HelloReply {
             message: format!("hello {}", request.into_inner().name),
             backend: self.0.clone(),
@@ -75,10 +121,15 @@ impl Greeter for NamedGreeter {
 
 impl Backend {
     pub async fn start(name: &str) -> Self {
+        Self::scripted(name, Script::default()).await
+    }
+
+    /// A backend that answers `SayHello` as `script` says.
+    pub async fn scripted(name: &str, script: Script) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let service = GreeterServer::new(NamedGreeter(name.to_owned()));
+        let service = GreeterServer::new(NamedGreeter(name.to_owned(), script));
         let task = tokio::spawn(async move {
             tonic::transport::Server::builder()
                 .add_service(service)
