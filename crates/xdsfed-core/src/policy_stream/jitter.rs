@@ -46,8 +46,8 @@ impl Jitter {
         spread(interval, self.spread, self.next_unit())
     }
 
-    /// A number in [0, 1).
-    fn next_unit(&mut self) -> f64 {
+    /// A number in [0, 1) (also the HTTP CDN source's draws).
+    pub(crate) fn next_unit(&mut self) -> f64 {
         // SplitMix64 (Steele, Lea and Flood): one add and a mix per draw.
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;

@@ -77,7 +77,7 @@
 mod config;
 mod connection;
 mod driver;
-mod jitter;
+pub(crate) mod jitter;
 mod session;
 mod snapshot;
 pub mod wire;

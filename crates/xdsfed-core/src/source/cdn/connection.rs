@@ -15,6 +15,7 @@ use crate::protocol::CoreEvent;
 use crate::source::SourceHandle;
 use crate::source::driving::sleep_until;
 use crate::source::handle::{Command, Commands, StatsCell};
+use crate::transport::backoff::random_u64;
 use crate::transport::{EventSink, TransportOptions};
 use crate::types::TypeRegistry;
 
@@ -44,6 +45,8 @@ impl SourceHandle<CdnKind> {
             cfg.timing = timing;
         }
         cfg.backoff = opts.backoff;
+        // Clients started together must not poll in phase.
+        cfg.seed = random_u64();
         let client = HttpClient::new(
             &server,
             cfg.timing.request_timeout,
@@ -129,7 +132,7 @@ impl Driver {
             let client = self.client.clone();
             self.fetches.spawn(async move {
                 let fetched = match client {
-                    Ok(client) => client.get(&fetch.url, fetch.etag.as_deref()).await,
+                    Ok(client) => client.get(&fetch).await,
                     Err(why) => Fetched::Failed(why),
                 };
                 (fetch, fetched)

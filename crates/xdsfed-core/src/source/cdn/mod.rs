@@ -7,7 +7,7 @@
 //! one file, fetched with a plain `GET` at the URL its name maps to
 //! (`url.rs`; typically a list collection such as
 //! `{base}/cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all`),
-//! revalidated with its `ETag` every `refresh_delay`. A list collection's
+//! revalidated with its `ETag` or `Last-Modified` about every `refresh_delay`. A list collection's
 //! locator entries are resources of their own: the federation core
 //! follows them to their own authorities' sources, ADS or CDN.
 //!
@@ -23,10 +23,12 @@
 //! operator how to publish files.
 
 mod connection;
+mod headers;
 mod http;
+mod pacing;
 mod reply;
 mod session;
 mod url;
 
 pub use connection::{CdnConnection, CdnKind};
-pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply};
+pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply, MAX_IN_FLIGHT};
