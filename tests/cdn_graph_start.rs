@@ -37,7 +37,9 @@ fn watch_graph_of_a_cdn_collection_fetches_it_once_at_start() {
         .unwrap();
     let ads = |name: &str| {
         let uri = fx.testbed.server(name).unwrap().uri();
-        format!(r#"{{"xds_servers": [{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}]}}"#)
+        format!(
+            r#"{{"xds_servers": [{{"server_uri": "{uri}", "channel_creds": [{{"type": "insecure"}}]}}]}}"#
+        )
     };
     let bootstrap = format!(
         r#"{{"node": {{"id": "cdn-graph"}},
@@ -48,7 +50,8 @@ fn watch_graph_of_a_cdn_collection_fetches_it_once_at_start() {
               "{CDN}": {{"xds_servers": [{{"server_uri": "{cdn_uri}", "channel_creds": [{{"type": "insecure"}}],
                         "api_type": "HTTP_CDN", "refresh_delay": "600s", "request_timeout": "5s"}}]}}}}}}"#,
         cloud = ads("cloud"),
-        cloud_servers = serde_json::from_str::<serde_json::Value>(&ads("cloud")).unwrap()["xds_servers"],
+        cloud_servers =
+            serde_json::from_str::<serde_json::Value>(&ads("cloud")).unwrap()["xds_servers"],
         onprem = ads("onprem"),
         cdn_uri = cdn.servers()[0].uri(),
     );

@@ -364,8 +364,7 @@ fn origin_bound() -> usize {
 /// Rules: see the module doc (docs/rules.md, "The CDN source at the edge").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_cache_keeps_origin_load_flat_and_serves_through_an_outage() {
-    let Some(executable) =
-        peer_executable("XDSFED_NGINX", "nginx", "tests/peers/install_nginx.sh")
+    let Some(executable) = peer_executable("XDSFED_NGINX", "nginx", "tests/peers/install_nginx.sh")
     else {
         return;
     };
@@ -420,7 +419,10 @@ async fn nginx_cache_keeps_origin_load_flat_and_serves_through_an_outage() {
     );
     // Idle: every answer at the edge is a revalidation.
     let not_304: Vec<&Access> = eight.edge.iter().filter(|a| a.status != 304).collect();
-    assert!(not_304.is_empty(), "idle answers that are not 304: {not_304:?}");
+    assert!(
+        not_304.is_empty(),
+        "idle answers that are not 304: {not_304:?}"
+    );
 
     // An update at the origin reaches every client.
     publish("v2");

@@ -144,7 +144,11 @@ async fn cdn_fetch_is_conditional_on_last_modified_without_an_etag() {
     let requests = origin.requests();
     assert_eq!(requests[0].header("if-modified-since"), None);
     for later in &requests[1..] {
-        assert_eq!(later.header("if-modified-since"), Some(MODIFIED), "{later:?}");
+        assert_eq!(
+            later.header("if-modified-since"),
+            Some(MODIFIED),
+            "{later:?}"
+        );
         assert_eq!(later.header("if-none-match"), None, "{later:?}");
     }
     // 304s are no news, and no error: the copy keeps serving.
@@ -165,7 +169,12 @@ fn requests_for(origin: &StaticOrigin, path: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cdn_file_fresh_in_the_cache_is_not_polled_before_its_max_age() {
     let origin = StaticOrigin::start(|request| {
-        let id = request.path.rsplit('/').next().unwrap_or_default().to_owned();
+        let id = request
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         let file = Response::ok(cluster_file(&id, "1"));
         if id == "cached" {
             file.with("cache-control", "public, max-age=3600")
@@ -176,7 +185,9 @@ async fn cdn_file_fresh_in_the_cache_is_not_polled_before_its_max_age() {
     })
     .await;
     let client = cdn_client(origin.uri(), "0.05s");
-    let _cached = client.watch::<ClusterType>(&cluster_name("cached")).unwrap();
+    let _cached = client
+        .watch::<ClusterType>(&cluster_name("cached"))
+        .unwrap();
     let _plain = client.watch::<ClusterType>(&cluster_name("plain")).unwrap();
     tokio::time::timeout(PATIENCE, async {
         while requests_for(&origin, &cluster_path("plain")) < 5 {
@@ -195,13 +206,22 @@ async fn cdn_file_fresh_in_the_cache_is_not_polled_before_its_max_age() {
 async fn cdn_files_share_a_bounded_number_of_connections() {
     const FILES: usize = 16;
     let origin = StaticOrigin::start(|request| {
-        let id = request.path.rsplit('/').next().unwrap_or_default().to_owned();
+        let id = request
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         Response::ok(cluster_file(&id, "1")).with("etag", "\"1\"")
     })
     .await;
     let client = cdn_client(origin.uri(), "0.05s");
     let _watches: Vec<_> = (0..FILES)
-        .map(|i| client.watch::<ClusterType>(&cluster_name(&format!("c{i}"))).unwrap())
+        .map(|i| {
+            client
+                .watch::<ClusterType>(&cluster_name(&format!("c{i}")))
+                .unwrap()
+        })
         .collect();
     // Every file fetched three times: first fetches and revalidations.
     until_requests(&origin, FILES * 3).await;

@@ -56,10 +56,7 @@ impl Response {
     pub fn ok(body: Vec<u8>) -> Self {
         Response {
             status: 200,
-            headers: vec![(
-                "content-type".into(),
-                "application/x-protobuf".into(),
-            )],
+            headers: vec![("content-type".into(), "application/x-protobuf".into())],
             body,
         }
     }
@@ -164,7 +161,11 @@ async fn read_head(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<
     if stream.read_line(&mut line).await? == 0 {
         return Ok(None);
     }
-    let path = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
     let mut headers = Vec::new();
     loop {
         let mut line = String::new();
@@ -185,7 +186,11 @@ async fn read_head(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<
 /// One `GET` of `path` at `uri` (`http://HOST:PORT`) with `headers`, on a
 /// connection of its own: the status line and the headers (names in lower
 /// case) of the answer.
-pub async fn raw_get(uri: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>) {
+pub async fn raw_get(
+    uri: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>) {
     let addr = uri.trim_start_matches("http://");
     let mut stream = tokio::time::timeout(IO_DEADLINE, TcpStream::connect(addr))
         .await

@@ -99,7 +99,10 @@ mod tests {
 
     #[test]
     fn max_age_less_age_is_the_freshness() {
-        assert_eq!(cc("public, max-age=60", None), Some(Duration::from_secs(60)));
+        assert_eq!(
+            cc("public, max-age=60", None),
+            Some(Duration::from_secs(60))
+        );
         assert_eq!(cc("max-age=60", Some("45")), Some(Duration::from_secs(15)));
         assert_eq!(cc("max-age=60", Some("60")), None);
         assert_eq!(cc("max-age=60", Some("600")), None);

@@ -40,7 +40,12 @@ pub(crate) struct Pacing {
 impl Pacing {
     /// Polls every `refresh` spread by `poll_jitter` either way, backing
     /// off by `backoff`, drawing from `seed`.
-    pub(crate) fn new(refresh: Duration, poll_jitter: f32, backoff: BackoffConfig, seed: u64) -> Self {
+    pub(crate) fn new(
+        refresh: Duration,
+        poll_jitter: f32,
+        backoff: BackoffConfig,
+        seed: u64,
+    ) -> Self {
         Pacing {
             refresh,
             backoff,
@@ -94,9 +99,8 @@ impl Pacing {
     fn backoff_delay(&mut self) -> Duration {
         let first = self.backoff.initial.max(self.refresh);
         let cap = self.backoff.max.max(first);
-        let growth = f64::from(self.backoff.multiplier.max(1.0)).powi(
-            i32::try_from(self.failures).unwrap_or(i32::MAX),
-        );
+        let growth = f64::from(self.backoff.multiplier.max(1.0))
+            .powi(i32::try_from(self.failures).unwrap_or(i32::MAX));
         let base = Duration::try_from_secs_f64(first.as_secs_f64() * growth)
             .unwrap_or(cap)
             .min(cap);
@@ -145,7 +149,10 @@ mod tests {
             let until = p.failed(now, None);
             let delay = (until - now).as_secs_f64();
             let want = base.min(60.0);
-            assert!(delay >= want && delay <= want * 1.2 + 1e-6, "{delay} vs {want}");
+            assert!(
+                delay >= want && delay <= want * 1.2 + 1e-6,
+                "{delay} vs {want}"
+            );
             now = until;
             base *= 2.0;
         }

@@ -458,7 +458,10 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
     let t1 = s.poll_timeout().unwrap();
     let f = s.poll_fetch(t1).unwrap();
     s.handle_fetched(f.id, &f.key, Fetched::Failed(Arc::from("refused")), t1);
-    assert!(events(&mut s).is_empty(), "one report per resource per outage");
+    assert!(
+        events(&mut s).is_empty(),
+        "one report per resource per outage"
+    );
     assert_eq!(s.stats().failed, 3);
     assert!(!s.is_healthy());
     let t2 = s.poll_timeout().unwrap();
@@ -510,7 +513,11 @@ fn server_backs_off_as_a_whole_from_the_refresh_delay() {
     // Answered: the others go at once, and the answered one a poll later.
     let rest: Vec<Fetch> = std::iter::from_fn(|| s.poll_fetch(t2)).collect();
     assert_eq!(rest.len(), 2);
-    assert!(s.due.iter().any(|(at, k)| *k == f.key && *at == t2 + REFRESH));
+    assert!(
+        s.due
+            .iter()
+            .any(|(at, k)| *k == f.key && *at == t2 + REFRESH)
+    );
 }
 
 /// Rule 7: `Retry-After` on a `503` or `429` lengthens the server's
