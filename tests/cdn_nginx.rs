@@ -38,10 +38,10 @@ use std::time::Duration;
 use common::resources::{cluster, cluster_collection, locator};
 use common::{PATIENCE, peer_executable};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::CollectionEvent;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::CollectionEvent;
 use xdsfed::testbed::{Protocol, Server, ServerSpec, Testbed};
 
 const CDN: &str = "cdn.example";

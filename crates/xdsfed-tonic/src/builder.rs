@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::watch;
+use xdsfed_client::client::XdsClient;
 use xdsfed_core::bootstrap::Bootstrap;
-use xdsfed_core::client::XdsClient;
 use xdsfed_graph::{ConfigGraph, GraphOptions, SnapshotReader};
 
 use crate::channel::{Inner, XdsChannel};

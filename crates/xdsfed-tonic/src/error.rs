@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use xdsfed_client::client::BuildError;
 use xdsfed_core::authority::AuthorityError;
-use xdsfed_core::client::BuildError;
 
 /// The boxed error of tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

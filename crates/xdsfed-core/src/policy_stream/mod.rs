@@ -75,13 +75,9 @@
 //! spec's edge-case table to its test.
 
 mod config;
-mod connection;
-mod driver;
-pub(crate) mod jitter;
 mod session;
 mod snapshot;
 pub mod wire;
 
 pub use config::PolicySessionConfig;
-pub use connection::{PolicyConnection, PolicyKind};
 pub use session::{PolicySession, PolicyStats, PolicyTransmit, PolicyWarning};

@@ -7,16 +7,20 @@ use std::time::{Duration, SystemTime};
 
 /// The longest freshness or `Retry-After` taken from a server: a hostile
 /// or mistaken `max-age=31536000` must not stop polling for a year.
-pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(3600);
+pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(3600);
 
-/// The caching headers of one answer, as sent (each at most
-/// `HEADER_LIMIT` bytes).
+/// The caching headers of one answer, as sent (the driver keeps each only
+/// when it is short, visible ASCII).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CachingHeaders<'a> {
-    pub(crate) cache_control: Option<&'a str>,
-    pub(crate) age: Option<&'a str>,
-    pub(crate) expires: Option<&'a str>,
-    pub(crate) date: Option<&'a str>,
+pub struct CachingHeaders<'a> {
+    /// `Cache-Control`.
+    pub cache_control: Option<&'a str>,
+    /// `Age`: seconds the answer has spent in caches.
+    pub age: Option<&'a str>,
+    /// `Expires`: an HTTP date.
+    pub expires: Option<&'a str>,
+    /// `Date`: when the origin answered.
+    pub date: Option<&'a str>,
 }
 
 /// How long the answer stays fresh in a shared cache from `now` (RFC 9111
@@ -25,7 +29,7 @@ pub(crate) struct CachingHeaders<'a> {
 /// nothing says, or with `no-cache` / `no-store` (the cache then asks the
 /// origin each time, so polling sooner does find newer copies). At most
 /// [`MAX_SERVER_DELAY`].
-pub(crate) fn freshness(h: CachingHeaders<'_>, now: SystemTime) -> Option<Duration> {
+pub fn freshness(h: CachingHeaders<'_>, now: SystemTime) -> Option<Duration> {
     let directives = h.cache_control.unwrap_or_default();
     let mut max_age = None;
     for directive in directives.split(',').map(str::trim) {
@@ -58,7 +62,7 @@ pub(crate) fn freshness(h: CachingHeaders<'_>, now: SystemTime) -> Option<Durati
 /// The delay a `Retry-After` value asks for (RFC 9110 §10.2.3): seconds,
 /// or an HTTP date less `now`. At most [`MAX_SERVER_DELAY`]; `None` when
 /// it is neither.
-pub(crate) fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     let delay = match seconds(value) {
         Some(delay) => delay,

@@ -22,13 +22,10 @@
 //! delivery") maps each to its test, and `docs/federation.md` tells an
 //! operator how to publish files.
 
-mod connection;
-mod headers;
-mod http;
+pub mod headers;
 mod pacing;
-mod reply;
+pub mod reply;
 mod session;
 mod url;
 
-pub use connection::{CdnConnection, CdnKind};
 pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply, MAX_IN_FLIGHT};

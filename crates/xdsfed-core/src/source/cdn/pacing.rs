@@ -18,8 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::policy_stream::jitter::Jitter;
-use crate::transport::BackoffConfig;
+use crate::backoff::{BackoffConfig, SeededRandom, spread};
 
 /// The default spread of each poll either way: `refresh_delay × [0.8,
 /// 1.2]` (the mean stays `refresh_delay`, as gRPC spreads its backoff).
@@ -30,7 +29,8 @@ pub(crate) const POLL_JITTER: f32 = 0.2;
 pub(crate) struct Pacing {
     refresh: Duration,
     backoff: BackoffConfig,
-    draws: Jitter,
+    poll_jitter: f32,
+    draws: SeededRandom,
     /// Failures since the last answer.
     failures: u32,
     /// The end of the backoff, while one runs (or ran, until an answer).
@@ -49,7 +49,8 @@ impl Pacing {
         Pacing {
             refresh,
             backoff,
-            draws: Jitter::new(seed, poll_jitter),
+            poll_jitter: poll_jitter.clamp(0.0, 1.0),
+            draws: SeededRandom::new(seed),
             failures: 0,
             until: None,
         }
@@ -58,7 +59,11 @@ impl Pacing {
     /// The delay before the next poll of a file just answered, whose
     /// answer stays fresh in a shared cache for `fresh_for`.
     pub(crate) fn next_poll(&mut self, fresh_for: Option<Duration>) -> Duration {
-        let poll = self.draws.interval(self.refresh);
+        let poll = if self.poll_jitter == 0.0 {
+            self.refresh
+        } else {
+            spread(self.refresh, self.poll_jitter, self.draws.next_unit())
+        };
         poll.max(fresh_for.unwrap_or_default())
     }
 

@@ -61,9 +61,9 @@ use bytes::Bytes;
 use super::pacing::{POLL_JITTER, Pacing};
 use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
+use crate::backoff::BackoffConfig;
 use crate::bootstrap::CdnTiming;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
-use crate::transport::BackoffConfig;
 use crate::types::TypeRegistry;
 
 /// The default bound on fetches in flight to one server: a client holds at

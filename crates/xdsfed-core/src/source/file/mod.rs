@@ -58,10 +58,7 @@
 //!    (`foreign_authority_is_ignored`); glob collections are not served
 //!    (`glob_collection_is_not_requested`).
 
-mod connection;
-mod driver;
 mod entries;
 mod session;
 
-pub use connection::{FileConnection, FileKind};
 pub use session::{FileSession, FileSessionConfig, FileStats};
