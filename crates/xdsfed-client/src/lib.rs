@@ -75,7 +75,7 @@ pub mod transport;
 pub mod watch;
 
 pub use cache::Cache;
-pub use client::{BuildError, WatchError, XdsClient, XdsClientBuilder};
+pub use client::{BuildError, WatchError, WeakXdsClient, XdsClient, XdsClientBuilder};
 pub use transport::TransportOptions;
 pub use watch::{
     CollectionEvent, CollectionWatch, SetEvent, Watch, WatchEvent, WatchSet, WildcardWatch,

@@ -20,9 +20,9 @@
 //! across polls, so a `next` cancelled by a `select!` loses nothing.
 //!
 //! ```no_run
-//! # async fn run(client: xdsfed_core::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn run(client: xdsfed_client::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
 //! use futures::{StreamExt, future, stream};
-//! use xdsfed_core::{ClusterType, WatchEvent};
+//! use xdsfed_client::{ClusterType, WatchEvent};
 //!
 //! let mut watches = Vec::new();
 //! for id in ["payments", "billing"] {
@@ -119,8 +119,8 @@ type Wait = Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
 /// [`WatchEvent`]s. See the [module docs](self).
 ///
 /// ```no_run
-/// # async fn run(client: xdsfed_core::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
-/// use xdsfed_core::{ClusterType, WatchEvent};
+/// # async fn run(client: xdsfed_client::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
+/// use xdsfed_client::{ClusterType, WatchEvent};
 ///
 /// let mut watch = client.watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
 /// while let Some(event) = watch.next().await {

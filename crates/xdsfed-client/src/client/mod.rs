@@ -197,7 +197,7 @@ impl XdsClientBuilder {
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use xdsfed_core::bootstrap::Bootstrap;
-/// use xdsfed_core::client::XdsClient;
+/// use xdsfed_client::XdsClient;
 /// use xdsfed_core::types::ListenerType;
 ///
 /// let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
@@ -242,7 +242,34 @@ impl std::fmt::Debug for Inner {
     }
 }
 
+/// A handle on an [`XdsClient`] that does not keep it alive: for a
+/// registry of shared clients, which must not hold them past their last
+/// user.
+#[derive(Clone, Debug)]
+pub struct WeakXdsClient {
+    inner: Weak<Inner>,
+}
+
+impl WeakXdsClient {
+    /// The client, if a handle on it is still held somewhere.
+    pub fn upgrade(&self) -> Option<XdsClient> {
+        self.inner.upgrade().map(|inner| XdsClient { inner })
+    }
+}
+
 impl XdsClient {
+    /// Whether `self` and `other` are handles on the same client.
+    pub fn ptr_eq(&self, other: &XdsClient) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A handle that does not keep this client alive.
+    pub fn downgrade(&self) -> WeakXdsClient {
+        WeakXdsClient {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     /// Starts building a client for `bootstrap`.
     pub fn builder(bootstrap: Bootstrap) -> XdsClientBuilder {
         XdsClientBuilder {

@@ -43,9 +43,9 @@ pub struct SetEvent<R> {
 /// [`SetEvent`]s. See the [module docs](self).
 ///
 /// ```no_run
-/// # async fn run(client: xdsfed_core::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn run(client: xdsfed_client::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
 /// use xdsfed_core::types::EndpointType;
-/// use xdsfed_core::WatchEvent;
+/// use xdsfed_client::WatchEvent;
 ///
 /// let mut endpoints = client.watch_set::<EndpointType>();
 /// for id in ["payments", "billing"] {

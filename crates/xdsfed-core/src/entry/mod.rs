@@ -105,7 +105,7 @@ pub struct ResourceState {
     /// Where the last good copy came from: which server, under which name,
     /// and whether a fallback server, an `#alt` or a redirect served it.
     /// `None` until a copy arrives. A copy applied without routing (through
-    /// [`Cache::apply`](super::Cache::apply): a wildcard subscription's, say) came directly from
+    /// the client cache's `Cache::apply`: a wildcard subscription's, say) came directly from
     /// the server it was applied for.
     pub source: Option<Source>,
 }

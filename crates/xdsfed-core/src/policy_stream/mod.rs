@@ -4,7 +4,7 @@
 //! (`shared/spec/policy-distribution-protocol.txt`).
 //!
 //! A bootstrap server entry with `"protocol": "policy_stream"` (Envoy style:
-//! `api_type: POLICY_STREAM_GRPC`) gets a [`PolicyConnection`] instead of an
+//! `api_type: POLICY_STREAM_GRPC`) gets a `PolicyConnection` (in xdsfed-client) instead of an
 //! ADS stream. Its policies enter the cache as resources of type
 //! [`ValidatingPolicyType`](crate::types::ValidatingPolicyType), named
 //! `xdstp://{authority}/kyverno.http.v1alpha1.ValidatingPolicy/{name}` under

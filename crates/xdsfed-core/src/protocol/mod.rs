@@ -3,7 +3,7 @@
 //! ADS.
 //!
 //! The core does no IO and reads no clock: the driver (see
-//! [`crate::transport`]) writes what it returns and feeds it what arrives,
+//! `xdsfed-client`'s transport) writes what it returns and feeds it what arrives,
 //! with the current time.
 //!
 //! ```text

@@ -3,7 +3,7 @@
 //! by a static file host.
 //!
 //! A bootstrap server entry with `"api_type": "HTTP_CDN"` gets a
-//! [`CdnConnection`] instead of an ADS stream. Each subscribed resource is
+//! `CdnConnection` (in xdsfed-client) instead of an ADS stream. Each subscribed resource is
 //! one file, fetched with a plain `GET` at the URL its name maps to
 //! (`url.rs`; typically a list collection such as
 //! `{base}/cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all`),
