@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{eventually, fast_transport, snapshot_where};
+use common::{eventually, fast_transport, peer_executable, snapshot_where};
 use xdsfed::client::client::XdsClient;
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphOptions, Snapshot};
@@ -40,25 +40,11 @@ const TYPES: [&str; 4] = ["listeners", "routes", "clusters", "endpoints"];
 
 /// The sovereign executable, or `None` when the test is to be skipped.
 fn sovereign_executable() -> Option<PathBuf> {
-    let found = std::env::var_os("XDSFED_SOVEREIGN")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
-            std::env::split_paths(&path)
-                .map(|dir| dir.join("sovereign"))
-                .find(|candidate| candidate.is_file())
-        });
-    if found.is_none() {
-        assert_ne!(
-            std::env::var("XDSFED_REQUIRE_PEERS").as_deref(),
-            Ok("1"),
-            "sovereign is not installed and XDSFED_REQUIRE_PEERS=1 (see tests/peers/install_sovereign.sh)"
-        );
-        eprintln!(
-            "skipped: sovereign not installed (set XDSFED_SOVEREIGN, see tests/peers/install_sovereign.sh)"
-        );
-    }
-    found
+    peer_executable(
+        "XDSFED_SOVEREIGN",
+        "sovereign",
+        "tests/peers/install_sovereign.sh",
+    )
 }
 
 /// sovereign's configuration and source data in a directory of the test.

@@ -252,15 +252,18 @@ async fn follow_collection_graph(
     let name = collection.name.as_str();
     let builder = ConfigGraph::builder(client.clone());
     // Opening the collection once refuses a bad name or authority up front
-    // (exit 2) rather than as a failed root in the snapshot.
+    // (exit 2) rather than as a failed root in the snapshot. The watch is
+    // kept while the graph runs: dropped at once, it would end the
+    // subscription the graph then opens again, and a source would fetch the
+    // collection twice at start (an HTTP CDN pays for each fetch).
     let (builder, check) = match (collection.kind, collection.shape) {
         (TypeArg::Listener, shape) => (
             builder.listener_collection(name),
-            open_collection::<ListenerType>(client, name, shape).map(drop),
+            open_collection::<ListenerType>(client, name, shape).map(kept),
         ),
         (TypeArg::Cluster, shape) => (
             builder.cluster_collection(name),
-            open_collection::<ClusterType>(client, name, shape).map(drop),
+            open_collection::<ClusterType>(client, name, shape).map(kept),
         ),
         (kind, _) => {
             return Err(CliError::bad_input(format!(
@@ -269,8 +272,13 @@ async fn follow_collection_graph(
             .hint("drop --graph to see the collection's members one event at a time"));
         }
     };
-    check.map_err(|e| watch_error(name, &e))?;
+    let _check = check.map_err(|e| watch_error(name, &e))?;
     follow_snapshots(client, builder.start(), json).await
+}
+
+/// A watch held only for its subscription.
+fn kept<W: Send + 'static>(watch: W) -> Box<dyn std::any::Any + Send> {
+    Box::new(watch)
 }
 
 fn open_collection<T: Describe>(

@@ -243,3 +243,27 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
         .map(|(_, body)| body.to_owned())
         .unwrap_or(text)
 }
+
+/// The executable of a peer implementation a test runs against: `env` (the
+/// path its install script prints) or `name` on `PATH`. `None` when the
+/// test is to be skipped, after saying why; with `XDSFED_REQUIRE_PEERS=1`
+/// (CI) a missing peer fails the test instead.
+pub fn peer_executable(env: &str, name: &str, install: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os(env)
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| candidate.is_file())
+        });
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("XDSFED_REQUIRE_PEERS").as_deref(),
+            Ok("1"),
+            "{name} is not installed and XDSFED_REQUIRE_PEERS=1 (see {install})"
+        );
+        eprintln!("skipped: {name} not installed (set {env}, see {install})");
+    }
+    found
+}

@@ -54,7 +54,7 @@
 //! - [`client`]: the client and its builder; [`watch`]: the handles.
 //! - [`cache`]: the latest value of every watched resource.
 //! - [`transport`]: the options every source takes, and ADS over tonic.
-//! - [`source`], [`policy_stream`]: the seam every source kind plugs into,
+//! - [`source`], `policy_stream` (feature `policy-stream`): the seam every source kind plugs into,
 //!   and the drivers of the kinds beside ADS.
 //! - [`state_dir`]: the last-known-good copies on disk (opt in).
 

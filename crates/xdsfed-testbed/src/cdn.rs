@@ -7,8 +7,9 @@
 //! GET /AUTH/TYPE/ID…?params   ─► the store's xdstp://AUTH/TYPE/ID…?params of type.googleapis.com/TYPE
 //! GET /TYPE/NAME              ─► the store's old-style NAME (one percent-encoded segment)
 //!   200  body: DiscoveryResponse (protobuf; JSON when the request accepts application/json)
-//!        ETag: "<the stored version>"
-//!   304  If-None-Match names the current ETag
+//!        ETag: "<the stored version>" ("<version>+json" for JSON)
+//!        Vary: Accept
+//!   304  If-None-Match names the current ETag of the representation asked for
 //!   404  nothing stored under that name
 //! ```
 //!
@@ -234,12 +235,14 @@ fn file(
     let Some(stored) = shared.store.get(&type_url, &key) else {
         return empty(StatusCode::NOT_FOUND);
     };
-    let etag = format!("\"{}\"", stored.version);
+    let etag = etag_of(&stored.version, json);
     if if_none_match == Some(etag.as_str()) {
         let mut response = empty(StatusCode::NOT_MODIFIED);
+        let headers = response.headers_mut();
         if let Ok(value) = HeaderValue::from_str(&etag) {
-            response.headers_mut().insert(header::ETAG, value);
+            headers.insert(header::ETAG, value);
         }
+        headers.insert(header::VARY, HeaderValue::from_static("Accept"));
         return response;
     }
     let faults = shared.faults();
@@ -276,6 +279,17 @@ fn resource_of(path: &str, query: Option<&str>) -> Option<(String, String)> {
     resource_of_url_path(path, query).ok()
 }
 
+/// The strong `ETag` of one representation of `version`: JSON and
+/// protobuf are different bytes, so a shared cache must not take one's
+/// validator for the other's (RFC 9110 §8.8.3).
+fn etag_of(version: &str, json: bool) -> String {
+    if json {
+        format!("\"{version}+json\"")
+    } else {
+        format!("\"{version}\"")
+    }
+}
+
 fn empty(status: StatusCode) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = status;
@@ -292,6 +306,8 @@ fn body(status: StatusCode, etag: Option<&str>, json: bool, bytes: Bytes) -> Res
     };
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // The body depends on `Accept`: a shared cache keys on it.
+    headers.insert(header::VARY, HeaderValue::from_static("Accept"));
     if let Some(value) = etag.and_then(|e| HeaderValue::from_str(e).ok()) {
         headers.insert(header::ETAG, value);
     }

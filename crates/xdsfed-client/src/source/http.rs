@@ -27,7 +27,13 @@ pub(crate) enum Stream {
 
 impl Connection for Stream {
     fn connected(&self) -> Connected {
-        Connected::new()
+        match self {
+            // The pooled client then multiplexes every request on it.
+            Stream::Tls(s) if s.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                Connected::new().negotiated_h2()
+            }
+            _ => Connected::new(),
+        }
     }
 }
 

@@ -130,7 +130,7 @@ impl Driver {
             let client = self.client.clone();
             self.fetches.spawn(async move {
                 let fetched = match client {
-                    Ok(client) => client.get(&fetch.url, fetch.etag.as_deref()).await,
+                    Ok(client) => client.get(&fetch).await,
                     Err(why) => Fetched::Failed(why),
                 };
                 (fetch, fetched)

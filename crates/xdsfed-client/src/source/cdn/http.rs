@@ -1,5 +1,9 @@
-//! The HTTP/1.1 client of a CDN source: hyper's pooled client over plain
-//! TCP or rustls, one bounded `GET` at a time per call.
+//! The HTTP client of a CDN source: one hyper pooled client per server,
+//! over plain TCP or rustls, one bounded `GET` at a time per call. Idle
+//! connections are kept alive and reused, so with the session's bound on
+//! fetches in flight a client holds at most that many HTTP/1.1 connections
+//! to a server; over TLS it offers HTTP/2 by ALPN, and a server that takes
+//! it gets a single connection carrying every fetch.
 //!
 //! Everything a fetch can go through is bounded: the whole fetch (connect,
 //! TLS, headers, body) by `request_timeout`, the body by the client's
@@ -15,7 +19,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, ETAG, HeaderMap, IF_NONE_MATCH, USER_AGENT};
+use http::header::{
+    AGE, CACHE_CONTROL, CONTENT_TYPE, DATE, ETAG, EXPIRES, HeaderMap, IF_MODIFIED_SINCE,
+    IF_NONE_MATCH, LAST_MODIFIED, RETRY_AFTER, USER_AGENT,
+};
 use http::{Request, Uri};
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper_util::client::legacy::Client;
@@ -28,8 +35,9 @@ use tokio_rustls::TlsConnector;
 use crate::source::http::{Stream, TlsConfigError, error_chain};
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
 use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
+use xdsfed_core::source::cdn::headers::{CachingHeaders, freshness, retry_after};
 use xdsfed_core::source::cdn::reply::is_json;
-use xdsfed_core::source::cdn::{Fetched, HttpReply};
+use xdsfed_core::source::cdn::{Fetch, Fetched, HttpReply, MAX_IN_FLIGHT};
 
 /// The longest `ETag` or `Content-Type` kept; a longer one is ignored.
 pub(crate) const HEADER_LIMIT: usize = 1024;
@@ -75,6 +83,9 @@ impl HttpClient {
         let connector = Connector { tls, timeout };
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            // Connections beyond the fetches in flight would never be used.
+            .pool_max_idle_per_host(MAX_IN_FLIGHT)
             .build(connector);
         Ok(HttpClient {
             client,
@@ -83,9 +94,9 @@ impl HttpClient {
         })
     }
 
-    /// `GET url`, with `If-None-Match: etag` when given.
-    pub(crate) async fn get(&self, url: &str, etag: Option<&str>) -> Fetched {
-        match tokio::time::timeout(self.timeout, self.fetch(url, etag)).await {
+    /// The `GET` of `fetch`, conditional on its validators.
+    pub(crate) async fn get(&self, fetch: &Fetch) -> Fetched {
+        match tokio::time::timeout(self.timeout, self.fetch(fetch)).await {
             Ok(Ok(reply)) => Fetched::Reply(reply),
             Ok(Err(why)) => Fetched::Failed(Arc::from(why)),
             Err(_) => Fetched::Failed(Arc::from(format!(
@@ -95,11 +106,14 @@ impl HttpClient {
         }
     }
 
-    async fn fetch(&self, url: &str, etag: Option<&str>) -> Result<HttpReply, String> {
-        let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+    async fn fetch(&self, fetch: &Fetch) -> Result<HttpReply, String> {
+        let uri: Uri = fetch.url.parse().map_err(|e| format!("invalid URL: {e}"))?;
         let mut request = Request::get(uri).header(USER_AGENT, "xdsfed");
-        if let Some(etag) = etag {
-            request = request.header(IF_NONE_MATCH, etag);
+        if let Some(etag) = &fetch.etag {
+            request = request.header(IF_NONE_MATCH, &**etag);
+        }
+        if let Some(date) = &fetch.last_modified {
+            request = request.header(IF_MODIFIED_SINCE, &**date);
         }
         let request = request
             .body(Empty::new())
@@ -126,10 +140,22 @@ impl HttpClient {
                 )
             })?
             .to_bytes();
+        let h = &parts.headers;
+        // The wall clock only turns HTTP dates into delays.
+        let now = std::time::SystemTime::now();
+        let caching = CachingHeaders {
+            cache_control: header(h, &CACHE_CONTROL),
+            age: header(h, &AGE),
+            expires: header(h, &EXPIRES),
+            date: header(h, &DATE),
+        };
         Ok(HttpReply {
             status: parts.status.as_u16(),
-            etag: header(&parts.headers, &ETAG).map(Arc::from),
+            etag: header(h, &ETAG).map(Arc::from),
+            last_modified: header(h, &LAST_MODIFIED).map(Arc::from),
             content_type,
+            fresh_for: freshness(caching, now),
+            retry_after: header(h, &RETRY_AFTER).and_then(|v| retry_after(v, now)),
             body,
         })
     }
@@ -142,7 +168,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &http::header::HeaderName) -> Option
 }
 
 /// rustls trusting only `ca`, with the client identity `identity`
-/// (certificate chain, key) when given; HTTP/1.1 by ALPN.
+/// (certificate chain, key) when given; HTTP/2, else HTTP/1.1, by ALPN.
 fn tls_config(
     ca: Option<&std::path::Path>,
     identity: Option<(&std::path::Path, &std::path::Path)>,
@@ -158,11 +184,13 @@ fn tls_config(
             Some((certificates(chain)?, key))
         }
     };
-    crate::source::http::tls_config(roots, identity).map_err(|e| match e {
+    let mut config = crate::source::http::tls_config(roots, identity).map_err(|e| match e {
         TlsConfigError::Root(e) => format!("CA certificate file {}: {e}", ca.display()),
         TlsConfigError::Versions(e) => e.to_string(),
         TlsConfigError::Identity(e) => format!("client certificate: {e}"),
-    })
+    })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// The certificates of the PEM file `path`.

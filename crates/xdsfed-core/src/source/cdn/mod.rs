@@ -7,7 +7,7 @@
 //! one file, fetched with a plain `GET` at the URL its name maps to
 //! (`url.rs`; typically a list collection such as
 //! `{base}/cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all`),
-//! revalidated with its `ETag` every `refresh_delay`. A list collection's
+//! revalidated with its `ETag` or `Last-Modified` about every `refresh_delay`. A list collection's
 //! locator entries are resources of their own: the federation core
 //! follows them to their own authorities' sources, ADS or CDN.
 //!
@@ -22,8 +22,10 @@
 //! delivery") maps each to its test, and `docs/federation.md` tells an
 //! operator how to publish files.
 
+pub mod headers;
+mod pacing;
 pub mod reply;
 mod session;
 mod url;
 
-pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply};
+pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply, MAX_IN_FLIGHT};

@@ -3,7 +3,7 @@
 //! (`connection.rs`) does the HTTP and the sleeping.
 //!
 //! ```text
-//!  subscribe / unsubscribe / forget_version ──►┐            ┌─► poll_fetch   ─► GET url (If-None-Match: etag)
+//!  subscribe / unsubscribe / forget_version ──►┐            ┌─► poll_fetch   ─► GET url (If-None-Match, If-Modified-Since)
 //!  handle_fetched(id, reply | failure, now) ──►│ CdnSession ├─► poll_event   ─► CoreEvent ─► EventSink
 //!                                              ┘            └─► poll_timeout ─► the driver's sleep
 //! ```
@@ -15,15 +15,19 @@
 //! # Rules
 //!
 //! 1. A new subscription is fetched at once; after each answer it is
-//!    fetched again `refresh_delay` later. A resource has at most one fetch
-//!    in flight, and the source at most `max_in_flight`.
+//!    fetched again `refresh_delay × (1 ± poll_jitter)` later, drawn from
+//!    the session's seeded generator, and never before the answer's
+//!    freshness in a shared cache (`Cache-Control: max-age` less `Age`,
+//!    else `Expires`; `pacing.rs`) runs out. A resource has at most one
+//!    fetch in flight, and the source at most `max_in_flight`.
 //! 2. A glob collection has no file (a CDN cannot list): it is reported
 //!    `NotRequested`, never fetched. So is a name with no safe file path
 //!    (a segment that decodes to `.`, `..`, a separator or a control
 //!    character; [`crate::name::url_path_of`]), the reason naming the
 //!    segment.
-//! 3. A fetch names the last `ETag` in `If-None-Match`; `304 Not Modified`
-//!    means unchanged: no event.
+//! 3. A fetch names the last `ETag` in `If-None-Match` and the last
+//!    `Last-Modified` in `If-Modified-Since`; `304 Not Modified` means
+//!    unchanged: no event.
 //! 4. A `200` body is a `DiscoveryResponse` (JSON when the `Content-Type`
 //!    is `application/json`, else binary protobuf) holding exactly the one
 //!    resource, of the key's type, bare or wrapped, naming the key; its
@@ -39,10 +43,11 @@
 //!    that is not a `DiscoveryResponse`, or a `304` to an unconditional
 //!    fetch is a failure of the source: the copy keeps serving, and
 //!    `StreamFailed` gives watchers an ambient error: once when the outage
-//!    begins, and once more for each resource first failing during it. The
-//!    resource is fetched again after the reconnect backoff (never in a
-//!    tight loop); the next answer resets the backoff and reports
-//!    `StreamHealthy`.
+//!    begins, and once more for each resource first failing during it.
+//!    The server backs off as a whole (`pacing.rs`): no file of it is
+//!    fetched until the backoff, never shorter than `refresh_delay` and
+//!    lengthened by `Retry-After`, has run out; the next answer ends it
+//!    and reports `StreamHealthy`.
 //! 8. An unsubscribed resource is forgotten; the answer to a fetch still in
 //!    flight for it is dropped (fetches carry an id, so a resubscription
 //!    does not take an old answer for its own).
@@ -53,12 +58,17 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::pacing::{POLL_JITTER, Pacing};
 use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
-use crate::backoff::{Backoff, BackoffConfig, SeededRandom};
+use crate::backoff::BackoffConfig;
 use crate::bootstrap::CdnTiming;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
 use crate::types::TypeRegistry;
+
+/// The default bound on fetches in flight to one server: a client holds at
+/// most this many HTTP/1.1 connections to it (one over HTTP/2).
+pub const MAX_IN_FLIGHT: usize = 4;
 
 /// How a [`CdnSession`] is set up.
 #[derive(Debug, Clone)]
@@ -67,13 +77,17 @@ pub struct CdnConfig {
     pub base: String,
     /// How often to fetch again, and how long a fetch may take.
     pub timing: CdnTiming,
-    /// The delay after a failed fetch before the next.
+    /// The server's backoff after a failed fetch (its first delay is at
+    /// least `refresh_delay`).
     pub backoff: BackoffConfig,
-    /// The most fetches in flight at once.
+    /// The spread of each poll either way, as a fraction of
+    /// `refresh_delay` (default 0.2).
+    pub poll_jitter: f32,
+    /// The most fetches in flight at once: the connections a client holds
+    /// to the server over HTTP/1.1.
     pub max_in_flight: usize,
-    /// The seed every backoff's jitter is drawn from. The session has no
-    /// randomness of its own: its driver seeds it at random, a test with a
-    /// fixed number, and the same seed gives the same fetch schedule.
+    /// The seed of the poll and backoff draws: the driver draws one at
+    /// random, so clients started together drift apart; a test fixes it.
     pub seed: u64,
 }
 
@@ -84,7 +98,8 @@ impl CdnConfig {
             base: base.into(),
             timing: CdnTiming::default(),
             backoff: BackoffConfig::default(),
-            max_in_flight: 32,
+            poll_jitter: POLL_JITTER,
+            max_in_flight: MAX_IN_FLIGHT,
             seed: 0,
         }
     }
@@ -101,6 +116,8 @@ pub struct Fetch {
     pub url: Arc<str>,
     /// The `ETag` for `If-None-Match`, if a copy is held.
     pub etag: Option<Arc<str>>,
+    /// The `Last-Modified` for `If-Modified-Since`, if a copy is held.
+    pub last_modified: Option<Arc<str>>,
 }
 
 /// What the server said to a fetch.
@@ -110,10 +127,33 @@ pub struct HttpReply {
     pub status: u16,
     /// The `ETag` header.
     pub etag: Option<Arc<str>>,
+    /// The `Last-Modified` header.
+    pub last_modified: Option<Arc<str>>,
     /// The `Content-Type` header.
     pub content_type: Option<String>,
+    /// How long the answer stays fresh in a shared cache, from its
+    /// caching headers (`Cache-Control: max-age` less `Age`, else
+    /// `Expires`), if it says.
+    pub fresh_for: Option<Duration>,
+    /// The delay `Retry-After` asks for, if sent.
+    pub retry_after: Option<Duration>,
     /// The body, at most the message size limit.
     pub body: Bytes,
+}
+
+impl HttpReply {
+    /// An answer with `status` and `body`, and no headers.
+    pub fn new(status: u16, body: Bytes) -> Self {
+        HttpReply {
+            status,
+            etag: None,
+            last_modified: None,
+            content_type: None,
+            fresh_for: None,
+            retry_after: None,
+            body,
+        }
+    }
 }
 
 /// What came of a fetch.
@@ -158,13 +198,12 @@ enum Held {
 struct Tracked {
     url: Arc<str>,
     etag: Option<Arc<str>>,
+    last_modified: Option<Arc<str>>,
     held: Held,
     /// The id of the fetch in flight.
     in_flight: Option<u64>,
     /// When the next fetch is due; `None` while one is in flight.
     due: Option<Instant>,
-    /// Delays after failures; reset by an answer.
-    backoff: Backoff,
 }
 
 /// The source's health, for `StreamFailed` and `StreamHealthy` (rule 7).
@@ -190,19 +229,25 @@ pub struct CdnSession {
     due: BTreeSet<(Instant, ResourceKey)>,
     events: VecDeque<CoreEvent>,
     health: Health,
+    /// When to poll and when to retry (rules 1 and 7).
+    pacing: Pacing,
     next_id: u64,
     in_flight: usize,
     stats: CdnStats,
-    /// Seeds each resource's backoff (from [`CdnConfig::seed`]).
-    random: SeededRandom,
 }
 
 impl CdnSession {
     /// A session with no subscriptions; `types` validates what it fetches.
     pub fn new(cfg: CdnConfig, types: Arc<TypeRegistry>) -> Self {
+        let pacing = Pacing::new(
+            cfg.timing.refresh_delay,
+            cfg.poll_jitter,
+            cfg.backoff,
+            cfg.seed,
+        );
         CdnSession {
-            random: SeededRandom::new(cfg.seed),
             cfg,
+            pacing,
             types,
             tracked: BTreeMap::new(),
             fresh: VecDeque::new(),
@@ -251,10 +296,10 @@ impl CdnSession {
             Tracked {
                 url: Arc::from(url),
                 etag: None,
+                last_modified: None,
                 held: Held::Nothing,
                 in_flight: None,
                 due: None,
-                backoff: Backoff::new(self.cfg.backoff, self.random.next_u64()),
             },
         );
         self.fresh.push_back(key);
@@ -282,14 +327,16 @@ impl CdnSession {
     pub fn forget_version(&mut self, key: &ResourceKey) {
         if let Some(t) = self.tracked.get_mut(key) {
             t.etag = None;
+            t.last_modified = None;
             t.held = Held::Nothing;
         }
     }
 
-    /// The next fetch to issue at `now`, if any (rule 1).
+    /// The next fetch to issue at `now`, if any (rule 1); none while the
+    /// server backs off (rule 7).
     #[must_use]
     pub fn poll_fetch(&mut self, now: Instant) -> Option<Fetch> {
-        if self.in_flight >= self.cfg.max_in_flight {
+        if self.in_flight >= self.cfg.max_in_flight || self.pacing.backing_off(now).is_some() {
             return None;
         }
         // Every queued key is tracked (unsubscribe removes both); skip any
@@ -316,6 +363,7 @@ impl CdnSession {
             key,
             url: Arc::clone(&t.url),
             etag: t.etag.clone(),
+            last_modified: t.last_modified.clone(),
         })
     }
 
@@ -327,13 +375,19 @@ impl CdnSession {
 
     /// When [`poll_fetch`](Self::poll_fetch) next has something; `None`
     /// while nothing is due or the fetches in flight are at their limit
-    /// (an answer is then the next input).
+    /// (an answer is then the next input); never before the server's
+    /// backoff ends.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.in_flight >= self.cfg.max_in_flight || !self.fresh.is_empty() {
+        if self.in_flight >= self.cfg.max_in_flight {
             return None;
         }
-        self.due.first().map(|(at, _)| *at)
+        let backoff = self.pacing.until();
+        if !self.fresh.is_empty() {
+            return backoff;
+        }
+        let due = self.due.first()?.0;
+        Some(backoff.map_or(due, |until| until.max(due)))
     }
 
     /// What came of the fetch `id` of `key`, at `now`.
@@ -346,12 +400,16 @@ impl CdnSession {
         }
         t.in_flight = None;
         self.in_flight = self.in_flight.saturating_sub(1);
+        let (fresh_for, retry_after) = match &fetched {
+            Fetched::Reply(reply) => (reply.fresh_for, reply.retry_after),
+            Fetched::Failed(_) => (None, None),
+        };
         match self.outcome(key, fetched) {
             Ok(event) => {
-                self.answered(key, now);
+                self.answered(key, now, fresh_for);
                 self.events.extend(event);
             }
-            Err(why) => self.failed(key, &why, now),
+            Err(why) => self.failed(key, &why, now, retry_after),
         }
     }
 
@@ -370,18 +428,19 @@ impl CdnSession {
         };
         match reply.status {
             200 => {}
-            304 if t.etag.is_some() => {
+            304 if t.etag.is_some() || t.last_modified.is_some() => {
                 self.stats.not_modified += 1;
                 return Ok(None);
             }
             304 => {
                 return Err(format!(
-                    "GET {}: 304 to a fetch without If-None-Match",
+                    "GET {}: 304 to a fetch without If-None-Match or If-Modified-Since",
                     t.url
                 ));
             }
             404 | 410 => {
                 t.etag = None;
+                t.last_modified = None;
                 let before = std::mem::replace(&mut t.held, Held::Absent);
                 return Ok((before != Held::Absent).then(|| CoreEvent::Removed {
                     key: key.clone(),
@@ -400,6 +459,7 @@ impl CdnSession {
             (v, _) => Arc::from(v.as_str()),
         };
         t.etag = reply.etag;
+        t.last_modified = reply.last_modified;
         Ok(self.resource_event(key, response, version))
     }
 
@@ -459,21 +519,26 @@ impl CdnSession {
         }
     }
 
-    /// An answer: the source is healthy; fetch again after `refresh_delay`.
-    fn answered(&mut self, key: &ResourceKey, now: Instant) {
+    /// An answer, fresh in a shared cache for `fresh_for`: the source is
+    /// healthy, its backoff over; poll again (rule 1).
+    fn answered(&mut self, key: &ResourceKey, now: Instant, fresh_for: Option<Duration>) {
         if !self.is_healthy() {
             self.health = Health::Healthy;
             self.events.push_back(CoreEvent::StreamHealthy);
         }
-        let delay = self.cfg.timing.refresh_delay;
-        if let Some(t) = self.tracked.get_mut(key) {
-            t.backoff.reset();
-        }
-        self.schedule(key, now, delay);
+        self.pacing.answered();
+        let delay = self.pacing.next_poll(fresh_for);
+        self.schedule(key, now.checked_add(delay).unwrap_or(now));
     }
 
-    /// A failure: report it (rule 7); fetch again after the backoff.
-    fn failed(&mut self, key: &ResourceKey, why: &str, now: Instant) {
+    /// A failure: report it; the server backs off (rule 7).
+    fn failed(
+        &mut self,
+        key: &ResourceKey,
+        why: &str,
+        now: Instant,
+        retry_after: Option<Duration>,
+    ) {
         self.stats.failed += 1;
         tracing::debug!(resource = %key, error = why, "CDN fetch failed");
         let report = match &mut self.health {
@@ -488,17 +553,14 @@ impl CdnSession {
                 error: Arc::from(why),
             });
         }
-        let Some(delay) = self.tracked.get_mut(key).map(|t| t.backoff.next_delay()) else {
-            return;
-        };
-        self.schedule(key, now, delay);
+        let until = self.pacing.failed(now, retry_after);
+        self.schedule(key, until);
     }
 
-    fn schedule(&mut self, key: &ResourceKey, now: Instant, delay: Duration) {
+    fn schedule(&mut self, key: &ResourceKey, at: Instant) {
         let Some(t) = self.tracked.get_mut(key) else {
             return;
         };
-        let at = now.checked_add(delay).unwrap_or(now);
         t.due = Some(at);
         self.due.insert((at, key.clone()));
     }

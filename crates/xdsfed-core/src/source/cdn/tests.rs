@@ -1,6 +1,7 @@
 //! The rules of [`CdnSession`](super::CdnSession), one test each (the
 //! numbers are the module doc's), in virtual time: no IO, no clock.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,20 @@ fn session() -> CdnSession {
         jitter: 0.0,
         max: Duration::from_secs(60),
     };
+    // Exact times, unless a test asks for the spread.
+    cfg.poll_jitter = 0.0;
+    CdnSession::new(cfg, Arc::new(TypeRegistry::with_builtin()))
+}
+
+/// A session with the default poll spread and backoff jitter, drawing
+/// from `seed`.
+fn jittered_session(seed: u64) -> CdnSession {
+    let mut cfg = CdnConfig::new("http://cdn.test/base");
+    cfg.timing = CdnTiming {
+        refresh_delay: REFRESH,
+        request_timeout: Duration::from_secs(1),
+    };
+    cfg.seed = seed;
     CdnSession::new(cfg, Arc::new(TypeRegistry::with_builtin()))
 }
 
@@ -81,12 +96,10 @@ fn response(version: &str, resources: Vec<Any>) -> DiscoveryResponse {
 }
 
 fn reply(status: u16, etag: Option<&str>, body: Bytes) -> Fetched {
-    Fetched::Reply(HttpReply {
-        status,
-        etag: etag.map(Arc::from),
-        content_type: Some("application/octet-stream".into()),
-        body,
-    })
+    let mut reply = HttpReply::new(status, body);
+    reply.etag = etag.map(Arc::from);
+    reply.content_type = Some("application/octet-stream".into());
+    Fetched::Reply(reply)
 }
 
 /// `200` with `response` in protobuf and `etag`.
@@ -231,12 +244,10 @@ fn version_is_version_info_or_the_etag_and_json_is_read_by_content_type() {
     );
     let json =
         crate::json::discovery_response_to_json(&response("", vec![collection(&["m"])])).unwrap();
-    let json_reply = Fetched::Reply(HttpReply {
-        status: 200,
-        etag: Some(Arc::from("\"tag\"")),
-        content_type: Some("Application/JSON; charset=utf-8".into()),
-        body: Bytes::from(json),
-    });
+    let mut json_reply = HttpReply::new(200, Bytes::from(json));
+    json_reply.etag = Some(Arc::from("\"tag\""));
+    json_reply.content_type = Some("Application/JSON; charset=utf-8".into());
+    let json_reply = Fetched::Reply(json_reply);
     first_answer(&mut s, &b, t0, json_reply);
     let versions: Vec<(String, String)> = events(&mut s)
         .iter()
@@ -422,14 +433,17 @@ fn not_found_is_removed_at_once_and_once() {
 }
 
 /// Rule 7: a failure is `StreamFailed` once per outage (and once more per
-/// resource first failing in it), retried after the backoff, which grows;
-/// an answer reports `StreamHealthy` and goes back to `refresh_delay`.
+/// resource first failing in it); an answer reports `StreamHealthy`.
 #[test]
-fn failures_report_once_per_outage_and_retry_after_backoff() {
+fn failures_report_once_per_outage_and_an_answer_ends_it() {
     let mut s = session();
     let t0 = Instant::now();
     let (a, b) = (key("a"), key("b"));
-    first_answer(&mut s, &a, t0, reply(503, None, Bytes::new()));
+    s.subscribe(a.clone());
+    s.subscribe(b.clone());
+    let fa = s.poll_fetch(t0).unwrap();
+    let fb = s.poll_fetch(t0).unwrap();
+    s.handle_fetched(fa.id, &a, reply(503, None, Bytes::new()), t0);
     let got = events(&mut s);
     let Some(CoreEvent::StreamFailed { error }) = got.first() else {
         panic!("{got:?}");
@@ -438,42 +452,189 @@ fn failures_report_once_per_outage_and_retry_after_backoff() {
         error.contains("HTTP status 503") && error.contains("/cdn.example/"),
         "{error}"
     );
-    assert_eq!(s.poll_timeout(), Some(t0 + BACKOFF));
-    let t1 = t0 + BACKOFF;
-    let f = s.poll_fetch(t1).unwrap();
-    s.handle_fetched(
-        f.id,
-        &a,
-        Fetched::Failed(Arc::from("connection refused")),
-        t1,
-    );
-    assert!(events(&mut s).is_empty(), "one report per outage");
-    assert_eq!(s.poll_timeout(), Some(t1 + BACKOFF * 2));
     // Another resource failing in the same outage gets its own report.
-    first_answer(&mut s, &b, t1, Fetched::Failed(Arc::from("timed out")));
+    s.handle_fetched(fb.id, &b, Fetched::Failed(Arc::from("timed out")), t0);
     assert_eq!(kinds(&events(&mut s)), ["failed"]);
+    let t1 = s.poll_timeout().unwrap();
+    let f = s.poll_fetch(t1).unwrap();
+    s.handle_fetched(f.id, &f.key, Fetched::Failed(Arc::from("refused")), t1);
+    assert!(
+        events(&mut s).is_empty(),
+        "one report per resource per outage"
+    );
     assert_eq!(s.stats().failed, 3);
     assert!(!s.is_healthy());
-    let t2 = t1 + BACKOFF * 2;
-    let f = s.poll_fetch(t2).unwrap();
-    assert_eq!(f.key, b);
+    let t2 = s.poll_timeout().unwrap();
     let f = s.poll_fetch(t2).unwrap();
     s.handle_fetched(
         f.id,
-        &a,
+        &f.key,
         ok(None, &response("1", vec![collection(&["m"])])),
         t2,
     );
     assert_eq!(kinds(&events(&mut s)), ["healthy", "upsert"]);
     assert!(s.is_healthy());
-    // Answered: back to the refresh delay, the backoff reset.
-    let t3 = t2 + REFRESH;
-    let f = s.poll_fetch(t3).unwrap();
-    assert_eq!(f.key, a);
-    s.handle_fetched(f.id, &a, reply(500, None, Bytes::new()), t3);
-    assert_eq!(kinds(&events(&mut s)), ["failed"]);
-    let retry = s.due.iter().find(|(_, k)| *k == a).map(|(at, _)| *at);
-    assert_eq!(retry, Some(t3 + BACKOFF));
+}
+
+/// Rule 7: after a failure the whole server backs off, from no less than
+/// `refresh_delay`, growing; no resource of it is fetched meanwhile, and
+/// failures of fetches already in flight join the backoff without growing
+/// it. An answer ends it: polls go back to `refresh_delay`.
+#[test]
+fn server_backs_off_as_a_whole_from_the_refresh_delay() {
+    let mut s = session();
+    let t0 = Instant::now();
+    let (a, b, c) = (key("a"), key("b"), key("c"));
+    for k in [&a, &b] {
+        s.subscribe(k.clone());
+    }
+    let fa = s.poll_fetch(t0).unwrap();
+    let fb = s.poll_fetch(t0).unwrap();
+    s.handle_fetched(fa.id, &a, reply(502, None, Bytes::new()), t0);
+    // The first retry is no sooner than a poll would be.
+    assert_eq!(s.poll_timeout(), Some(t0 + REFRESH));
+    // While the server backs off, nothing of it is fetched: not the other
+    // resource, not a new subscription.
+    s.subscribe(c.clone());
+    assert_eq!(s.poll_fetch(t0 + REFRESH / 2), None);
+    s.handle_fetched(fb.id, &b, reply(504, None, Bytes::new()), t0 + REFRESH / 2);
+    assert_eq!(s.poll_timeout(), Some(t0 + REFRESH), "joined, not grown");
+    // Then everything due is fetched; failing again doubles the delay.
+    let t1 = t0 + REFRESH;
+    let again: Vec<Fetch> = std::iter::from_fn(|| s.poll_fetch(t1)).collect();
+    assert_eq!(again.len(), 3);
+    for f in &again {
+        s.handle_fetched(f.id, &f.key, Fetched::Failed(Arc::from("refused")), t1);
+    }
+    assert_eq!(s.poll_timeout(), Some(t1 + REFRESH * 2));
+    let t2 = t1 + REFRESH * 2;
+    let f = s.poll_fetch(t2).unwrap();
+    s.handle_fetched(f.id, &f.key, reply(404, None, Bytes::new()), t2);
+    // Answered: the others go at once, and the answered one a poll later.
+    let rest: Vec<Fetch> = std::iter::from_fn(|| s.poll_fetch(t2)).collect();
+    assert_eq!(rest.len(), 2);
+    assert!(
+        s.due
+            .iter()
+            .any(|(at, k)| *k == f.key && *at == t2 + REFRESH)
+    );
+}
+
+/// Rule 7: `Retry-After` on a `503` or `429` lengthens the server's
+/// backoff (never shortens it below `refresh_delay`).
+#[test]
+fn retry_after_lengthens_the_server_backoff() {
+    let mut s = session();
+    let t0 = Instant::now();
+    let k = key("a");
+    let mut busy = HttpReply::new(429, Bytes::new());
+    busy.retry_after = Some(REFRESH * 6);
+    first_answer(&mut s, &k, t0, Fetched::Reply(busy));
+    assert_eq!(s.poll_timeout(), Some(t0 + REFRESH * 6));
+    assert_eq!(s.poll_fetch(t0 + REFRESH * 5), None);
+    let t1 = t0 + REFRESH * 6;
+    let f = s.poll_fetch(t1).unwrap();
+    let mut soon = HttpReply::new(503, Bytes::new());
+    soon.retry_after = Some(Duration::from_secs(1));
+    s.handle_fetched(f.id, &k, Fetched::Reply(soon), t1);
+    assert_eq!(s.poll_timeout(), Some(t1 + REFRESH * 2));
+}
+
+/// Rule 1: each poll is spread around `refresh_delay`, so resources (and
+/// clients) answered at the same moment poll at different ones.
+#[test]
+fn polls_answered_together_are_spread_apart() {
+    let mut s = jittered_session(7);
+    let t0 = Instant::now();
+    for i in 0..20 {
+        let k = key(&format!("r{i}"));
+        s.subscribe(k.clone());
+        let f = s.poll_fetch(t0).unwrap();
+        s.handle_fetched(f.id, &k, reply(404, None, Bytes::new()), t0);
+    }
+    let due: BTreeSet<Instant> = s.due.iter().map(|(at, _)| *at).collect();
+    assert!(due.len() > 10, "{} distinct poll times of 20", due.len());
+    for at in &due {
+        let after = *at - t0;
+        assert!(after >= REFRESH.mul_f64(0.8) && after <= REFRESH.mul_f64(1.2));
+    }
+}
+
+/// The order and times of the fetches a session makes over `rounds`
+/// answers of 5 resources, the third of every round failing.
+fn fetch_schedule(seed: u64, rounds: usize) -> Vec<(Duration, String)> {
+    let mut s = jittered_session(seed);
+    let t0 = Instant::now();
+    for i in 0..5 {
+        s.subscribe(key(&format!("r{i}")));
+    }
+    let mut now = t0;
+    let mut schedule = Vec::new();
+    for round in 0..rounds {
+        while let Some(f) = s.poll_fetch(now) {
+            schedule.push((now - t0, f.key.name.to_string()));
+            let answer = if round % 3 == 2 {
+                reply(503, None, Bytes::new())
+            } else {
+                reply(404, None, Bytes::new())
+            };
+            s.handle_fetched(f.id, &f.key, answer, now);
+        }
+        now = s.poll_timeout().unwrap();
+    }
+    schedule
+}
+
+/// The session's randomness is its seed, polls as well as backoffs: the
+/// same seed gives the same schedule of answered and failed fetches (a
+/// replayable, deterministic core); another seed another one.
+#[test]
+fn seeded_session_poll_and_backoff_schedule_is_reproducible() {
+    let first = fetch_schedule(42, 40);
+    assert_eq!(first, fetch_schedule(42, 40));
+    assert_ne!(first, fetch_schedule(43, 40));
+}
+
+/// Rule 1: an answer fresh in a shared cache for longer than
+/// `refresh_delay` is not polled before that runs out; a shorter
+/// freshness does not make polls sooner.
+#[test]
+fn fresh_answer_is_not_polled_before_its_freshness_runs_out() {
+    let mut s = session();
+    let t0 = Instant::now();
+    let (long, short) = (key("long"), key("short"));
+    let mut fresh = HttpReply::new(404, Bytes::new());
+    fresh.fresh_for = Some(REFRESH * 3);
+    first_answer(&mut s, &long, t0, Fetched::Reply(fresh.clone()));
+    fresh.fresh_for = Some(REFRESH / 2);
+    first_answer(&mut s, &short, t0, Fetched::Reply(fresh));
+    let due: Vec<(Instant, ResourceKey)> = s.due.iter().cloned().collect();
+    assert_eq!(due, [(t0 + REFRESH, short), (t0 + REFRESH * 3, long)]);
+}
+
+/// Rule 3: a host without ETags is asked `If-Modified-Since` with its
+/// `Last-Modified`; its `304` keeps the copy.
+#[test]
+fn fetch_names_the_last_modified_date_and_not_modified_keeps_the_copy() {
+    let mut s = session();
+    let t0 = Instant::now();
+    let k = key("x");
+    let mut dated = HttpReply::new(
+        200,
+        Bytes::from(response("1", vec![collection(&["a"])]).encode_to_vec()),
+    );
+    dated.last_modified = Some(Arc::from("Wed, 21 Oct 2026 07:28:00 GMT"));
+    first_answer(&mut s, &k, t0, Fetched::Reply(dated));
+    assert_eq!(kinds(&events(&mut s)), ["healthy", "upsert"]);
+    let f = s.poll_fetch(t0 + REFRESH).unwrap();
+    assert_eq!(f.etag, None);
+    assert_eq!(
+        f.last_modified.as_deref(),
+        Some("Wed, 21 Oct 2026 07:28:00 GMT")
+    );
+    s.handle_fetched(f.id, &k, reply(304, None, Bytes::new()), t0 + REFRESH);
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.stats().not_modified, 1);
 }
 
 /// Rule 7: a body that is not a `DiscoveryResponse`, and a `304` to a
