@@ -45,6 +45,8 @@
 //! - [`cache`], [`watch`], [`client`]: the latest-value cache, the watch
 //!   handles and the client that connects them to the transport.
 //! - [`state_dir`]: the last-known-good copies on disk (opt in).
+//! - [`publish`]: resources as the files of a directory a static host
+//!   serves to HTTP CDN sources (`xdsfed publish`).
 //! - [`status`], [`error`]: the CSDS-style dump, and errors as watchers see
 //!   them.
 
@@ -64,6 +66,7 @@ pub mod json;
 pub mod name;
 pub mod policy_stream;
 pub mod protocol;
+pub mod publish;
 pub mod source;
 pub mod state_dir;
 pub mod status;

@@ -58,12 +58,12 @@ use serde::Serialize;
 use crate::types::{Decoded, TypeRegistry};
 
 mod directory;
-mod files;
+pub mod files;
 mod plan;
 pub mod record;
 mod writer;
 
-pub use directory::StateDirError;
+pub use directory::{Follow, StateDirError, ensure_dir};
 pub use record::{Record, RecordError};
 
 pub(crate) use writer::Writer;
