@@ -9,6 +9,8 @@
 //! refuses what a directory of files cannot serve (see
 //! [`PublishLayoutError`]).
 
+use std::time::{Duration, SystemTime};
+
 use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message as _;
@@ -174,6 +176,23 @@ pub fn content_version(type_url: &str, raw: &[u8]) -> String {
     hex::encode(&hash.finalize()[..8])
 }
 
+/// The modification time a file replacing one modified at `previous` gets
+/// when written at `now`: whole seconds, and at least a second after
+/// `previous`. nginx's `ETag` is the mtime in seconds and the size, so a
+/// resource changed twice within a second into the same size would keep
+/// its ETag, and clients revalidating with it would keep the old copy;
+/// a later second makes every change a new ETag. Under sustained changes
+/// more often than once a second the time runs ahead of the clock, and
+/// falls back to it once they slow down.
+pub fn modification_time(now: SystemTime, previous: Option<SystemTime>) -> SystemTime {
+    let seconds = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    let after_previous = previous.map_or(0, |p| seconds(p).saturating_add(1));
+    SystemTime::UNIX_EPOCH + Duration::from_secs(seconds(now).max(after_previous))
+}
+
 /// The name of a temporary file for `file`: `.<file>.<nonce as 16 hex
 /// digits>.tmp`. The writer draws `nonce` at random, so nobody can create
 /// the name ahead of it; the leading dot keeps it apart from every
@@ -249,6 +268,18 @@ mod tests {
         assert_eq!(response.type_url, CDS);
         assert_eq!(response.version_info, content_version(CDS, b"\x0a\x01x"));
         assert_eq!(response.resources.len(), 1);
+    }
+
+    /// The publisher's files: a replaced file's mtime is a later second
+    /// than the one it replaces, so nginx's mtime-and-size ETag changes.
+    #[test]
+    fn replacing_file_is_stamped_a_second_later_than_the_one_it_replaces() {
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        let now = at(100) + Duration::from_millis(300);
+        assert_eq!(modification_time(now, None), at(100));
+        assert_eq!(modification_time(now, Some(at(50))), at(100));
+        assert_eq!(modification_time(now, Some(at(100) + Duration::from_millis(900))), at(101));
+        assert_eq!(modification_time(now, Some(at(101))), at(102));
     }
 
     /// Temporary names are dot-names ending in `.tmp`, never a resource's.

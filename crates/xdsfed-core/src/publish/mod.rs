@@ -19,7 +19,10 @@
 //! - A file holds a binary `DiscoveryResponse` with that one resource and
 //!   a `version_info` derived from its bytes: the same resource always
 //!   makes the same file, and a file that already holds the bytes is not
-//!   rewritten (its mtime, and so an nginx ETag, stays put).
+//!   rewritten (its mtime, and so an nginx ETag, stays put). A file that
+//!   is replaced gets an mtime a whole second later than the one it
+//!   replaces ([`modification_time`]), so nginx's ETag (mtime in seconds
+//!   and size) changes with every change of content.
 //! - Each file is written through a temporary created exclusively with
 //!   `O_NOFOLLOW` under a random dot-name ending in `.tmp`, synced,
 //!   renamed, and its directory synced; leftover temporaries are deleted
@@ -34,6 +37,6 @@ mod tree;
 
 pub use layout::{
     PublishLayoutError, PublishedPath, TEMP_SUFFIX, content_version, file_contents,
-    is_temp_file_name, published_path, temp_file_name,
+    is_temp_file_name, modification_time, published_path, temp_file_name,
 };
 pub use tree::{PublishDir, Written};

@@ -6,8 +6,9 @@
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use super::layout::{PublishedPath, is_temp_file_name, temp_file_name};
+use super::layout::{PublishedPath, is_temp_file_name, modification_time, temp_file_name};
 use crate::state_dir::files::{NewFile, open_regular, sync_dir, write_file_atomically};
 use crate::state_dir::{Follow, StateDirError, ensure_dir};
 
@@ -74,9 +75,14 @@ impl PublishDir {
         if holds(&target, bytes) {
             return Ok(Written::Unchanged);
         }
+        let previous = fs::symlink_metadata(&target)
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok());
         let new_file = NewFile {
             mode: FILE_MODE,
             temp_name: temp_file_name,
+            modified: Some(modification_time(SystemTime::now(), previous)),
         };
         write_file_atomically(&dir, &path.file, bytes, &new_file)?;
         Ok(Written::Replaced)
@@ -138,7 +144,7 @@ fn clean(dir: &Path, depth: usize, removed: &mut Vec<PathBuf>) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     use super::*;
     use crate::publish::layout::published_path;
@@ -178,6 +184,10 @@ mod tests {
         assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), old);
         assert_eq!(dir.write(&pay(), b"new").unwrap(), Written::Replaced);
         assert_ne!(fs::metadata(&file).unwrap().modified().unwrap(), old);
+        let replaced = fs::metadata(&file).unwrap().modified().unwrap();
+        assert_eq!(dir.write(&pay(), b"two").unwrap(), Written::Replaced);
+        let again = fs::metadata(&file).unwrap().modified().unwrap();
+        assert!(again > replaced, "a second later: {again:?} after {replaced:?}");
     }
 
     /// The publisher's files: a symlink planted as one of the directories

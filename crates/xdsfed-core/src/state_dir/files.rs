@@ -29,6 +29,7 @@ pub(crate) fn write_atomically(dir: &Path, record_file: &str, bytes: &[u8]) -> s
     let new_file = NewFile {
         mode: 0o600,
         temp_name: temp_file_name,
+        modified: None,
     };
     write_file_atomically(dir, record_file, bytes, &new_file)
 }
@@ -41,11 +42,14 @@ pub struct NewFile {
     /// The temporary file's name for the file's name and a random nonce:
     /// one the directory's readers recognise and clean up.
     pub temp_name: fn(&str, u64) -> String,
+    /// The modification time to give the file, if not the time of writing.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Writes `bytes` to `dir/file_name` atomically: a temporary file created
 /// exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`) with `new_file.mode` under
-/// `new_file.temp_name` with a random nonce, written, synced, renamed over
+/// `new_file.temp_name` with a random nonce, written (and given
+/// `new_file.modified`, if set), synced, renamed over
 /// `file_name` (a rename replaces a symlink in its place, never follows
 /// it), and the directory synced. A crash leaves the old file or the new
 /// one, whole, and perhaps a temporary file.
@@ -58,6 +62,7 @@ pub fn write_file_atomically(
     let (temp, mut file) = create_temp(dir, file_name, new_file)?;
     let written = file
         .write_all(bytes)
+        .and_then(|()| new_file.modified.map_or(Ok(()), |t| file.set_modified(t)))
         .and_then(|()| file.sync_all())
         .and_then(|()| fs::rename(&temp, dir.join(file_name)));
     if written.is_err() {
