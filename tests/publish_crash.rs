@@ -43,7 +43,7 @@ fn update(server: &Server, i: usize, generation: u64) {
     let mut copy = cluster(&name, &format!("c{i}"));
     copy.alt_stat_name = format!("g{generation}").repeat(50);
     server.set_message(&name, &copy).unwrap();
-    if generation % 10 == 0 {
+    if generation.is_multiple_of(10) {
         let listed = CLUSTERS - (generation / 10 % 2) as usize;
         let entries = (0..listed).map(|i| locator(&cluster_name(i))).collect();
         server
@@ -183,7 +183,11 @@ fn published_files_stay_whole_across_kills_and_temporaries_are_cleaned() {
         let (mut child, first) = start(&bootstrap, &www);
         assert!(first.starts_with("publishing into"), "{first}");
         for temp in leftovers.drain(..) {
-            assert!(!temp.exists(), "after kill {kill}: {} was not cleaned", temp.display());
+            assert!(
+                !temp.exists(),
+                "after kill {kill}: {} was not cleaned",
+                temp.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(rng.next_in(10, 250)));
         child.kill().unwrap();

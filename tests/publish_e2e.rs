@@ -39,7 +39,10 @@ fn collection_name() -> String {
 
 /// The collection listing `members` (ids of clusters of the mesh).
 fn set_collection(origin: &Server, members: &[&str]) {
-    let entries = members.iter().map(|id| locator(&cluster_name(id))).collect();
+    let entries = members
+        .iter()
+        .map(|id| locator(&cluster_name(id)))
+        .collect();
     origin
         .set_resource(&collection_name(), cluster_collection(entries))
         .unwrap();
@@ -149,7 +152,8 @@ fn answer(root: &Path, request: &str) -> Vec<u8> {
         .then(|| root.join(decoded.trim_start_matches('/')))
         .filter(|p| p.is_file());
     let Some(file) = file else {
-        return b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec();
+        return b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            .to_vec();
     };
     let meta = std::fs::metadata(&file).unwrap();
     let mtime = meta
@@ -201,7 +205,7 @@ fn percent_decode(path: &str) -> String {
 }
 
 /// A JSON bootstrap mapping both authorities to `server_json`.
-fn bootstrap(server_json: &str) -> String {
+fn bootstrap_json(server_json: &str) -> String {
     format!(
         r#"{{"node": {{"id": "publish-e2e"}}, "xds_servers": [{server_json}],
             "authorities": {{"{CDN}": {{"xds_servers": [{server_json}]}}, "{MESH}": {{"xds_servers": [{server_json}]}}}}}}"#
@@ -233,7 +237,10 @@ fn about(event: &CollectionEvent<Cluster>, id: &str) -> Option<Option<String>> {
 
 /// Waits until the CDN client has seen every one of `expected`: member
 /// `id` with EDS service `Some(service)`, or removed (`None`), in any order.
-async fn members_become(watch: &mut CollectionWatch<ClusterType>, expected: &[(&str, Option<&str>)]) {
+async fn members_become(
+    watch: &mut CollectionWatch<ClusterType>,
+    expected: &[(&str, Option<&str>)],
+) {
     let mut pending: Vec<(&str, Option<&str>)> = expected.to_vec();
     while !pending.is_empty() {
         let event = next_event(watch).await;
@@ -260,7 +267,7 @@ async fn published_directory_serves_updates_and_deletions_to_a_cdn_client() {
         origin.uri()
     );
     let publisher_bootstrap = work.path().join("publisher.json");
-    std::fs::write(&publisher_bootstrap, bootstrap(&ads)).unwrap();
+    std::fs::write(&publisher_bootstrap, bootstrap_json(&ads)).unwrap();
     let publisher = Publisher::start(&publisher_bootstrap, &www, &[collection_name()]);
     publisher.wait_for("publishing into");
     let base = serve_directory(www.clone()).await;
@@ -269,7 +276,7 @@ async fn published_directory_serves_updates_and_deletions_to_a_cdn_client() {
         r#"{{"server_uri": "{base}", "channel_creds": [{{"type": "insecure"}}], "api_type": "HTTP_CDN",
             "refresh_delay": "0.05s", "request_timeout": "1s"}}"#
     );
-    let consumer = XdsClient::builder(Bootstrap::from_json_str(&bootstrap(&cdn)).unwrap())
+    let consumer = XdsClient::builder(Bootstrap::from_json_str(&bootstrap_json(&cdn)).unwrap())
         .transport_options(fast_transport())
         .build()
         .unwrap();
@@ -284,7 +291,9 @@ async fn published_directory_serves_updates_and_deletions_to_a_cdn_client() {
 
     // A resource deleted on the ADS server: its file goes, the CDN answers
     // 404, and the CDN client drops it.
-    origin.delete_resource(CDS, &cluster_name("ledger")).unwrap();
+    origin
+        .delete_resource(CDS, &cluster_name("ledger"))
+        .unwrap();
     members_become(&mut watch, &[("ledger", None)]).await;
     let ledger_file = www.join(format!("{MESH}/envoy.config.cluster.v3.Cluster/ledger"));
     assert!(!ledger_file.exists());
@@ -339,7 +348,10 @@ fn publish_example_writes_its_collection_and_members() {
             .collect()
     };
     let [testbed, publish] = [0, 1].map(|i| localise(&commands[i]));
-    assert_eq!((testbed[0].as_str(), publish[0].as_str()), ("testbed", "publish"));
+    assert_eq!(
+        (testbed[0].as_str(), publish[0].as_str()),
+        ("testbed", "publish")
+    );
     let mut testbed = Command::new(env!("CARGO_BIN_EXE_xdsfed"))
         .args(&testbed)
         .stdout(Stdio::piped())
@@ -374,4 +386,45 @@ fn publish_example_writes_its_collection_and_members() {
     drop(publisher);
     let _ = testbed.kill();
     let _ = testbed.wait();
+}
+
+/// `publish` refuses an output directory others may write, and a NAME
+/// without a type, as bad input (exit 2) naming the flag or the name.
+#[test]
+fn publish_refuses_a_shared_dir_and_an_untyped_name_with_exit_2() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let bootstrap = work.path().join("b.json");
+    let ads = r#"{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}"#;
+    std::fs::write(&bootstrap, bootstrap_json(ads)).unwrap();
+    let shared = work.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = |dir: &Path, name: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_xdsfed"))
+            .arg("publish")
+            .arg("--bootstrap")
+            .arg(&bootstrap)
+            .arg("--dir")
+            .arg(dir)
+            .arg(name)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&shared, &collection_name());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--dir") && stderr.contains("writable by its group or others"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&work.path().join("www"), "pay-v2");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("pay-v2") && stderr.contains("--resource TYPE NAME"),
+        "{stderr}"
+    );
 }

@@ -65,9 +65,10 @@ pub(crate) enum Command {
     /// static file host (nginx, any CDN origin) serves to HTTP CDN
     /// clients; until Ctrl-C.
     #[command(after_help = "Examples:\n  \
-        xdsfed publish --bootstrap b.yaml --dir www xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all\n  \
+        xdsfed publish --bootstrap b.yaml --dir www COLLECTION\n  \
         xdsfed publish --bootstrap b.yaml --dir www xds:///greeter\n  \
         xdsfed publish --bootstrap b.yaml --dir www --resource cluster pay-v2\n\n\
+        COLLECTION: e.g. xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all\n\n\
         Each file is {dir}/AUTH/TYPE/ID (old-style names: {dir}/TYPE/NAME), a binary\n\
         DiscoveryResponse; docs/federation.md (\"Publishing a CDN directory\") shows nginx's\n\
         configuration. Exit codes: 0 on Ctrl-C, 1 when the client stops, 2 for bad input.")]

@@ -18,7 +18,9 @@ use xdsfed::graph::ConfigGraph;
 use xdsfed::policy::PolicyType;
 
 use super::super::CliError;
-use super::super::target::{CollectionShape, CollectionTarget, TypeArg, listener_name, watch_error};
+use super::super::target::{
+    CollectionShape, CollectionTarget, TypeArg, listener_name, watch_error,
+};
 use super::plan::{Followed, graph_resources};
 
 /// What a follower tells the writer.
@@ -54,11 +56,17 @@ pub(super) fn start(
         Followed::Resource(kind, name) => {
             start_in(client, *kind, name, changes, followers).map(drop)
         }
-        Followed::Collection(collection) => start_collection(client, collection, changes, followers),
+        Followed::Collection(collection) => {
+            start_collection(client, collection, changes, followers)
+        }
         Followed::Listener(given) => {
             let name = listener_name(client, given)?;
             // Opening it once refuses a bad name or authority up front.
-            drop(client.watch::<ListenerType>(&name).map_err(|e| watch_error(&name, &e))?);
+            drop(
+                client
+                    .watch::<ListenerType>(&name)
+                    .map_err(|e| watch_error(&name, &e))?,
+            );
             let graph = ConfigGraph::builder(client.clone()).listener(name).start();
             followers.spawn(follow_graph(client.clone(), graph, changes.clone()));
             Ok(())

@@ -79,8 +79,11 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let bootstrap = args.bootstrap.load()?;
     let dir = PublishDir::open(&args.dir).map_err(|e| dir_error(&args.dir, &e))?;
     let cleaned = dir.clean_temporaries().map_err(|e| {
-        CliError::runtime(format!("--dir {}: cannot clean its temporary files", shown(&args.dir.display().to_string())))
-            .caused_by(&e)
+        CliError::runtime(format!(
+            "--dir {}: cannot clean its temporary files",
+            shown(&args.dir.display().to_string())
+        ))
+        .caused_by(&e)
     })?;
     runtime()?.block_on(async move {
         // Before the first line is printed, so a Ctrl-C after it is heard.

@@ -41,7 +41,10 @@ impl Followed {
             ))
             .hint("an old-style name carries no type: give it as --resource TYPE NAME"));
         };
-        let is_glob = name.split(['?', '#']).next().is_some_and(|p| p.ends_with("/*"));
+        let is_glob = name
+            .split(['?', '#'])
+            .next()
+            .is_some_and(|p| p.ends_with("/*"));
         let element = type_segment.strip_suffix("Collection").filter(|_| !is_glob);
         let kind = TypeArg::from_str(element.unwrap_or(type_segment))
             .map_err(|e| CliError::bad_input(format!("NAME {name}: {e}")))?;
@@ -60,8 +63,8 @@ impl Followed {
         let [kind, name] = pair else {
             return Err(CliError::bad_input("--resource takes a TYPE and a NAME"));
         };
-        let kind = TypeArg::from_str(kind)
-            .map_err(|e| CliError::bad_input(format!("--resource: {e}")))?;
+        let kind =
+            TypeArg::from_str(kind).map_err(|e| CliError::bad_input(format!("--resource: {e}")))?;
         Ok(Self::Resource(kind, name.clone()))
     }
 }
@@ -112,9 +115,15 @@ mod tests {
     fn names_are_classified_by_their_type_segment() {
         let listener = "xdstp://a/envoy.config.listener.v3.Listener/edge";
         assert_eq!(of(listener), Followed::Listener(listener.to_owned()));
-        assert_eq!(of("xds:///edge"), Followed::Listener("xds:///edge".to_owned()));
+        assert_eq!(
+            of("xds:///edge"),
+            Followed::Listener("xds:///edge".to_owned())
+        );
         let cluster = "xdstp://a/envoy.config.cluster.v3.Cluster/pay";
-        assert_eq!(of(cluster), Followed::Resource(TypeArg::Cluster, cluster.to_owned()));
+        assert_eq!(
+            of(cluster),
+            Followed::Resource(TypeArg::Cluster, cluster.to_owned())
+        );
         let list = "xdstp://a/envoy.config.cluster.v3.ClusterCollection/mesh/all";
         assert!(matches!(of(list), Followed::Collection(c) if c.shape == CollectionShape::List));
         let glob = "xdstp://a/envoy.config.cluster.v3.Cluster/pool/*";
