@@ -131,12 +131,20 @@ fn decoded_segment(name: &str, segment: &str) -> Result<String, PublishLayoutErr
     };
     let bytes = percent::decode(segment)
         .map_err(|_| refused(segment.to_owned(), "is not percent-encoded"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|e| refused(String::from_utf8_lossy(e.as_bytes()).escape_debug().to_string(), "is not UTF-8"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        refused(
+            String::from_utf8_lossy(e.as_bytes())
+                .escape_debug()
+                .to_string(),
+            "is not UTF-8",
+        )
+    })?;
     let why = if text.is_empty() {
         Some("is empty: a directory of files has no empty name")
     } else if text.starts_with('.') {
-        Some("starts with `.`: names starting with a dot are the publisher's temporary files (and hidden by many hosts)")
+        Some(
+            "starts with `.`: names starting with a dot are the publisher's temporary files (and hidden by many hosts)",
+        )
     } else if text.len() > NAME_MAX {
         Some("is longer than the 255 bytes a file name may have")
     } else {
@@ -222,11 +230,17 @@ mod tests {
     #[test]
     fn xdstp_name_is_the_decoded_url_path() {
         assert_eq!(
-            path(CDS_LIST, "xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all"),
+            path(
+                CDS_LIST,
+                "xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all"
+            ),
             Ok("cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all".to_owned())
         );
         assert_eq!(
-            path(CDS, "xdstp://a.example/envoy.config.cluster.v3.Cluster/pay%20v2/b:c"),
+            path(
+                CDS,
+                "xdstp://a.example/envoy.config.cluster.v3.Cluster/pay%20v2/b:c"
+            ),
             Ok("a.example/envoy.config.cluster.v3.Cluster/pay v2/b:c".to_owned())
         );
         assert_eq!(
@@ -241,14 +255,23 @@ mod tests {
     #[test]
     fn names_a_directory_cannot_serve_are_refused() {
         for (type_url, name) in [
-            (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/..%2F..%2Fsecret"),
+            (
+                CDS,
+                "xdstp://a/envoy.config.cluster.v3.Cluster/..%2F..%2Fsecret",
+            ),
             (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/%2e%2e"),
             (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/.hidden"),
-            (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/x/.c.0123456789abcdef.tmp"),
+            (
+                CDS,
+                "xdstp://a/envoy.config.cluster.v3.Cluster/x/.c.0123456789abcdef.tmp",
+            ),
             (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/x?k=v"),
             (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/x/*"),
             (CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/x//y"),
-            (CDS_LIST, "xdstp://a/envoy.config.cluster.v3.ClusterCollection/l#entry=one"),
+            (
+                CDS_LIST,
+                "xdstp://a/envoy.config.cluster.v3.ClusterCollection/l#entry=one",
+            ),
             (CDS, "pay/v2"),
             (CDS, ".."),
         ] {
@@ -278,7 +301,10 @@ mod tests {
         let now = at(100) + Duration::from_millis(300);
         assert_eq!(modification_time(now, None), at(100));
         assert_eq!(modification_time(now, Some(at(50))), at(100));
-        assert_eq!(modification_time(now, Some(at(100) + Duration::from_millis(900))), at(101));
+        assert_eq!(
+            modification_time(now, Some(at(100) + Duration::from_millis(900))),
+            at(101)
+        );
         assert_eq!(modification_time(now, Some(at(101))), at(102));
     }
 
@@ -289,6 +315,12 @@ mod tests {
         assert_eq!(temp, ".pay.0123456789abcdef.tmp");
         assert!(is_temp_file_name(&temp));
         assert!(!is_temp_file_name("pay.tmp"));
-        assert!(path(CDS, &format!("xdstp://a/envoy.config.cluster.v3.Cluster/{temp}")).is_err());
+        assert!(
+            path(
+                CDS,
+                &format!("xdstp://a/envoy.config.cluster.v3.Cluster/{temp}")
+            )
+            .is_err()
+        );
     }
 }

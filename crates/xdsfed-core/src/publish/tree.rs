@@ -117,7 +117,9 @@ fn holds(path: &Path, bytes: &[u8]) -> bool {
         return false;
     };
     let mut held = Vec::with_capacity(bytes.len());
-    let limit = u64::try_from(bytes.len()).unwrap_or(u64::MAX).saturating_add(1);
+    let limit = u64::try_from(bytes.len())
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
     file.take(limit).read_to_end(&mut held).is_ok() && held == bytes
 }
 
@@ -152,7 +154,11 @@ mod tests {
     const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 
     fn pay() -> PublishedPath {
-        published_path(CDS, "xdstp://a.example/envoy.config.cluster.v3.Cluster/pay/v1").unwrap()
+        published_path(
+            CDS,
+            "xdstp://a.example/envoy.config.cluster.v3.Cluster/pay/v1",
+        )
+        .unwrap()
     }
 
     /// The publisher's files: a file is written 0644 under 0755
@@ -162,7 +168,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = PublishDir::open(root.path()).unwrap();
         assert_eq!(dir.write(&pay(), b"one").unwrap(), Written::Replaced);
-        let file = root.path().join("a.example/envoy.config.cluster.v3.Cluster/pay/v1");
+        let file = root
+            .path()
+            .join("a.example/envoy.config.cluster.v3.Cluster/pay/v1");
         assert_eq!(fs::read(&file).unwrap(), b"one");
         assert_eq!(fs::metadata(&file).unwrap().mode() & 0o777, 0o644);
         let parent = file.parent().unwrap();
@@ -179,7 +187,12 @@ mod tests {
         dir.write(&pay(), b"same").unwrap();
         let file = root.path().join(pay().to_string());
         let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        fs::File::options().write(true).open(&file).unwrap().set_modified(old).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         assert_eq!(dir.write(&pay(), b"same").unwrap(), Written::Unchanged);
         assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), old);
         assert_eq!(dir.write(&pay(), b"new").unwrap(), Written::Replaced);
@@ -187,7 +200,10 @@ mod tests {
         let replaced = fs::metadata(&file).unwrap().modified().unwrap();
         assert_eq!(dir.write(&pay(), b"two").unwrap(), Written::Replaced);
         let again = fs::metadata(&file).unwrap().modified().unwrap();
-        assert!(again > replaced, "a second later: {again:?} after {replaced:?}");
+        assert!(
+            again > replaced,
+            "a second later: {again:?} after {replaced:?}"
+        );
     }
 
     /// The publisher's files: a symlink planted as one of the directories
@@ -210,7 +226,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o777)).unwrap();
         let why = PublishDir::open(root.path()).unwrap_err();
-        assert!(matches!(why, StateDirError::WritableByOthers { .. }), "{why}");
+        assert!(
+            matches!(why, StateDirError::WritableByOthers { .. }),
+            "{why}"
+        );
     }
 
     /// The publisher's files: leftover temporaries are deleted at start,
@@ -220,7 +239,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = PublishDir::open(root.path()).unwrap();
         dir.write(&pay(), b"x").unwrap();
-        let parent = root.path().join("a.example/envoy.config.cluster.v3.Cluster/pay");
+        let parent = root
+            .path()
+            .join("a.example/envoy.config.cluster.v3.Cluster/pay");
         let temp = parent.join(temp_file_name("v2", 7));
         fs::write(&temp, b"partial").unwrap();
         assert_eq!(dir.clean_temporaries().unwrap(), vec![temp]);
