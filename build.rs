@@ -2,11 +2,13 @@
 //! machine needs `protoc`. Envoy and xds API types come from `envoy-types`.
 //!
 //! The policy-distribution stream's proto (`kyverno.http.v1alpha1`) is
-//! compiled here too, but used by `xdsfed-core`, which has no build script
-//! of its own (an embedder of the core compiles neither protox nor
-//! tonic-build). The core therefore holds a copy of what this script
-//! generates; `tests/policy_stream_proto.rs` fails when the copy differs
-//! from this output and, with `XDSFED_BLESS=1`, writes it again.
+//! compiled here too, in three parts for the crates that use it, none of
+//! which has a build script of its own (an embedder compiles neither
+//! protox nor tonic-build): the messages for `xdsfed-core` (no tonic), the
+//! client stub for `xdsfed-client` and the server trait for
+//! `xdsfed-testbed`, both naming the core's messages. Each crate holds a
+//! copy of its part; `tests/policy_stream_proto.rs` fails when a copy
+//! differs from this output and, with `XDSFED_BLESS=1`, writes it again.
 
 use std::path::Path;
 
@@ -35,20 +37,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     compile_policy_stream(root)
 }
 
-/// `kyverno.http.v1alpha1`, with the well-known types the core already has
-/// (from `envoy-types`), so that the generated code needs no `prost-types`.
+/// The three parts of `kyverno.http.v1alpha1`, each in a directory of
+/// `OUT_DIR` named after it: `messages/` (with the well-known types the
+/// core already has from `envoy-types`, so that it needs no
+/// `prost-types`), `client/` and `server/` (with the messages taken from
+/// `xdsfed_core::policy_stream::wire`).
 fn compile_policy_stream(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let descriptors = protox::compile([POLICY_STREAM_PROTO], [root])?;
-    let mut config = prost_build::Config::new();
-    config
-        .enable_type_names()
-        .type_name_domain(["."], "type.googleapis.com")
-        .extern_path(
-            ".google.protobuf.Timestamp",
-            "::envoy_types::pb::google::protobuf::Timestamp",
-        );
-    tonic_prost_build::configure()
-        .emit_rerun_if_changed(false)
-        .compile_fds_with_config(descriptors, config)?;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    for (part, client, server) in [
+        ("messages", false, false),
+        ("client", true, false),
+        ("server", false, true),
+    ] {
+        let dir = out.join(part);
+        std::fs::create_dir_all(&dir)?;
+        let descriptors = protox::compile([POLICY_STREAM_PROTO], [root])?;
+        let mut config = prost_build::Config::new();
+        config
+            .enable_type_names()
+            .type_name_domain(["."], "type.googleapis.com")
+            .extern_path(
+                ".google.protobuf.Timestamp",
+                "::envoy_types::pb::google::protobuf::Timestamp",
+            );
+        if part != "messages" {
+            config.extern_path(
+                ".kyverno.http.v1alpha1",
+                "::xdsfed_core::policy_stream::wire",
+            );
+        }
+        tonic_prost_build::configure()
+            .build_client(client)
+            .build_server(server)
+            .out_dir(&dir)
+            .emit_rerun_if_changed(false)
+            .compile_fds_with_config(descriptors, config)?;
+    }
     Ok(())
 }

@@ -12,10 +12,10 @@ use envoy_types::pb::envoy::config::cluster::v3::{
 use envoy_types::pb::envoy::config::core::v3::{
     AggregatedConfigSource, ConfigSource, config_source::ConfigSourceSpecifier,
 };
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const PAYMENTS: &str = "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments";

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph};
 use xdsfed::testbed::scenario::Scenario;
 

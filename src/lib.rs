@@ -38,6 +38,7 @@ pub mod terminal;
 #[cfg(feature = "testbed")]
 pub mod testbed_control;
 
+pub use xdsfed_client as client;
 pub use xdsfed_core as core;
 pub use xdsfed_graph as graph;
 #[cfg(feature = "testbed")]

@@ -6,7 +6,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use xdsfed::core::{bootstrap::Bootstrap, client::XdsClient};
+//! use xdsfed::core::bootstrap::Bootstrap;
+//! use xdsfed::client::XdsClient;
 //! use xdsfed::policy::PolicyType;
 //!
 //! let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?)
@@ -36,7 +37,7 @@ pub use crate::proto::policy::v1::Policy;
 /// The type URL of [`Policy`] inside an `Any`.
 pub const POLICY_TYPE_URL: &str = "type.googleapis.com/xdsfed.policy.v1.Policy";
 
-/// The policy resource type, for [`XdsClientBuilder::register`](xdsfed_core::client::XdsClientBuilder::register).
+/// The policy resource type, for [`XdsClientBuilder::register`](xdsfed_client::client::XdsClientBuilder::register).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PolicyType;
 

@@ -25,9 +25,9 @@ use envoy_types::pb::envoy::service::status::v3::client_config::GenericXdsConfig
 use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_client::ClientStatusDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::status::v3::{ClientConfig, ClientStatusRequest};
 use prost::Message;
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::Watch;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed::core::watch::Watch;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";

@@ -261,8 +261,8 @@ fn bootstrap_config_from_the_environment_is_accepted_after_the_file() {
 /// runtime's thread (issue 19, defect 6).
 #[test]
 fn the_transport_refuses_a_fifo_ca_without_blocking() {
+    use xdsfed::client::transport::{TransportError, TransportOptions, endpoint};
     use xdsfed::core::bootstrap::{ChannelCreds, ServerConfig};
-    use xdsfed::core::transport::{TransportError, TransportOptions, endpoint};
 
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("ca.pem");

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use common::resources::{CDS, EDS, cluster, endpoints, invalid_cluster};
 use common::{PATIENCE, bootstrap_json, changed, client_with, describe, eventually, next};
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::ApiVariant;
-use xdsfed::core::cache::ResourceStatus;
 use xdsfed::core::types::{ClusterType, EndpointType};
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";
@@ -34,7 +34,7 @@ async fn one_server() -> Testbed {
         .expect("testbed starts")
 }
 
-fn cloud_client(testbed: &Testbed, variant: ApiVariant) -> xdsfed::core::client::XdsClient {
+fn cloud_client(testbed: &Testbed, variant: ApiVariant) -> xdsfed::client::client::XdsClient {
     let uri = testbed.servers()[0].uri();
     client_with(
         &bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""),

@@ -9,9 +9,9 @@ mod common;
 
 use common::resources::cluster;
 use common::{bootstrap_json, changed, client, describe, eventually, next};
-use xdsfed::core::cache::ResourceStatus;
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const C1: &str = "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/c1";

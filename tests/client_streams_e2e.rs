@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 
 use common::resources::{CDS, cluster, endpoints, pack};
 use common::{PATIENCE, bootstrap_json, changed, client, client_with, describe, eventually, next};
+use xdsfed::client::client::{WatchError, XdsClient};
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
-use xdsfed::core::client::{WatchError, XdsClient};
 use xdsfed::core::types::{ClusterType, EndpointType};
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{Injected, ServerSpec, Testbed};
 
 fn cluster_name(authority: &str, id: &str) -> String {

@@ -11,10 +11,10 @@ use std::path::Path;
 use common::resources::{cluster, endpoints};
 use common::{changed, fast_transport, next};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::{ClusterType, EndpointType};
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, ServerTls, Testbed};
 
 const CLUSTER: &str = "xdstp://secure.example/envoy.config.cluster.v3.Cluster/payments";

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use common::resources::endpoints;
 use common::{PATIENCE, eventually, next, one_server};
-use xdsfed::core::WatchSet;
-use xdsfed::core::client::{WatchError, XdsClient};
+use xdsfed::client::WatchSet;
+use xdsfed::client::client::{WatchError, XdsClient};
+use xdsfed::client::watch::{SetEvent, WatchEvent};
 use xdsfed::core::types::EndpointType;
-use xdsfed::core::watch::{SetEvent, WatchEvent};
 use xdsfed::testbed::Server;
 
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;

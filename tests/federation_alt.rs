@@ -14,9 +14,9 @@ mod common;
 use common::resources::cluster;
 use common::{bootstrap_json, changed_until, client, describe, eventually, next};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use xdsfed::core::client::{WatchError, XdsClient};
+use xdsfed::client::client::{WatchError, XdsClient};
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";

@@ -9,10 +9,10 @@ mod common;
 
 use common::resources::{CDS, cluster};
 use common::{PATIENCE, bootstrap_json, client, client_with, next};
+use xdsfed::client::client::WatchError;
+use xdsfed::client::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::core::bootstrap::ApiVariant;
-use xdsfed::core::client::WatchError;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";

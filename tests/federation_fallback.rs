@@ -17,10 +17,10 @@ use std::time::Duration;
 use common::resources::cluster;
 use common::{PATIENCE, bootstrap_json, changed_until, client, eventually};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::CollectionEvent;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::CollectionEvent;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";
@@ -163,7 +163,7 @@ async fn switching_back_closes_the_fallback_stream_at_once() {
     let bootstrap = bootstrap_json(&p, &[(CLOUD, &[p.as_str(), s.as_str()])], "");
     let client =
         XdsClient::builder(xdsfed::core::bootstrap::Bootstrap::from_json_str(&bootstrap).unwrap())
-            .transport_options(xdsfed::core::transport::TransportOptions {
+            .transport_options(xdsfed::client::transport::TransportOptions {
                 idle_grace: Duration::from_secs(3600),
                 ..common::fast_transport()
             })

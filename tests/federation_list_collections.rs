@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use common::resources::{cluster, cluster_collection, inline, locator};
 use common::{PATIENCE, bootstrap_json, changed_until, client, describe, next};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use xdsfed::client::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";

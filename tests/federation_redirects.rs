@@ -14,10 +14,10 @@ use std::collections::HashMap;
 use common::resources::cluster;
 use common::{PATIENCE, bootstrap_json, client, fast_transport};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";
@@ -200,15 +200,15 @@ async fn redirect_of_a_singleton_cluster_is_followed_to_another_authority() {
 }
 
 /// The next new copy `watch` delivers.
-async fn changed(watch: &mut xdsfed::core::watch::Watch<ClusterType>) -> std::sync::Arc<Cluster> {
+async fn changed(watch: &mut xdsfed::client::watch::Watch<ClusterType>) -> std::sync::Arc<Cluster> {
     loop {
         let event = tokio::time::timeout(PATIENCE, watch.next())
             .await
             .expect("an event in time")
             .expect("the watch is open");
         match event {
-            xdsfed::core::watch::WatchEvent::Changed(c) => return c,
-            xdsfed::core::watch::WatchEvent::Error(e) => panic!("unexpected error: {e}"),
+            xdsfed::client::watch::WatchEvent::Changed(c) => return c,
+            xdsfed::client::watch::WatchEvent::Error(e) => panic!("unexpected error: {e}"),
             _ => {}
         }
     }

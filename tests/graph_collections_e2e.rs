@@ -24,8 +24,8 @@ use common::resources::{
     CDS, LDS, api_listener, cluster, cluster_collection, endpoints, inline, locator, route_config,
 };
 use common::{bootstrap_json, fast_transport, snapshot_where, summary};
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphOptions, Snapshot};
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 

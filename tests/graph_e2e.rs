@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use common::resources::{CDS, EDS, api_listener, cluster, endpoints, route_config};
 use common::{PATIENCE, bootstrap_json, eventually, fast_transport, snapshot_where};
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{
     ClusterEndpoints, ClusterSnapshot, ConfigGraph, GraphError, GraphOptions, Snapshot,
 };

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use common::{PATIENCE, bootstrap_json, changed_until, describe, eventually};
 use tonic::Code;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::transport::{BackoffConfig, TransportOptions};
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::ServerStatus;
-use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Tarpit, Testbed};
 
 const CLOUD: &str = "cloud.example";

@@ -15,11 +15,11 @@ use common::resources::cluster;
 use common::{PATIENCE, bootstrap_json, describe};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use prost::Message;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::transport::{DEFAULT_MAX_MESSAGE_SIZE, TransportOptions};
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
-use xdsfed::core::transport::{DEFAULT_MAX_MESSAGE_SIZE, TransportOptions};
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 /// An EDS cluster with an `xdstp://` name and service name, as a federated

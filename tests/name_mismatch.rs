@@ -11,10 +11,10 @@ mod common;
 
 use common::resources::{CDS, cluster};
 use common::{PATIENCE, bootstrap_json, changed, client_with, describe, next};
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::ApiVariant;
-use xdsfed::core::cache::ResourceStatus;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::WatchEvent;
 use xdsfed::testbed::{ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";

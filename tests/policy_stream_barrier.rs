@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::Streaming;
 use tonic::transport::Channel;
-use xdsfed::core::policy_stream::wire::validating_policy_service_client::ValidatingPolicyServiceClient;
+use xdsfed::client::policy_stream::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
 use xdsfed::core::policy_stream::wire::{
     PolicyDiscoveryRequest, PolicyDiscoveryResponse, ValidatingPolicy, ValidatingPolicySpec,
     Validation,

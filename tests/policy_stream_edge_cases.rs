@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{PATIENCE, bootstrap_json, client, describe, eventually, next};
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{Watch, WatchEvent};
 use xdsfed::core::policy_stream::wire::{ValidatingPolicy, ValidatingPolicySpec, Validation};
 use xdsfed::core::types::{VALIDATING_POLICY_TYPE_URL, ValidatingPolicyType};
-use xdsfed::core::watch::{Watch, WatchEvent};
 use xdsfed::testbed::{Protocol, Server, ServerSpec, Testbed};
 
 const ONPREM: &str = "policies.onprem";

@@ -10,7 +10,7 @@ mod common;
 
 use common::resources::cluster;
 use common::{changed_until, client, eventually};
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::policy_stream::wire::{ValidatingPolicy, ValidatingPolicySpec, Validation};
 use xdsfed::core::types::{ClusterType, ValidatingPolicyType};
 use xdsfed::testbed::{Protocol, Server, ServerSpec, Testbed};

@@ -18,16 +18,16 @@ use common::{PATIENCE, bootstrap_json, client, describe, eventually, next};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status, Streaming};
-use xdsfed::core::client::XdsClient;
-use xdsfed::core::policy_stream::wire::validating_policy_service_server::{
-    ValidatingPolicyService, ValidatingPolicyServiceServer,
-};
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{Watch, WatchEvent};
 use xdsfed::core::policy_stream::wire::{
     HealthCheckRequest, HealthCheckResponse, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
     ValidatingPolicy, ValidatingPolicySpec, Validation,
 };
 use xdsfed::core::types::ValidatingPolicyType;
-use xdsfed::core::watch::{Watch, WatchEvent};
+use xdsfed::testbed::policy::stub::validating_policy_service_server::{
+    ValidatingPolicyService, ValidatingPolicyServiceServer,
+};
 use xdsfed::testbed::{Protocol, Server, ServerSpec, Testbed};
 
 const ONPREM: &str = "policies.onprem";

@@ -16,10 +16,10 @@ use std::sync::mpsc;
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::types::ClusterType;
-use xdsfed::core::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::testbed::resources::{cluster, cluster_collection, locator};
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 

@@ -27,8 +27,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{eventually, fast_transport, snapshot_where};
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphOptions, Snapshot};
 
 /// How long sovereign (a Python server) may take to start listening.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::resources::cluster;
-use xdsfed::core::state_dir::read_records;
+use xdsfed::client::state_dir::read_records;
 use xdsfed::testbed::recording::Message;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 

@@ -436,7 +436,8 @@ async fn extreme_durations_are_invalid_arguments_naming_the_field() {
 /// own `peer` and one stream, and `WaitAcked` counts each one's ACK.
 #[tokio::test]
 async fn clients_sharing_one_bootstrap_are_listed_apart() {
-    use xdsfed::core::{bootstrap::Bootstrap, client::XdsClient, types::ClusterType};
+    use xdsfed::client::XdsClient;
+    use xdsfed::core::{bootstrap::Bootstrap, types::ClusterType};
     let (testbed, mut control) = start().await;
     let cloud = &testbed.servers()[0];
     let eds = "xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/c1";

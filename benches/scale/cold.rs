@@ -30,7 +30,7 @@ pub struct Cold {
 pub struct Warm {
     pub fleet: Fleet,
     pub graph: ConfigGraph,
-    pub client: xdsfed::core::client::XdsClient,
+    pub client: xdsfed::client::client::XdsClient,
 }
 
 /// Loads the servers (in the fleet's process), starts a client and its
@@ -99,7 +99,7 @@ pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, 
 }
 
 /// A client and graph kept alive until the process exits.
-pub type Kept = (ConfigGraph, xdsfed::core::client::XdsClient);
+pub type Kept = (ConfigGraph, xdsfed::client::client::XdsClient);
 
 /// One cold start measured end to end, memory included; servers gone after.
 pub fn measure(rt_client: &Runtime, shape: Shape, kept: &mut Vec<Kept>) -> Cold {

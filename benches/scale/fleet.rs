@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use prost::Message;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::bootstrap::Bootstrap;
-use xdsfed::core::client::XdsClient;
-use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::graph::{ConfigGraph, GraphOptions, Snapshot};
 use xdsfed::testbed::{RecordingLimits, Server, ServerSpec, Testbed, resources};
 

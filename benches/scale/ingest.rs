@@ -11,7 +11,7 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, Resource};
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
-use xdsfed::core::cache::{Cache, DataErrorPolicy, Provenance};
+use xdsfed::client::cache::{Cache, DataErrorPolicy, Provenance};
 use xdsfed::core::protocol::{AuthorityFilter, ResourceKey, Session, SessionConfig};
 use xdsfed::core::types::{ClusterType, ResourceType, TypeRegistry};
 

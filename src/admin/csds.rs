@@ -20,8 +20,8 @@
 
 use std::pin::Pin;
 
-use crate::core::cache::ResourceStatus;
-use crate::core::client::XdsClient;
+use crate::client::cache::ResourceStatus;
+use crate::client::client::XdsClient;
 use crate::core::status::{ClientStatus, ResourceStatusEntry};
 use envoy_types::pb::envoy::admin::v3::UpdateFailureState;
 use envoy_types::pb::envoy::config::core::v3::Node;

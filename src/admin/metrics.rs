@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::core::cache::ResourceStatus;
+use crate::client::cache::ResourceStatus;
 use crate::core::protocol::TypeUpdates;
 use crate::core::status::{ClientStatus, ServerStatus};
 

@@ -16,7 +16,7 @@ pub(crate) mod metrics;
 
 use std::net::SocketAddr;
 
-use crate::core::client::XdsClient;
+use crate::client::client::XdsClient;
 use axum::http::header::CONTENT_TYPE;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -29,7 +29,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 /// Returns the bound address, which differs from `addr` when its port is 0.
 ///
 /// ```no_run
-/// # async fn example(client: xdsfed::core::client::XdsClient) -> std::io::Result<()> {
+/// # async fn example(client: xdsfed::client::client::XdsClient) -> std::io::Result<()> {
 /// let addr = "127.0.0.1:0".parse().expect("a literal address");
 /// let (bound, task) = xdsfed::admin::serve(client, addr, "xds:///my-service".into()).await?;
 /// println!("CSDS and /metrics on {bound}");

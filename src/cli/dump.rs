@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
 use xdsfed::core::types::ValidatingPolicyType;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
@@ -143,7 +143,7 @@ async fn wait_one<T: Describe>(
     name: &str,
     deadline: Instant,
 ) -> Result<Waited, CliError> {
-    use xdsfed::core::cache::ResourceStatus;
+    use xdsfed::client::cache::ResourceStatus;
     let mut watch = client.watch::<T>(name).map_err(|e| watch_error(name, &e))?;
     let mut timed_out = false;
     // A stream error without a cached copy leaves the resource REQUESTED:
@@ -309,5 +309,5 @@ fn any_requested(client: &XdsClient) -> bool {
         .status()
         .resources
         .iter()
-        .any(|r| r.status == xdsfed::core::cache::ResourceStatus::Requested)
+        .any(|r| r.status == xdsfed::client::cache::ResourceStatus::Requested)
 }

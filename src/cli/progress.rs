@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::task::JoinHandle;
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
 
 /// How often the counts are refreshed.

@@ -21,8 +21,8 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::RouteSpecifier;
 use prost::Message;
 use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
-use xdsfed::core::client::{BuildError, WatchError, XdsClient};
-use xdsfed::core::transport::TransportOptions;
+use xdsfed::client::client::{BuildError, WatchError, XdsClient};
+use xdsfed::client::transport::TransportOptions;
 use xdsfed::core::types::{
     ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType, ValidatingPolicyType,
 };

@@ -28,11 +28,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{CollectionEvent, WatchEvent};
 use xdsfed::core::status::{ResourceStatusEntry, SourceStatus};
 use xdsfed::core::types::ValidatingPolicyType;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed::core::watch::{CollectionEvent, WatchEvent};
 use xdsfed::graph::ConfigGraph;
 use xdsfed::policy::PolicyType;
 
@@ -277,7 +277,7 @@ fn open_collection<T: Describe>(
     client: &XdsClient,
     name: &str,
     shape: CollectionShape,
-) -> Result<xdsfed::core::watch::CollectionWatch<T>, xdsfed::core::client::WatchError> {
+) -> Result<xdsfed::client::watch::CollectionWatch<T>, xdsfed::client::client::WatchError> {
     match shape {
         CollectionShape::Glob => client.watch_collection::<T>(name),
         CollectionShape::List => client.watch_list_collection::<T>(name),
@@ -367,7 +367,7 @@ async fn follow_all<T: Describe>(client: &XdsClient, json: bool) -> Result<(), C
 /// status dump that names their versions is taken once per response, not
 /// once per resource.
 async fn next_batch<T: Describe>(
-    watch: &mut xdsfed::core::watch::WildcardWatch<T>,
+    watch: &mut xdsfed::client::watch::WildcardWatch<T>,
 ) -> Option<Vec<(Arc<str>, WatchEvent<T::Resource>)>> {
     let mut batch = vec![watch.next().await?];
     while let Ok(Some(event)) = tokio::time::timeout(Duration::ZERO, watch.next()).await {

@@ -8,11 +8,11 @@ pub mod resources;
 use std::time::Duration;
 
 use std::sync::Arc;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::transport::{BackoffConfig, TransportOptions};
+use xdsfed::client::watch::{Watch, WatchEvent};
 use xdsfed::core::bootstrap::{ApiVariant, Bootstrap};
-use xdsfed::core::client::XdsClient;
-use xdsfed::core::transport::{BackoffConfig, TransportOptions};
 use xdsfed::core::types::ResourceType;
-use xdsfed::core::watch::{Watch, WatchEvent};
 use xdsfed::graph::{ConfigGraph, Snapshot};
 
 /// Long enough for loopback on a loaded 2-core CI machine; tests never

@@ -25,15 +25,15 @@ use rustls::pki_types::{
 };
 
 /// The most a bootstrap file may hold: far more than any real one.
-pub(crate) const BOOTSTRAP_LIMIT: u64 = 4 * 1024 * 1024;
+pub const BOOTSTRAP_LIMIT: u64 = 4 * 1024 * 1024;
 
 /// The most a PEM file (CA bundle, certificate chain, private key) may
 /// hold: room for thousands of certificates.
-pub(crate) const PEM_LIMIT: u64 = 1024 * 1024;
+pub const PEM_LIMIT: u64 = 1024 * 1024;
 
 /// Why a file was not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum FileError {
+pub enum FileError {
     /// The operating system refused (missing file, no permission, …).
     Io(String),
     /// Not a regular file: what it is instead.
@@ -56,7 +56,7 @@ impl fmt::Display for FileError {
 
 /// Reads the regular file at `path`, refusing anything else and anything
 /// over `limit` bytes.
-pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
     let metadata = std::fs::metadata(path).map_err(|e| FileError::Io(e.to_string()))?;
     if !metadata.is_file() {
         return Err(FileError::NotRegular(kind_of(&metadata.file_type())));
@@ -111,7 +111,7 @@ fn human_size(bytes: u64) -> String {
 
 /// What a PEM file must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PemKind {
+pub enum PemKind {
     /// One or more certificates (a CA bundle, a certificate chain).
     Certificates,
     /// A private key.
@@ -120,7 +120,7 @@ pub(crate) enum PemKind {
 
 /// Checks that `pem` holds what `kind` says; the problem in words when
 /// not ("holds no PEM certificate").
-pub(crate) fn check_pem(pem: &[u8], kind: PemKind) -> Result<(), String> {
+pub fn check_pem(pem: &[u8], kind: PemKind) -> Result<(), String> {
     match kind {
         PemKind::Certificates => {
             let mut count = 0usize;

@@ -1,36 +1,21 @@
-//! The xdsfed runtime: everything one federated xDS client needs.
+//! The sans-IO heart of xdsfed: everything a federated xDS client decides,
+//! and nothing it waits for.
 //!
 //! ```text
-//! bootstrap ─► authority registry ─► ServerKey ─► one ADS stream per server
-//! watch(type, name) ─► name ─► authority ─► servers ─► subscribe on that stream
-//! response ─► protocol (sans-IO) ─► decode + validate ─► cache ─► watchers
-//!                                └─► ACK / NACK back on the stream
+//! bootstrap ─► authority registry ─► ServerKey ─► one session per server
+//! watch(type, name) ─► name ─► authority ─► servers ─► subscribe in that session
+//! response ─► protocol session ─► decode + validate ─► federation ─► entry states
+//!                              └─► ACK / NACK to send
 //! ```
 //!
-//! # Start here
-//!
-//! The types an embedder uses are re-exported here, at the crate root:
-//! [`XdsClient`] (built from a [`Bootstrap`]) hands out [`Watch`],
-//! [`WildcardWatch`] and [`CollectionWatch`] handles, each a
-//! [`futures::Stream`] of [`WatchEvent`]s or [`CollectionEvent`]s. The
-//! root re-exports are the stable surface; the modules below hold the rest
-//! (docs/client.md, "What is public and stable"). The [`watch`] module
-//! shows the handles with `futures::StreamExt`.
-//!
-//! ```no_run
-//! use xdsfed_core::{Bootstrap, ClusterType, WatchEvent, XdsClient};
-//!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
-//! let mut payments = client
-//!     .watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
-//! while let Some(event) = payments.next().await {
-//!     if let WatchEvent::Changed(cluster) = event {
-//!         println!("{} updated", cluster.name);
-//!     }
-//! }
-//! # Ok(()) }
-//! ```
+//! This crate opens no socket, spawns no task, sleeps never, reads no clock
+//! and draws no random number of its own: every session takes `now` and
+//! its random seed from its caller, returns what to send and when to be
+//! woken, and is tested in virtual time. The runtime that drives these
+//! sessions over tonic, hyper and the filesystem, with a cache and watch
+//! handles, is the `xdsfed-client` crate. The one kind of IO done here is
+//! reading the local files a bootstrap names (the bootstrap itself,
+//! certificates), synchronously, when a bootstrap is loaded.
 //!
 //! # Modules
 //!
@@ -38,30 +23,32 @@
 //! - [`bootstrap`]: gRPC A47 JSON, YAML and Envoy-style bootstraps.
 //! - [`authority`]: which servers serve which authority; stream sharing.
 //! - [`types`]: resource types, decoding and validation.
-//! - [`protocol`]: the sans-IO ADS state machine (delta and SotW).
-//! - [`policy_stream`]: the policy-distribution stream, a second kind of
-//!   source beside ADS.
-//! - [`transport`]: the tonic driver of the protocol core.
-//! - [`cache`], [`watch`], [`client`]: the latest-value cache, the watch
-//!   handles and the client that connects them to the transport.
-//! - [`state_dir`]: the last-known-good copies on disk (opt in).
-//! - [`publish`]: resources as the files of a directory a static host
-//!   serves to HTTP CDN sources (`xdsfed publish`).
+//! - [`protocol`]: the ADS session (delta and SotW).
+//! - [`federation`]: fallback (A71), `#alt`, redirects and list collections
+//!   across servers, and the entry states they produce.
+//! - [`entry`]: what watchers see of a resource and its gRFC A88
+//!   transitions.
+//! - [`source`]: the sessions of the sources beside ADS (REST-JSON, HTTP
+//!   CDN, files); [`policy_stream`]: the policy-distribution stream's.
+//! - [`backoff`]: reconnect backoff and jitter, from an injected seed.
+//! - [`state_dir`]: the state directory's record format and write plan.
+//! - [`publish`]: where a resource's file lives in a directory a static
+//!   host serves to HTTP CDN sources, and what it holds (`xdsfed publish`).
 //! - [`status`], [`error`]: the CSDS-style dump, and errors as watchers see
 //!   them.
+//! - [`json`], [`text_limits`]: the protobuf JSON mapping, and the bounds on
+//!   text bodies.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod authority;
+pub mod backoff;
 pub mod bootstrap;
-pub mod cache;
-pub mod client;
+pub mod entry;
 pub mod error;
-mod federation;
-mod file;
-#[doc(hidden)]
-pub mod fuzzing;
+pub mod federation;
+pub mod file;
 pub mod json;
 pub mod name;
 pub mod policy_stream;
@@ -71,21 +58,14 @@ pub mod source;
 pub mod state_dir;
 pub mod status;
 pub mod text_limits;
-pub mod transport;
 pub mod types;
-pub mod watch;
 
 pub use bootstrap::Bootstrap;
-pub use cache::{ResourceState, ResourceStatus};
-pub use client::{BuildError, WatchError, XdsClient, XdsClientBuilder};
+pub use entry::{ResourceState, ResourceStatus};
 pub use error::{ErrorKind, XdsError};
 pub use protocol::ResourceKey;
 pub use state_dir::StateDirStatus;
 pub use status::ClientStatus;
-pub use transport::TransportOptions;
 pub use types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, ResourceType, RouteConfigurationType,
-};
-pub use watch::{
-    CollectionEvent, CollectionWatch, SetEvent, Watch, WatchEvent, WatchSet, WildcardWatch,
 };

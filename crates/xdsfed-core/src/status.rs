@@ -7,7 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::cache::{Cache, ResourceStatus};
+use crate::entry::{Provenance, ResourceState, ResourceStatus};
+use crate::protocol::ResourceKey;
 use crate::protocol::TypeUpdates;
 
 /// One resource in the dump.
@@ -140,10 +141,11 @@ impl ClientStatus {
     }
 }
 
-pub(crate) fn resources_of(cache: &Cache) -> Vec<ResourceStatusEntry> {
-    let mut out = Vec::with_capacity(cache.len());
-    cache.for_each(|key, provenance, state| {
-        out.push(ResourceStatusEntry {
+impl ResourceStatusEntry {
+    /// The entry of the resource `key`, subscribed as `provenance` says,
+    /// in `state`.
+    pub fn of(key: &ResourceKey, provenance: &Provenance, state: &ResourceState) -> Self {
+        ResourceStatusEntry {
             type_url: key.type_url.to_string(),
             name: key.name.to_string(),
             authority: provenance.authority.as_deref().map(str::to_owned),
@@ -164,10 +166,8 @@ pub(crate) fn resources_of(cache: &Cache) -> Vec<ResourceStatusEntry> {
                 alt: s.alt,
                 redirected: s.redirected,
             }),
-        });
-    });
-    out.sort_by(|a, b| (&a.type_url, &a.name).cmp(&(&b.type_url, &b.name)));
-    out
+        }
+    }
 }
 
 fn unix_ms(t: SystemTime) -> Option<u64> {

@@ -15,7 +15,7 @@
 //! - waits for the next change of anything it watches, then feeds every
 //!   change that is ready at that moment before polling the engine, so a
 //!   response carrying many resources yields one snapshot. Single resources
-//!   are members of a [`WatchSet`](xdsfed_core::WatchSet) per kind, whose
+//!   are members of a [`WatchSet`](xdsfed_client::WatchSet) per kind, whose
 //!   queue of changed names costs the same with ten members or a hundred
 //!   thousand; collection and wildcard watches are streams merged in one
 //!   `futures` `SelectAll`;
@@ -62,7 +62,7 @@
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use xdsfed_core::bootstrap::Bootstrap;
-//! use xdsfed_core::client::XdsClient;
+//! use xdsfed_client::client::XdsClient;
 //! use xdsfed_graph::{ClusterEndpoints, ConfigGraph, GraphOptions};
 //!
 //! let client = XdsClient::builder(Bootstrap::from_file("bootstrap.yaml")?).build()?;
@@ -87,7 +87,7 @@
 //! ```
 //!
 //! [`GraphError::UnknownAuthority`]: crate::GraphError::UnknownAuthority
-//! [`Watch`]: xdsfed_core::watch::Watch
+//! [`Watch`]: xdsfed_client::watch::Watch
 //! [`Update::Error`]: crate::Update::Error
 //! [`CollectionUpdate`]: crate::CollectionUpdate
 
@@ -102,8 +102,8 @@ use std::time::Instant;
 
 use futures::stream::{AbortHandle, BoxStream, SelectAll, StreamExt};
 use tokio::task::JoinHandle;
+use xdsfed_client::client::{WatchError, XdsClient};
 use xdsfed_core::authority::{AuthorityError, ServerKey};
-use xdsfed_core::client::{WatchError, XdsClient};
 use xdsfed_core::name::ResourceName;
 use xdsfed_core::types::{ClusterType, LbEndpointType, ListenerType};
 
@@ -148,7 +148,7 @@ impl ConfigGraphBuilder {
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
     /// use xdsfed_core::bootstrap::Bootstrap;
-    /// use xdsfed_core::client::XdsClient;
+    /// use xdsfed_client::client::XdsClient;
     /// use xdsfed_graph::ConfigGraph;
     ///
     /// let client = XdsClient::builder(Bootstrap::from_env()?).build()?;

@@ -20,6 +20,10 @@
 //! applies (readiness, make before break, garbage collection, where errors
 //! go) are in the [`engine`] module and in `docs/graph.md`.
 //!
+//! The engine builds on `xdsfed-core` alone; `ConfigGraph` and the
+//! `SnapshotCell` its readers wait on are the `driver` feature (on by
+//! default), which brings in `xdsfed-client` and tokio.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Instant;
@@ -42,7 +46,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+#[cfg(feature = "driver")]
 mod cell;
+#[cfg(feature = "driver")]
 pub mod driver;
 pub mod edges;
 pub mod engine;
@@ -51,7 +57,9 @@ mod options;
 mod resource;
 mod snapshot;
 
+#[cfg(feature = "driver")]
 pub use cell::{PublisherGone, SnapshotCell, SnapshotReader};
+#[cfg(feature = "driver")]
 pub use driver::{ConfigGraph, ConfigGraphBuilder};
 pub use edges::Via;
 pub use engine::{GraphEngine, WatchChange};

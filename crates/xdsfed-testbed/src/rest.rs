@@ -48,8 +48,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use xdsfed_core::json::{discovery_request_from_json, discovery_response_to_json};
+use xdsfed_core::protocol::DEFAULT_MAX_MESSAGE_SIZE;
 use xdsfed_core::source::rest::type_url_of_path;
-use xdsfed_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 use crate::ads::{select, stopped};
 use crate::recording::{Message, Variant};

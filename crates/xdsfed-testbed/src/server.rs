@@ -10,6 +10,7 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
+use crate::policy::stub::validating_policy_service_server::ValidatingPolicyServiceServer;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::AggregatedDiscoveryServiceServer;
 use envoy_types::pb::google::protobuf::Any;
 use std::sync::atomic::AtomicU64;
@@ -20,8 +21,7 @@ use tokio::{
 };
 use tokio_stream::{StreamExt, wrappers::TcpListenerStream};
 use xdsfed_core::name::{authority_of, canonical_key};
-use xdsfed_core::policy_stream::wire::validating_policy_service_server::ValidatingPolicyServiceServer;
-use xdsfed_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
+use xdsfed_core::protocol::DEFAULT_MAX_MESSAGE_SIZE;
 
 use crate::{
     ack::{AckReport, AckTracker, ClientInfo},

@@ -289,7 +289,8 @@ async fn scenario_sets_the_recording_limits_of_every_server() {
 /// not call it a failure, for delta and SotW alike.
 #[tokio::test]
 async fn dropped_client_is_recorded_as_a_normal_end() {
-    use xdsfed_core::{bootstrap::ApiVariant, client::XdsClient, types::ClusterType};
+    use xdsfed_client::XdsClient;
+    use xdsfed_core::{bootstrap::ApiVariant, types::ClusterType};
     for variant in [ApiVariant::Delta, ApiVariant::Sotw] {
         let tb = Testbed::start([ServerSpec::new("cloud", ["cloud.example"])])
             .await

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::watch;
+use xdsfed_client::client::XdsClient;
 use xdsfed_core::bootstrap::Bootstrap;
-use xdsfed_core::client::XdsClient;
 use xdsfed_graph::{ConfigGraph, GraphOptions, SnapshotReader};
 
 use crate::channel::{Inner, XdsChannel};
@@ -74,7 +74,11 @@ impl std::fmt::Debug for ChannelBuilder {
 
 impl ChannelBuilder {
     /// A channel for `target` (`xds:///svc`, `xds:svc` or
-    /// `xds://authority/svc`) with its own xDS client for `bootstrap`.
+    /// `xds://authority/svc`) through the process's xDS client for
+    /// `bootstrap`: the one every other channel of an equal bootstrap uses
+    /// while one is alive, else a new one (gRPC shares its xDS client the
+    /// same way). [`with_client`](Self::with_client) picks a client
+    /// yourself.
     pub fn new(target: impl Into<String>, bootstrap: Bootstrap) -> Self {
         Self::with_source(target.into(), Source::Bootstrap(Box::new(bootstrap)))
     }
@@ -143,7 +147,7 @@ impl ChannelBuilder {
         let (reader, listener, graph, authority) = match self.source {
             Source::Graph { reader, listener } => (reader, listener, None, self.target.clone()),
             Source::Bootstrap(bootstrap) => {
-                let client = XdsClient::builder(*bootstrap).build()?;
+                let client = crate::shared::client_for(*bootstrap)?;
                 start_graph(&self.target, client, self.graph_options)?
             }
             Source::Client(client) => start_graph(&self.target, client, self.graph_options)?,

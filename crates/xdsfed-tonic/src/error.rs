@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use xdsfed_client::client::BuildError;
 use xdsfed_core::authority::AuthorityError;
-use xdsfed_core::client::BuildError;
 
 /// The boxed error of tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -27,6 +27,9 @@ pub enum ChannelError {
     /// The xDS client could not be built.
     #[error("cannot start the xDS client: {0}")]
     Client(#[from] BuildError),
+    /// The bootstrap could not be read ([`channel_from_env`](crate::channel_from_env)).
+    #[error(transparent)]
+    Bootstrap(#[from] xdsfed_core::bootstrap::BootstrapError),
 }
 
 /// Why one request could not be sent. Each becomes `UNAVAILABLE`

@@ -87,6 +87,7 @@ mod follow;
 mod policy;
 mod rng;
 mod routing;
+mod shared;
 mod subchannel;
 #[cfg(test)]
 mod test_support;
@@ -107,9 +108,10 @@ pub use subchannel::Connecting;
 /// `GRPC_XDS_BOOTSTRAP_CONFIG`, as gRPC does.
 pub use xdsfed_core::bootstrap::Bootstrap;
 
-/// A channel for `target` (`xds:///svc`, `xds://authority/svc`) with its
-/// own xDS client for `bootstrap` and the default settings; see
-/// [`ChannelBuilder`] for the others.
+/// A channel for `target` (`xds:///svc`, `xds://authority/svc`) through
+/// the process's xDS client for `bootstrap` (one per bootstrap, shared by
+/// its channels), with the default settings; see [`ChannelBuilder`] for
+/// the others.
 ///
 /// # Errors
 /// A target the bootstrap cannot resolve, or a client that cannot start.
@@ -118,4 +120,27 @@ pub use xdsfed_core::bootstrap::Bootstrap;
 /// When called outside a tokio runtime.
 pub fn channel(target: &str, bootstrap: Bootstrap) -> Result<XdsChannel, ChannelError> {
     ChannelBuilder::new(target, bootstrap).build()
+}
+
+/// A channel for `target` with the bootstrap gRPC reads: the file named by
+/// `GRPC_XDS_BOOTSTRAP`, else the JSON in `GRPC_XDS_BOOTSTRAP_CONFIG`
+/// (gRFC A27), through the process's one client for it.
+///
+/// ```no_run
+/// # use xdsfed::proto::greeter::v1::{HelloRequest, greeter_client::GreeterClient};
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut greeter = GreeterClient::new(xdsfed_tonic::channel_from_env("xds:///greeter")?);
+/// let reply = greeter.say_hello(HelloRequest { name: "tonic".into() }).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// No bootstrap in the environment, or one that does not load; a target
+/// it cannot resolve, or a client that cannot start.
+///
+/// # Panics
+/// When called outside a tokio runtime.
+pub fn channel_from_env(target: &str) -> Result<XdsChannel, ChannelError> {
+    let bootstrap = Bootstrap::from_env()?;
+    channel(target, bootstrap)
 }

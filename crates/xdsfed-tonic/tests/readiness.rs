@@ -46,7 +46,7 @@ async fn a_call_before_the_first_snapshot_waits_for_it() {
         .unwrap();
     // The default does-not-exist timer (longer than the test), so that the
     // held listener stays cold rather than absent.
-    let client = xdsfed_core::client::XdsClient::builder(bootstrap(&server.uri(), &[]))
+    let client = xdsfed_client::client::XdsClient::builder(bootstrap(&server.uri(), &[]))
         .build()
         .unwrap();
     let channel = ChannelBuilder::with_client("xds:///greeter", client)

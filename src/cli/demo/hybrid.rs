@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
 use prost::Message;
 use tokio::time::Instant;
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::state_dir::read_records;
 use xdsfed::core::bootstrap::{FILE_SCHEME, FileSource};
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::state_dir::read_records;
+use xdsfed::core::protocol::DEFAULT_MAX_MESSAGE_SIZE;
 use xdsfed::core::status::{ClientStatus, ResourceStatusEntry};
-use xdsfed::core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot, Versioned};
 
 use super::{ACT_LIMIT, Demo, LISTENER, build_client, demo_bootstrap};

@@ -42,12 +42,12 @@ use envoy_types::pb::envoy::config::route::v3::route::Action;
 use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
 use envoy_types::pb::google::protobuf::UInt32Value;
 use tokio::time::Instant;
+use xdsfed::client::cache::ResourceStatus;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::transport::{BackoffConfig, TransportOptions};
+use xdsfed::client::watch::CollectionEvent;
 use xdsfed::core::bootstrap::{Bootstrap, FILE_SCHEME};
-use xdsfed::core::cache::ResourceStatus;
-use xdsfed::core::client::XdsClient;
 use xdsfed::core::status::ClientStatus;
-use xdsfed::core::transport::{BackoffConfig, TransportOptions};
-use xdsfed::core::watch::CollectionEvent;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot};
 use xdsfed::policy::{Policy, PolicyType};
 use xdsfed::testbed::faults::Faults;
@@ -890,7 +890,7 @@ fn endpoints_served_by(snapshot: &Snapshot, uri: &str) -> Vec<String> {
 /// directory (`--state-dir` of an earlier run) first reports the ambient
 /// error that no server has confirmed it; the server's copy follows.
 async fn next_member_upsert<T: xdsfed::core::types::ResourceType>(
-    watch: &mut xdsfed::core::watch::CollectionWatch<T>,
+    watch: &mut xdsfed::client::watch::CollectionWatch<T>,
 ) -> Option<CollectionEvent<T::Resource>> {
     loop {
         match watch.next().await? {

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
-use xdsfed::core::client::XdsClient;
+use xdsfed::client::client::XdsClient;
+use xdsfed::client::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::core::types::{
     ClusterType, Decoded, EndpointType, ListenerType, ResourceType, RouteConfigurationType,
     ValidatingPolicyType,
 };
-use xdsfed::core::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::graph::ConfigGraph;
 use xdsfed::policy::PolicyType;
 

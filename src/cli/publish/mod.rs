@@ -21,8 +21,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 use tokio::sync::mpsc;
-use xdsfed::core::publish::PublishDir;
-use xdsfed::core::state_dir::StateDirError;
+use xdsfed::client::publish::PublishDir;
+use xdsfed::client::state_dir::StateDirError;
 
 use super::target::{BootstrapArg, build_client};
 use super::text::shown;

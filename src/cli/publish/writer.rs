@@ -18,7 +18,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use xdsfed::core::publish::{PublishDir, Written, file_contents, published_path};
+use xdsfed::client::publish::{PublishDir, Written};
+use xdsfed::core::publish::{file_contents, published_path};
 
 use super::super::text::{message, shown};
 use super::super::{CliError, emit};

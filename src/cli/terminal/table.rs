@@ -7,7 +7,7 @@
 //! forge a row nor make the table unreadable; columns are padded by hand,
 //! so no width can panic a formatter.
 
-use crate::core::cache::ResourceStatus;
+use crate::client::cache::ResourceStatus;
 use crate::core::status::{ClientStatus, ResourceStatusEntry, SourceStatus};
 
 use super::names::{short_name, short_version, type_short};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::state::Home;
 use super::{Action, Federation, short_type};
 use crate::authority::Partition;
-use crate::cache::Source;
+use crate::entry::Source;
 use crate::error::{Cause, ErrorKind, XdsError};
 use crate::name::ResourceName;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};

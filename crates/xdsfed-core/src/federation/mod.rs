@@ -92,7 +92,6 @@
 //!   `#anonymous=index`), members that left are let go, and a body with the
 //!   same bytes as the last one changes nothing.
 
-mod a88;
 mod actions;
 mod alt;
 mod fallback;
@@ -108,13 +107,14 @@ mod tests;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-pub(crate) use a88::{Context, ReportedNack, short_type};
-pub(crate) use a88::{
+pub use crate::entry::short_type;
+#[cfg(test)]
+pub use crate::entry::{
     apply as apply_event, data_error, healthy_again, is_answered, named_server, transient,
 };
-pub(crate) use actions::{Action, Answers};
-pub(crate) use route::key_of;
-pub(crate) use state::Home;
+pub use actions::{Action, Answers};
+pub use route::key_of;
+pub use state::Home;
 
 use crate::authority::{AuthorityError, AuthorityRegistry, Partition, ServerKey};
 use crate::bootstrap::ServerConfig;
@@ -124,7 +124,7 @@ use crate::status::AuthorityStatus;
 use state::{Alt, AuthorityState, Fetch, ListState, Redirect, Route};
 
 /// The federation core's state. See the [module docs](self).
-pub(crate) struct Federation {
+pub struct Federation {
     registry: AuthorityRegistry,
     max_redirects: usize,
     /// Every server any fetch may use, by key.
@@ -153,7 +153,7 @@ pub(crate) struct Federation {
 
 impl Federation {
     /// A federation core for the authorities of `registry`.
-    pub(crate) fn new(registry: AuthorityRegistry, max_redirects: usize) -> Self {
+    pub fn new(registry: AuthorityRegistry, max_redirects: usize) -> Self {
         Federation {
             registry,
             max_redirects,
@@ -173,19 +173,19 @@ impl Federation {
     }
 
     /// The next thing to do, in order.
-    pub(crate) fn poll_action(&mut self) -> Option<Action> {
+    pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
 
     /// The configuration of a server some action names.
-    pub(crate) fn server_config(&self, key: &ServerKey) -> Option<&ServerConfig> {
+    pub fn server_config(&self, key: &ServerKey) -> Option<&ServerConfig> {
         self.servers.get(key)
     }
 
     /// Adds a watcher of the entry `key`, fetched at `home`, with its `#alt`
     /// alternative. The first watcher subscribes it; if the key is fetched
     /// for another entry already, it starts from that fetch's answer.
-    pub(crate) fn watch(
+    pub fn watch(
         &mut self,
         key: &ResourceKey,
         home: Home,
@@ -217,7 +217,7 @@ impl Federation {
     }
 
     /// Adds a watcher of the list collection `key` of `member_type`s.
-    pub(crate) fn watch_list(
+    pub fn watch_list(
         &mut self,
         key: &ResourceKey,
         member_type: &'static str,
@@ -232,7 +232,7 @@ impl Federation {
 
     /// Marks `entry` as an `#entry=` watch of the list `collection` (which
     /// the caller watches for it), so it hears when the entry leaves.
-    pub(crate) fn want_entry(&mut self, collection: &ResourceKey, entry: &ResourceKey) {
+    pub fn want_entry(&mut self, collection: &ResourceKey, entry: &ResourceKey) {
         if let Some(list) = self.lists.get_mut(collection) {
             list.wanted.insert(entry.clone());
             self.entry_of.insert(entry.clone(), collection.clone());
@@ -241,7 +241,7 @@ impl Federation {
 
     /// Gives back one watcher of `key`; the last one unsubscribes what feeds
     /// it, and a list collection's last one lets its members go.
-    pub(crate) fn unwatch(&mut self, key: &ResourceKey) {
+    pub fn unwatch(&mut self, key: &ResourceKey) {
         if let Some(collection) = self.entry_of.remove(key)
             && let Some(list) = self.lists.get_mut(&collection)
         {
@@ -274,7 +274,7 @@ impl Federation {
 
     /// Adds a wildcard watcher of `type_url` on `server`; the first one
     /// subscribes.
-    pub(crate) fn watch_wildcard(
+    pub fn watch_wildcard(
         &mut self,
         type_url: &'static str,
         server: ServerKey,
@@ -296,7 +296,7 @@ impl Federation {
     }
 
     /// Gives back one wildcard watcher of `type_url`.
-    pub(crate) fn unwatch_wildcard(&mut self, type_url: &str) {
+    pub fn unwatch_wildcard(&mut self, type_url: &str) {
         let Some((_, watchers)) = self.wildcard.get_mut(type_url) else {
             return;
         };
@@ -312,7 +312,7 @@ impl Federation {
     }
 
     /// Makes sure the core knows `partition`'s servers.
-    pub(crate) fn ensure_authority(
+    pub fn ensure_authority(
         &mut self,
         partition: &Partition,
         name: &ResourceName,
@@ -339,7 +339,7 @@ impl Federation {
 
     /// Registers the one server a ConfigSource names, for
     /// [`Home::Server`] fetches.
-    pub(crate) fn add_server(&mut self, config: &ServerConfig) -> ServerKey {
+    pub fn add_server(&mut self, config: &ServerConfig) -> ServerKey {
         let key = ServerKey::new(config);
         self.servers
             .entry(key.clone())
@@ -348,7 +348,7 @@ impl Federation {
     }
 
     /// Each known authority's servers and which is active, sorted.
-    pub(crate) fn authority_status(&self) -> Vec<AuthorityStatus> {
+    pub fn authority_status(&self) -> Vec<AuthorityStatus> {
         let mut authorities: Vec<AuthorityStatus> = self
             .authorities
             .iter()

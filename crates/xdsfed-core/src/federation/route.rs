@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::state::{Home, is_list_collection};
 use super::{Action, Answers, Federation, server_name};
 use crate::authority::ServerKey;
-use crate::cache::Source;
+use crate::entry::Source;
 use crate::error::{Cause, ErrorKind, RedirectRefusal, XdsError};
 use crate::name::authority_of;
 use crate::protocol::{CoreEvent, ResourceKey, glob_of, is_glob};
@@ -39,7 +39,7 @@ impl From<'_> {
 impl Federation {
     /// Takes what one server's stream reported. `answers` tells what the
     /// cache holds, as of before these events.
-    pub(crate) fn handle_events(
+    pub fn handle_events(
         &mut self,
         server: &ServerKey,
         events: Vec<CoreEvent>,
@@ -269,7 +269,7 @@ impl Federation {
 }
 
 /// The key an event is about, if any.
-pub(crate) fn key_of(event: &CoreEvent) -> Option<&ResourceKey> {
+pub fn key_of(event: &CoreEvent) -> Option<&ResourceKey> {
     match event {
         CoreEvent::Upsert { key, .. }
         | CoreEvent::Invalid { key, .. }

@@ -39,7 +39,7 @@ impl AuthorityState {
 
 /// Where a fetch is subscribed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Home {
+pub enum Home {
     /// On its authority's servers, with fallback.
     Authority(Partition),
     /// On the one server a ConfigSource names (no fallback).

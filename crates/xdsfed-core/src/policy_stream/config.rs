@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::jitter::{DEFAULT_JITTER, random_seed};
+use crate::backoff::DEFAULT_JITTER;
 use crate::bootstrap::PolicyStreamTiming;
 use crate::protocol::{AuthorityFilter, DEFAULT_HANDSHAKE_TIMEOUT};
 
@@ -32,15 +32,17 @@ pub struct PolicySessionConfig {
     /// the configured one (default 0.2), so that sidecars started together
     /// do not poll in lockstep.
     pub jitter: f32,
-    /// The seed the session draws its jitter from: random unless fixed
-    /// with [`with_jitter`](Self::with_jitter) (tests).
+    /// The seed the session draws its jitter from. The session has no
+    /// randomness of its own: its driver seeds it at random
+    /// ([`with_seed`](Self::with_seed)); until then it is 0, and sessions
+    /// left with the same seed draw the same intervals.
     pub jitter_seed: u64,
 }
 
 impl PolicySessionConfig {
     /// A session for `client_address` keying policies under `authorities`
     /// (old-style names too), with the default timers and jitter, seeded
-    /// at random.
+    /// with 0 (see [`jitter_seed`](Self::jitter_seed)).
     pub fn new(
         client_address: impl Into<String>,
         authorities: impl IntoIterator<Item = impl Into<String>>,
@@ -58,7 +60,7 @@ impl PolicySessionConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             first_response_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             jitter: DEFAULT_JITTER,
-            jitter_seed: random_seed(),
+            jitter_seed: 0,
         }
     }
 
@@ -66,6 +68,12 @@ impl PolicySessionConfig {
     /// `seed` (no spread at all with `0.0`).
     pub fn with_jitter(mut self, jitter: f32, seed: u64) -> Self {
         self.jitter = jitter;
+        self.jitter_seed = seed;
+        self
+    }
+
+    /// The same, drawing the jitter from `seed`.
+    pub fn with_seed(mut self, seed: u64) -> Self {
         self.jitter_seed = seed;
         self
     }
@@ -83,7 +91,7 @@ impl PolicySessionConfig {
     }
 
     /// Whether bare policy names are keys too.
-    pub(crate) fn old_style(&self) -> bool {
+    pub fn old_style(&self) -> bool {
         // A name without an authority is old-style: the filter's own rule.
         self.filter.allows("policy")
     }

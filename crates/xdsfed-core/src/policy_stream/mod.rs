@@ -4,7 +4,7 @@
 //! (`shared/spec/policy-distribution-protocol.txt`).
 //!
 //! A bootstrap server entry with `"protocol": "policy_stream"` (Envoy style:
-//! `api_type: POLICY_STREAM_GRPC`) gets a [`PolicyConnection`] instead of an
+//! `api_type: POLICY_STREAM_GRPC`) gets a `PolicyConnection` (in xdsfed-client) instead of an
 //! ADS stream. Its policies enter the cache as resources of type
 //! [`ValidatingPolicyType`](crate::types::ValidatingPolicyType), named
 //! `xdstp://{authority}/kyverno.http.v1alpha1.ValidatingPolicy/{name}` under
@@ -75,13 +75,9 @@
 //! spec's edge-case table to its test.
 
 mod config;
-mod connection;
-mod driver;
-mod jitter;
 mod session;
 mod snapshot;
 pub mod wire;
 
 pub use config::PolicySessionConfig;
-pub use connection::{PolicyConnection, PolicyKind};
 pub use session::{PolicySession, PolicyStats, PolicyTransmit, PolicyWarning};

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use self::told::Told;
 use super::config::PolicySessionConfig;
-use super::jitter::Jitter;
 use super::snapshot::{self, Rejection, Snapshot};
 use super::wire::{
     ErrorDetail, HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
 };
+use crate::backoff::Jitter;
 use crate::protocol::{CoreEvent, Initiator, Phase, ResourceKey, StreamEnd};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
 

@@ -1,11 +1,12 @@
-//! The messages and stubs of `kyverno.http.v1alpha1` (`ValidatingPolicyService`).
+//! The messages of `kyverno.http.v1alpha1` (`ValidatingPolicyService`).
 //!
 //! Generated from `proto/kyverno/http/v1alpha1/validatingpolicy.proto` by the
 //! root crate's `build.rs`; the copy in `crates/xdsfed-core/generated/` (kept
 //! out of `src/`: it is generated, not written) is what that build writes,
 //! checked by `tests/policy_stream_proto.rs` (which rewrites it with
-//! `XDSFED_BLESS=1`). Both the client stub (used here) and the server trait
-//! (used by the testbed) are included.
+//! `XDSFED_BLESS=1`). Messages only: the client stub is generated into
+//! xdsfed-client and the server trait into xdsfed-testbed, so that this
+//! crate needs no tonic.
 
 #![allow(missing_docs, unreachable_pub, clippy::all)]
 

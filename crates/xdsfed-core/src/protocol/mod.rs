@@ -3,7 +3,7 @@
 //! ADS.
 //!
 //! The core does no IO and reads no clock: the driver (see
-//! [`crate::transport`]) writes what it returns and feeds it what arrives,
+//! `xdsfed-client`'s transport) writes what it returns and feeds it what arrives,
 //! with the current time.
 //!
 //! ```text
@@ -100,3 +100,18 @@ pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd, T
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use type_state::{glob_of, is_glob};
 pub use undecoded::UndecodedResource;
+
+/// The default `max_message_size` of the client's transport options: 256 MiB. xDS TP1's
+/// design load puts 100 000 clusters (about 24 MB) or a million endpoints
+/// in one delta response; this is ten times the first, and still a bound,
+/// so a broken server cannot make the client buffer gigabytes for one
+/// message.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 256 * 1024 * 1024;
+
+/// The default `max_text_message_size` of the client's transport options: 32 MiB. The
+/// protobuf JSON mapping takes several times a text's size to decode
+/// (about 2.5 times for realistic clusters, up to about 25 times for
+/// resources that are nothing but their type; docs/performance.md), so text
+/// gets a bound of its own, an eighth of the binary one. 32 MiB of JSON
+/// is some 75 000 clusters.
+pub const DEFAULT_MAX_TEXT_MESSAGE_SIZE: usize = 32 * 1024 * 1024;

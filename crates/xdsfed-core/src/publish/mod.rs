@@ -4,8 +4,8 @@
 //! "Publishing a CDN directory").
 //!
 //! ```text
-//! resource (type URL, name, bytes) ─► layout: published_path + file_contents (sans-IO)
-//!                                    └► tree: PublishDir::write / remove (IO)
+//! resource (type URL, name, bytes) ─► published_path + file_contents (here, sans-IO)
+//!                                    └► xdsfed_client::publish::PublishDir (IO)
 //!                                         {dir}/AUTH/TYPE/ID…  or  {dir}/TYPE/NAME
 //! ```
 //!
@@ -33,10 +33,8 @@
 //!   output directory.
 
 mod layout;
-mod tree;
 
 pub use layout::{
     PublishLayoutError, PublishedPath, TEMP_SUFFIX, content_version, file_contents,
     is_temp_file_name, modification_time, published_path, temp_file_name,
 };
-pub use tree::{PublishDir, Written};

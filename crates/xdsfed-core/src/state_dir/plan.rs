@@ -32,15 +32,15 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use crate::backoff::BackoffConfig;
+use crate::backoff::spread;
 use crate::protocol::ResourceKey;
-use crate::transport::BackoffConfig;
-use crate::transport::backoff::spread;
 
 use super::record::Record;
 
 /// What the writer does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     /// Write this record, replacing any older one.
     Write(Record),
     /// Delete the key's record, if there is one.
@@ -49,39 +49,48 @@ pub(crate) enum Op {
 
 /// Something to report once.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Report {
+pub enum Report {
     /// `key`'s copy of `len` bytes was not persisted: over `bound`.
     OverRecordBound {
+        /// The resource.
         key: ResourceKey,
+        /// Its copy's size.
         len: u64,
+        /// The bound on one record.
         bound: u64,
     },
     /// `key`'s copy would take the directory past its total bound.
     OverTotalBound {
+        /// The resource.
         key: ResourceKey,
+        /// Its copy's size.
         len: u64,
+        /// The bound on all records.
         bound: u64,
     },
 }
 
 /// What became of a failed operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// It is retried (as a deletion, unless a newer copy waits) at `at`.
     RetryAt(Instant),
     /// The key failed `attempts` times in a row: nothing is pending for it
     /// until its next copy.
-    GaveUp { attempts: u32 },
+    GaveUp {
+        /// The failures in a row.
+        attempts: u32,
+    },
 }
 
 /// How failed operations are retried.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct RetryPolicy {
+pub struct RetryPolicy {
     /// The delay before each retry of one key: grows from `initial` by
     /// `multiplier` up to `max`, spread by `jitter`.
-    pub(crate) backoff: BackoffConfig,
+    pub backoff: BackoffConfig,
     /// Failures in a row after which a key is given up.
-    pub(crate) max_attempts: u32,
+    pub max_attempts: u32,
 }
 
 impl Default for RetryPolicy {
@@ -114,7 +123,7 @@ impl RetryPolicy {
 
 /// The plan (see the module docs).
 #[derive(Debug)]
-pub(crate) struct WritePlan {
+pub struct WritePlan {
     pending: HashMap<ResourceKey, Op>,
     /// Keys to perform, oldest first. May hold keys with nothing pending
     /// any more, or waiting out a backoff: [`Self::poll_write`] skips them.
@@ -140,7 +149,7 @@ pub(crate) struct WritePlan {
 impl WritePlan {
     /// A plan for a directory holding records of at most `max_record`
     /// bytes each and `max_total` bytes in all.
-    pub(crate) fn new(max_record: u64, max_total: u64) -> Self {
+    pub fn new(max_record: u64, max_total: u64) -> Self {
         WritePlan {
             pending: HashMap::new(),
             order: VecDeque::new(),
@@ -158,19 +167,20 @@ impl WritePlan {
     }
 
     /// Retries failed operations by `policy` instead of the default.
-    #[cfg(test)]
-    pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
+    #[cfg(any(test, feature = "test-support"))]
+    #[doc(hidden)]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
     }
 
     /// Counts a record already on disk (found when the directory loaded).
-    pub(crate) fn handle_existing(&mut self, key: ResourceKey, len: u64) {
+    pub fn handle_existing(&mut self, key: ResourceKey, len: u64) {
         self.account(key, Some(len));
     }
 
     /// A copy to persist.
-    pub(crate) fn handle_put(&mut self, record: Record) {
+    pub fn handle_put(&mut self, record: Record) {
         let key = record.key();
         let len = record.encoded_len();
         let refusal = if len > self.max_record {
@@ -203,7 +213,7 @@ impl WritePlan {
     }
 
     /// `key`'s copy is gone: its record goes too.
-    pub(crate) fn handle_remove(&mut self, key: ResourceKey) {
+    pub fn handle_remove(&mut self, key: ResourceKey) {
         self.account(key.clone(), None);
         self.queue(key, Op::Delete);
     }
@@ -211,7 +221,7 @@ impl WritePlan {
     /// `key`'s operation, polled before `now`, failed. What is on disk for
     /// it is unknown, so it is deleted (and not counted), after a backoff
     /// whose jitter `r` in [0, 1) places; or the key is given up.
-    pub(crate) fn handle_failed(&mut self, key: ResourceKey, now: Instant, r: f64) -> Failure {
+    pub fn handle_failed(&mut self, key: ResourceKey, now: Instant, r: f64) -> Failure {
         let failures = self.failures.remove(&key).unwrap_or(0) + 1;
         self.stop_waiting(&key);
         self.account(key.clone(), None);
@@ -231,14 +241,14 @@ impl WritePlan {
     }
 
     /// `key`'s operation succeeded: its failures are forgotten.
-    pub(crate) fn handle_succeeded(&mut self, key: &ResourceKey) {
+    pub fn handle_succeeded(&mut self, key: &ResourceKey) {
         self.failures.remove(key);
     }
 
     /// The next operation to perform at `now`: the oldest pending one
     /// whose key is not waiting out a backoff.
     #[must_use]
-    pub(crate) fn poll_write(&mut self, now: Instant) -> Option<(ResourceKey, Op)> {
+    pub fn poll_write(&mut self, now: Instant) -> Option<(ResourceKey, Op)> {
         while let Some((at, _)) = self.retries.first()
             && *at <= now
         {
@@ -262,25 +272,25 @@ impl WritePlan {
 
     /// When the earliest retry is due, if one waits.
     #[must_use]
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.retries.first().map(|(at, _)| *at)
     }
 
     /// The next refusal to report.
     #[must_use]
-    pub(crate) fn poll_report(&mut self) -> Option<Report> {
+    pub fn poll_report(&mut self) -> Option<Report> {
         self.reports.pop_front()
     }
 
     /// Whether nothing waits to be written, retried or reported.
     #[cfg(test)]
-    pub(crate) fn is_idle(&self) -> bool {
+    pub fn is_idle(&self) -> bool {
         self.pending.is_empty() && self.reports.is_empty()
     }
 
     /// Bytes of the records once everything planned is done.
     #[cfg(test)]
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.total
     }
 

@@ -158,7 +158,7 @@ fn is_entry_name(name: &str) -> bool {
 
 /// The cache key of the inline entry `entry` of the list collection `key`:
 /// the collection's key with an `#entry=` directive, as TP1 addresses it.
-pub(crate) fn entry_key(collection: &str, entry: &str) -> String {
+pub fn entry_key(collection: &str, entry: &str) -> String {
     format!("{collection}#entry={entry}")
 }
 

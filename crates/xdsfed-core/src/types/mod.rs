@@ -205,8 +205,9 @@ mod endpoint;
 mod listener;
 mod presized;
 mod route;
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod testing;
 #[cfg(test)]
 mod tests_support;
 mod validating_policy;
@@ -233,10 +234,11 @@ pub fn std_duration(
 }
 
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
+pub(crate) use collection::anonymous_key;
+pub use collection::entry_key;
 pub use collection::{
     CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
 };
-pub(crate) use collection::{anonymous_key, entry_key};
 pub use endpoint::{EndpointType, LbEndpointType};
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;

@@ -1,10 +1,12 @@
 //! Resources for the crate's unit tests.
+// Test support: a builder that fails is a broken test, said loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use crate::types::Decoded;
 
 /// A valid cluster named `name`, told apart from other copies by
 /// `alt_stat_name`.
-pub(crate) fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
+pub fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
     use crate::types::{ClusterType, Erased, ErasedType};
     use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
     use envoy_types::pb::envoy::config::core::v3::{
@@ -49,7 +51,7 @@ pub(crate) fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
 
 /// A list collection body with `entries`, its bytes standing for a body
 /// that differs from one with other `bytes`.
-pub(crate) fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) -> Decoded {
+pub fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) -> Decoded {
     Decoded {
         value: std::sync::Arc::new(crate::types::ListCollection { entries }),
         raw: bytes::Bytes::from_static(bytes),

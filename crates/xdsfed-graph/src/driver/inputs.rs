@@ -14,11 +14,11 @@ use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndp
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
-use xdsfed_core::cache::ResourceStatus;
+use xdsfed_client::cache::ResourceStatus;
+use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
 };
-use xdsfed_core::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
 
 use crate::engine::GraphEngine;
 use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::StreamExt;
+use xdsfed_client::cache::ResourceStatus;
+use xdsfed_client::watch::{SetEvent, WatchSet};
+use xdsfed_client::{WatchError, WatchEvent, XdsClient};
 use xdsfed_core::bootstrap::ServerConfig;
-use xdsfed_core::cache::ResourceStatus;
 use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed_core::watch::{SetEvent, WatchSet};
-use xdsfed_core::{WatchError, WatchEvent, XdsClient};
 
 use super::inputs::{Followed, Input, update_of};
 use crate::resource::{Provenance, ResourceKind};

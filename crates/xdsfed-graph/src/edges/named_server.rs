@@ -18,7 +18,7 @@
 //! name is watched by its authority, and an authority the bootstrap does not
 //! know is an error on that resource.
 //!
-//! [`XdsClient::watch_on_server`]: xdsfed_core::client::XdsClient::watch_on_server
+//! [`XdsClient::watch_on_server`]: xdsfed_client::client::XdsClient::watch_on_server
 
 use std::path::PathBuf;
 

@@ -20,6 +20,7 @@
 
 mod plane;
 mod service;
+pub mod stub;
 pub mod version;
 
 pub use plane::{PolicyClient, PolicyPlane, Processed};

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use super::stub::validating_policy_service_server::ValidatingPolicyService;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status, Streaming};
-use xdsfed_core::policy_stream::wire::validating_policy_service_server::ValidatingPolicyService;
 use xdsfed_core::policy_stream::wire::{
     HealthCheckRequest, HealthCheckResponse, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
 };

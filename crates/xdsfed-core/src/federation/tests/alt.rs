@@ -1,7 +1,7 @@
 //! `#alt` alternatives (xDS TP1).
 
 use super::support::{Harness, cluster, deleted};
-use crate::cache::ResourceStatus;
+use crate::entry::ResourceStatus;
 use crate::protocol::CoreEvent;
 
 fn with_alt(h: &mut Harness) -> (crate::protocol::ResourceKey, crate::protocol::ResourceKey) {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::support::{CDS, Harness, cluster, deleted, upsert};
-use crate::cache::{ResourceStatus, Source};
+use crate::entry::{ResourceStatus, Source};
 use crate::error::Cause;
 use crate::federation::Home;
 use crate::protocol::{CoreEvent, ResourceKey};

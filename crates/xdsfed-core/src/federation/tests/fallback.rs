@@ -1,7 +1,7 @@
 //! gRFC A71 server fallback and switch-back, per authority.
 
 use super::support::{Harness, cluster, upsert};
-use crate::cache::ResourceStatus;
+use crate::entry::ResourceStatus;
 use crate::error::{Cause, ErrorKind};
 
 #[test]

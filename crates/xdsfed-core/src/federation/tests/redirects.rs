@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::support::{CDS, Harness, cluster, redirect, upsert};
-use crate::cache::ResourceStatus;
+use crate::entry::ResourceStatus;
 use crate::error::{Cause, RedirectRefusal};
 use crate::protocol::{CoreEvent, ResourceKey};
 

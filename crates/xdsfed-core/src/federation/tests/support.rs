@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::super::{Action, Answers, Context, Federation, Home, ReportedNack};
+use super::super::{Action, Answers, Federation, Home};
 use crate::authority::{AuthorityRegistry, Partition, ServerKey};
 use crate::bootstrap::Bootstrap;
-use crate::cache::{DataErrorPolicy, ResourceState, Source};
+use crate::entry::{Context, ReportedNack};
+use crate::entry::{DataErrorPolicy, ResourceState, Source};
 use crate::name::ResourceName;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
 use crate::types::testing::cluster_copy;

@@ -3,7 +3,7 @@
 //! by a static file host.
 //!
 //! A bootstrap server entry with `"api_type": "HTTP_CDN"` gets a
-//! [`CdnConnection`] instead of an ADS stream. Each subscribed resource is
+//! `CdnConnection` (in xdsfed-client) instead of an ADS stream. Each subscribed resource is
 //! one file, fetched with a plain `GET` at the URL its name maps to
 //! (`url.rs`; typically a list collection such as
 //! `{base}/cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all`),
@@ -22,11 +22,8 @@
 //! delivery") maps each to its test, and `docs/federation.md` tells an
 //! operator how to publish files.
 
-mod connection;
-mod http;
-mod reply;
+pub mod reply;
 mod session;
 mod url;
 
-pub use connection::{CdnConnection, CdnKind};
 pub use session::{CdnConfig, CdnSession, CdnStats, Fetch, Fetched, HttpReply};

@@ -19,7 +19,7 @@ use crate::types::{Decoded, TypeRegistry, ValidationError};
 
 /// What one file answers for its resource.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// The resource, validated.
     Resource(Decoded),
     /// A locator: the resource lives at this canonical key (xDS TP1
@@ -29,7 +29,7 @@ pub(crate) enum Answer {
 
 /// Whether a `Content-Type` names JSON (`application/json`, any
 /// parameters, any case); anything else is read as binary protobuf.
-pub(crate) fn is_json(content_type: Option<&str>) -> bool {
+pub fn is_json(content_type: Option<&str>) -> bool {
     content_type
         .and_then(|c| c.split(';').next())
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
@@ -39,7 +39,7 @@ pub(crate) fn is_json(content_type: Option<&str>) -> bool {
 /// is not one is a failure of the source, like a broken connection (the
 /// copy keeps serving, watchers get an ambient error), not a NACK: nothing
 /// in it can be named.
-pub(crate) fn parse(body: &Bytes, json: bool) -> Result<DiscoveryResponse, String> {
+pub fn parse(body: &Bytes, json: bool) -> Result<DiscoveryResponse, String> {
     if json {
         crate::json::discovery_response_from_json(body)
             .map_err(|e| format!("not a DiscoveryResponse in JSON: {e}"))
@@ -52,7 +52,7 @@ pub(crate) fn parse(body: &Bytes, json: bool) -> Result<DiscoveryResponse, Strin
 /// it must hold exactly one resource, bare or in a `Resource` wrapper,
 /// that names `key` (or carries no name) and validates. An error is the
 /// server's data being wrong (reported `Invalid`, like a NACK).
-pub(crate) fn answer(
+pub fn answer(
     types: &TypeRegistry,
     key: &ResourceKey,
     response: DiscoveryResponse,

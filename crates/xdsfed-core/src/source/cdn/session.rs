@@ -55,10 +55,9 @@ use bytes::Bytes;
 
 use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
+use crate::backoff::{Backoff, BackoffConfig, SeededRandom};
 use crate::bootstrap::CdnTiming;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
-use crate::transport::BackoffConfig;
-use crate::transport::backoff::Backoff;
 use crate::types::TypeRegistry;
 
 /// How a [`CdnSession`] is set up.
@@ -72,6 +71,10 @@ pub struct CdnConfig {
     pub backoff: BackoffConfig,
     /// The most fetches in flight at once.
     pub max_in_flight: usize,
+    /// The seed every backoff's jitter is drawn from. The session has no
+    /// randomness of its own: its driver seeds it at random, a test with a
+    /// fixed number, and the same seed gives the same fetch schedule.
+    pub seed: u64,
 }
 
 impl CdnConfig {
@@ -82,6 +85,7 @@ impl CdnConfig {
             timing: CdnTiming::default(),
             backoff: BackoffConfig::default(),
             max_in_flight: 32,
+            seed: 0,
         }
     }
 }
@@ -189,12 +193,15 @@ pub struct CdnSession {
     next_id: u64,
     in_flight: usize,
     stats: CdnStats,
+    /// Seeds each resource's backoff (from [`CdnConfig::seed`]).
+    random: SeededRandom,
 }
 
 impl CdnSession {
     /// A session with no subscriptions; `types` validates what it fetches.
     pub fn new(cfg: CdnConfig, types: Arc<TypeRegistry>) -> Self {
         CdnSession {
+            random: SeededRandom::new(cfg.seed),
             cfg,
             types,
             tracked: BTreeMap::new(),
@@ -247,7 +254,7 @@ impl CdnSession {
                 held: Held::Nothing,
                 in_flight: None,
                 due: None,
-                backoff: Backoff::new(self.cfg.backoff),
+                backoff: Backoff::new(self.cfg.backoff, self.random.next_u64()),
             },
         );
         self.fresh.push_back(key);

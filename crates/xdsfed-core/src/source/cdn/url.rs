@@ -20,7 +20,7 @@ use crate::protocol::is_glob;
 /// under `base` (the server's URI; a trailing `/` is dropped). The error is
 /// why the CDN cannot serve the name, for the watchers: a glob collection,
 /// a name that does not parse, or one [`url_path_of`] refuses.
-pub(crate) fn resource_url(base: &str, type_url: &str, name: &str) -> Result<String, String> {
+pub(super) fn resource_url(base: &str, type_url: &str, name: &str) -> Result<String, String> {
     if is_glob(name) {
         return Err(
             "an HTTP CDN serves files, one per resource, and cannot list a glob collection"

@@ -17,7 +17,7 @@
 //! `.yml`). Its resources may be of several types (each `Any` names its
 //! own; the response's `type_url` is not consulted), bare or wrapped in a
 //! `Resource` (whose name keys it: a list collection has no name of its
-//! own, so it needs the wrapper). The driver ([`FileConnection`]) watches
+//! own, so it needs the wrapper). The driver (`FileConnection`, in xdsfed-client) watches
 //! the file's directory (or `watched_directory`), lets a burst of changes
 //! settle, and reads the file again, bounded by `max_message_size`.
 //!
@@ -58,10 +58,7 @@
 //!    (`foreign_authority_is_ignored`); glob collections are not served
 //!    (`glob_collection_is_not_requested`).
 
-mod connection;
-mod driver;
 mod entries;
 mod session;
 
-pub use connection::{FileConnection, FileKind};
 pub use session::{FileSession, FileSessionConfig, FileStats};

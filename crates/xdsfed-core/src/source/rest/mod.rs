@@ -40,18 +40,11 @@
 //! Types without a REST path, and glob collections (which need delta
 //! xDS), are answered [`CoreEvent::NotRequested`](crate::protocol::CoreEvent::NotRequested) at once.
 
-mod driver;
-mod http;
 mod poll;
 mod response;
 
-use std::sync::Arc;
-
-use super::SourceHandle;
-use crate::bootstrap::{ApiVariant, RestTiming, ServerConfig, ServerProtocol};
-use crate::protocol::AuthorityFilter;
-use crate::transport::{EventSink, TransportOptions};
-use crate::types::TypeRegistry;
+pub use poll::{Cause, PollSchedule};
+pub use response::{Read, RejectedBody, read};
 
 /// The REST path segment of `type_url`: `discovery:{segment}` (Envoy's v3
 /// REST paths), or `None` for a type REST does not serve.
@@ -85,50 +78,6 @@ pub fn type_url_of_path(segment: &str) -> Option<&'static str> {
         "extension_configs" => "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
         _ => return None,
     })
-}
-
-/// Marks a [`SourceHandle`] as a REST-JSON source's.
-#[derive(Debug)]
-pub(crate) enum RestKind {}
-
-/// A handle on the REST-JSON source of one server; the driver task ends
-/// on [`SourceHandle::shutdown`] or when every handle is dropped.
-pub(crate) type RestConnection = SourceHandle<RestKind>;
-
-impl SourceHandle<RestKind> {
-    /// Spawns the driver of `server` on the current tokio runtime. Nothing
-    /// is polled until the first subscription. A server whose client cannot
-    /// be set up (unreadable TLS files) reports the error as a stream
-    /// failure on every attempt, as an ADS connection does.
-    pub(crate) fn spawn(
-        server: ServerConfig,
-        authorities: AuthorityFilter,
-        types: Arc<TypeRegistry>,
-        sink: Arc<dyn EventSink>,
-        opts: TransportOptions,
-    ) -> Self {
-        let timing = match server.protocol {
-            ServerProtocol::Rest(timing) => timing,
-            _ => RestTiming::default(),
-        };
-        // Every answer is JSON: the text bound applies.
-        let client =
-            http::HttpClient::new(&server, timing.request_timeout, opts.text_message_limit());
-        let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
-        let driver = driver::Driver::new(driver::Parts {
-            server,
-            timing,
-            authorities,
-            types,
-            sink,
-            opts,
-            client,
-            commands,
-            stats,
-        });
-        tokio::spawn(driver.run());
-        handle
-    }
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 
 /// Why the session wrote a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cause {
+pub enum Cause {
     /// The subscriptions changed, or a new attempt started: due at once.
     Interest,
     /// An answer was ACKed or NACKed: due with the next poll.
@@ -72,7 +72,7 @@ struct TypePoll {
 
 /// The polling schedule of one REST-JSON source.
 #[derive(Debug)]
-pub(crate) struct PollSchedule {
+pub struct PollSchedule {
     refresh_delay: Duration,
     node: Node,
     types: BTreeMap<String, TypePoll>,
@@ -83,7 +83,7 @@ pub(crate) struct PollSchedule {
 impl PollSchedule {
     /// An empty schedule polling every `refresh_delay`, each request
     /// carrying `node`.
-    pub(crate) fn new(refresh_delay: Duration, node: Node) -> Self {
+    pub fn new(refresh_delay: Duration, node: Node) -> Self {
         PollSchedule {
             refresh_delay,
             node,
@@ -93,7 +93,7 @@ impl PollSchedule {
     }
 
     /// The session wrote `request` for `cause` (rules 2, 3 and 5).
-    pub(crate) fn handle_request(&mut self, now: Instant, request: DiscoveryRequest, cause: Cause) {
+    pub fn handle_request(&mut self, now: Instant, request: DiscoveryRequest, cause: Cause) {
         if request.resource_names.is_empty() {
             self.types.remove(&request.type_url);
             self.answered_names.remove(&request.type_url);
@@ -126,7 +126,7 @@ impl PollSchedule {
     /// once if interest changed meanwhile, and the server has answered for
     /// its names (rule 7). `false` if the type is no longer polled (its
     /// answer is stale).
-    pub(crate) fn handle_answer(&mut self, now: Instant, type_url: &str) -> bool {
+    pub fn handle_answer(&mut self, now: Instant, type_url: &str) -> bool {
         let Some(poll) = self.types.get_mut(type_url) else {
             return false;
         };
@@ -146,7 +146,7 @@ impl PollSchedule {
     }
 
     /// Forgets every type but the names last answered (rules 6 and 7).
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.types.clear();
     }
 
@@ -154,7 +154,7 @@ impl PollSchedule {
     /// until [`handle_answer`](Self::handle_answer) or
     /// [`clear`](Self::clear).
     #[must_use]
-    pub(crate) fn poll_request(&mut self, now: Instant) -> Option<DiscoveryRequest> {
+    pub fn poll_request(&mut self, now: Instant) -> Option<DiscoveryRequest> {
         let (type_url, poll) = self
             .types
             .iter_mut()
@@ -171,7 +171,7 @@ impl PollSchedule {
 
     /// When the next poll is due.
     #[must_use]
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.types
             .values()
             .filter(|p| !p.outstanding)

@@ -36,12 +36,14 @@ const ENDPOINTS_TYPE_URL: &str =
 
 /// What a body says.
 #[derive(Debug)]
-pub(crate) enum Read {
+pub enum Read {
     /// A `DiscoveryResponse` of the polled type (its `type_url` set), with
     /// the resources that mapped; those that did not are in `undecoded`,
     /// each at its position in the body.
     Response {
+        /// The response, with the resources that mapped.
         response: DiscoveryResponse,
+        /// The resources that did not map.
         undecoded: Vec<UndecodedResource>,
     },
     /// The body is rejected as a whole.
@@ -50,19 +52,19 @@ pub(crate) enum Read {
 
 /// A body rejected as a whole, with what could be read of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RejectedBody {
+pub struct RejectedBody {
     /// The response's nonce, if it could be read (else empty).
-    pub(crate) nonce: String,
+    pub nonce: String,
     /// The response's version, if it could be read (else empty).
-    pub(crate) version: String,
+    pub version: String,
     /// Why, for the NACK and the watchers.
-    pub(crate) error: ValidationError,
+    pub error: ValidationError,
 }
 
 /// Reads the body of an answer to a poll of `polled`. A body over the
 /// decoding budget is rejected whole: reading it in parts would let each
 /// part spend the budget again.
-pub(crate) fn read(polled: &str, body: &[u8]) -> Read {
+pub fn read(polled: &str, body: &[u8]) -> Read {
     if let Err(over) = check_json_budget(body, DECODING_BUDGET) {
         return Read::Rejected(RejectedBody {
             nonce: String::new(),

@@ -14,7 +14,7 @@ use super::server::{Body, ModelServer};
 use super::{MAX_REQUESTS_PER_SECOND, SETTLE};
 use crate::authority::{AuthorityRegistry, Partition, ServerKey};
 use crate::bootstrap::{ApiVariant, Bootstrap};
-use crate::cache::{ResourceState, Source};
+use crate::entry::{ResourceState, Source};
 use crate::federation::tests::support::{BOOTSTRAP, CDS};
 use crate::federation::{self, Action, Federation, Home};
 use crate::name::{ResourceName, authority_of};
@@ -47,7 +47,7 @@ struct Peer {
 /// One model cache entry.
 struct Entry {
     state: ResourceState,
-    reported: federation::ReportedNack,
+    reported: crate::entry::ReportedNack,
     watchers: usize,
     /// The server of its provenance (its authority's first).
     provenance: Arc<str>,

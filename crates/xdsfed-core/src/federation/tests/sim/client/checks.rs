@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{
     Action, Cluster, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation,
 };
-use crate::cache::ResourceStatus;
+use crate::entry::ResourceStatus;
 use crate::federation::tests::sim::server::Body;
 use crate::federation::tests::support::apply_delivery;
 
@@ -167,7 +167,7 @@ enum Expect {
     Unknown,
 }
 
-fn tag_of(state: &crate::cache::ResourceState) -> Option<String> {
+fn tag_of(state: &crate::entry::ResourceState) -> Option<String> {
     let cluster = state.resource.as_ref()?.downcast::<Cluster>()?;
     Some(cluster.alt_stat_name.clone())
 }

@@ -1,0 +1,394 @@
+//! Wildcard and collection watchers (xDS TP1 globs and lists): which
+//! entries they hold, and the queues of names changed since they looked.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use std::time::SystemTime;
+
+use tokio::sync::Notify;
+
+use super::{Cache, DataErrorPolicy, Entry, Inner, Provenance, ResourceStatus};
+use xdsfed_core::protocol::{ResourceKey, glob_of};
+
+/// Names changed since a wildcard watcher last looked, and a wake-up.
+#[derive(Debug, Default)]
+pub(crate) struct WildcardQueue {
+    pub(crate) dirty: Mutex<indexmap_lite::Dirty>,
+    pub(crate) notify: Notify,
+}
+
+impl WildcardQueue {
+    /// Queues `name` (once, however often it changes before it is read)
+    /// and wakes the reader.
+    pub(crate) fn mark(&self, name: Arc<str>) {
+        self.dirty
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name);
+        self.notify.notify_one();
+    }
+}
+
+impl Cache {
+    /// Makes `key`'s entry (which a watch holds, so it exists) report its
+    /// changes to `queue` as `label`; a state already known counts as
+    /// changed.
+    pub(crate) fn join_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &Arc<str>) {
+        let mut inner = self.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return;
+        };
+        entry.sets.push((Arc::clone(queue), Arc::clone(label)));
+        // The watch that subscribed the member is gone: the set reads the
+        // state through the cache.
+        entry.slot.shed_unused_channel();
+        if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
+            queue.mark(Arc::clone(label));
+        }
+    }
+
+    /// Stops `key`'s entry reporting to `queue` as `label`.
+    pub(crate) fn leave_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &str) {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entries.get_mut(key) {
+            entry
+                .sets
+                .retain(|(q, l)| !(Arc::ptr_eq(q, queue) && **l == *label));
+        }
+    }
+
+    pub(crate) fn add_wildcard(
+        &self,
+        type_url: &str,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> (Arc<WildcardQueue>, bool) {
+        let mut inner = self.lock();
+        let queue = Arc::new(WildcardQueue::default());
+        {
+            // Everything already cached of this type counts as changed.
+            let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, entry) in &inner.entries {
+                if &*key.type_url == type_url
+                    && entry.slot.with(|s| s.status != ResourceStatus::Requested)
+                {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
+        }
+        let type_url: Arc<str> = type_url.into();
+        let list = inner.wildcard.entry(Arc::clone(&type_url)).or_default();
+        let first = list.is_empty();
+        list.push(Arc::clone(&queue));
+        let _ = (provenance, policy);
+        (queue, first)
+    }
+
+    /// Adds a watcher of the members of the glob collection `glob`; members
+    /// already cached count as changed.
+    pub(crate) fn add_collection(&self, glob: &ResourceKey) -> Arc<WildcardQueue> {
+        let mut inner = self.lock();
+        let queue = Arc::new(WildcardQueue::default());
+        {
+            let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, entry) in inner.under_glob(glob) {
+                if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
+            // A list collection's members (and the collection itself).
+            let listed = inner.members.get(glob).into_iter().flatten();
+            for key in listed.chain(std::iter::once(glob)) {
+                if inner
+                    .entries
+                    .get(key)
+                    .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
+                {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+            }
+        }
+        let inner = &mut *inner;
+        let watchers = inner.collections.entry(glob.clone()).or_default();
+        if watchers.is_empty() {
+            *inner
+                .collection_types
+                .entry(Arc::clone(&glob.type_url))
+                .or_default() += 1;
+        }
+        watchers.push(Arc::clone(&queue));
+        queue
+    }
+
+    /// Removes a collection watcher; with the last one, the member entries
+    /// nobody else watches go.
+    pub(crate) fn remove_collection(&self, glob: &ResourceKey, queue: &Arc<WildcardQueue>) {
+        let mut inner = self.lock();
+        let Some(list) = inner.collections.get_mut(glob) else {
+            return;
+        };
+        list.retain(|q| !Arc::ptr_eq(q, queue));
+        if !list.is_empty() {
+            return;
+        }
+        inner.collections.remove(glob);
+        if let Some(count) = inner.collection_types.get_mut(&glob.type_url) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                inner.collection_types.remove(&glob.type_url);
+            }
+        }
+        if inner.wildcard.contains_key(&glob.type_url) {
+            return;
+        }
+        let orphaned: Vec<ResourceKey> = inner
+            .under_glob(glob)
+            .filter(|(_, e)| e.watchers == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in orphaned {
+            inner.remove_entry(&key);
+        }
+    }
+
+    /// Sets the members of the list collection `collection` (xDS TP1): its
+    /// watchers hear of members that joined with an answer already, and of
+    /// members that left (as removed). Entries of members that left and
+    /// that nobody watches go.
+    pub(crate) fn set_list_members(&self, collection: &ResourceKey, members: HashSet<ResourceKey>) {
+        let mut inner = self.lock();
+        let old = inner.members.remove(collection).unwrap_or_default();
+        let first = inner.listed.insert(collection.clone());
+        let relisted = first || old != members;
+        let mut changed: Vec<ResourceKey> = Vec::new();
+        for left in old.difference(&members) {
+            if let Some(of) = inner.member_of.get_mut(left) {
+                of.remove(collection);
+                if of.is_empty() {
+                    inner.member_of.remove(left);
+                }
+            }
+            changed.push(left.clone());
+        }
+        for joined in members.difference(&old) {
+            inner
+                .member_of
+                .entry(joined.clone())
+                .or_default()
+                .insert(collection.clone());
+            if inner
+                .entries
+                .get(joined)
+                .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
+            {
+                changed.push(joined.clone());
+            }
+        }
+        if relisted {
+            // The watchers' member list changed too (`CollectionEvent::Listed`).
+            changed.push(collection.clone());
+        }
+        if !members.is_empty() {
+            inner.members.insert(collection.clone(), members);
+        }
+        if let Some(queues) = inner.collections.get(collection) {
+            for queue in queues {
+                let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
+                for key in &changed {
+                    dirty.insert(Arc::clone(&key.name));
+                }
+                drop(dirty);
+                queue.notify.notify_one();
+            }
+        }
+        for left in old {
+            let orphaned = !inner.member_of.contains_key(&left)
+                && inner.entries.get(&left).is_some_and(|e| e.watchers == 0)
+                && !inner.wildcard.contains_key(&left.type_url)
+                && inner.collection_of(&left).is_none();
+            if orphaned {
+                inner.remove_entry(&left);
+            }
+        }
+    }
+
+    /// The members of the list collection `collection`, by key, sorted;
+    /// `None` until they have been set once.
+    pub(crate) fn list_members(&self, collection: &ResourceKey) -> Option<Vec<Arc<str>>> {
+        let inner = self.lock();
+        if !inner.listed.contains(collection) {
+            return None;
+        }
+        let mut members: Vec<Arc<str>> = inner
+            .members
+            .get(collection)
+            .into_iter()
+            .flatten()
+            .map(|k| Arc::clone(&k.name))
+            .collect();
+        members.sort_unstable();
+        Some(members)
+    }
+
+    /// Forgets that `collection` was ever listed: it is no longer fetched,
+    /// and a later watch must wait for its members afresh.
+    pub(crate) fn forget_list(&self, collection: &ResourceKey) {
+        self.set_list_members(collection, HashSet::new());
+        self.lock().listed.remove(collection);
+    }
+
+    /// Whether `key` is a member of the list collection `collection`.
+    pub(crate) fn is_list_member(&self, collection: &ResourceKey, key: &ResourceKey) -> bool {
+        self.lock()
+            .members
+            .get(collection)
+            .is_some_and(|m| m.contains(key))
+    }
+
+    pub(crate) fn remove_wildcard(&self, type_url: &str, queue: &Arc<WildcardQueue>) -> bool {
+        let mut inner = self.lock();
+        let Some(list) = inner.wildcard.get_mut(type_url) else {
+            return false;
+        };
+        list.retain(|q| !Arc::ptr_eq(q, queue));
+        if !list.is_empty() {
+            return false;
+        }
+        inner.wildcard.remove(type_url);
+        // Entries held only for the wildcard go with it.
+        let orphaned: Vec<ResourceKey> = inner
+            .entries
+            .iter()
+            .filter(|(k, e)| &*k.type_url == type_url && e.watchers == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in orphaned {
+            inner.remove_entry(&key);
+        }
+        true
+    }
+}
+
+impl Inner {
+    /// A member arrived: its glob collection, if watched and still waiting,
+    /// has its answer (CSDS shows it `ACKED`; gRFC A71 counts it as cached,
+    /// so a failing server with the members held causes no fallback).
+    pub(super) fn answer_glob_of(&mut self, member: &ResourceKey) {
+        let Some(glob) = glob_of(&member.name) else {
+            return;
+        };
+        let glob = ResourceKey::new(Arc::clone(&member.type_url), glob);
+        if let Some(entry) = self.entries.get_mut(&glob) {
+            entry.slot.modify(|state| {
+                if state.status != ResourceStatus::Requested {
+                    return false;
+                }
+                state.status = ResourceStatus::Acked;
+                state.last_updated = Some(SystemTime::now());
+                // Watchers of the glob hear of its members, not of this.
+                false
+            });
+        }
+    }
+
+    /// The entry for `key`, created when a wildcard watcher of its type wants it.
+    pub(super) fn entry_for_wildcard(
+        &mut self,
+        key: &ResourceKey,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+    ) -> Option<&mut Entry> {
+        if !self.entries.contains_key(key) {
+            if !self.wildcard.contains_key(&key.type_url)
+                && self.collection_of(key).is_none()
+                && !self.member_of.contains_key(key)
+            {
+                return None;
+            }
+            let provenance = Provenance {
+                authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
+                server: Arc::clone(server),
+            };
+            self.insert_entry(key, Entry::new(provenance, policy));
+        }
+        self.entries.get_mut(key).map(|e| &mut **e)
+    }
+
+    /// The watched glob collection `key` is a member of, if any.
+    pub(super) fn collection_of(&self, key: &ResourceKey) -> Option<&Vec<Arc<WildcardQueue>>> {
+        // Most changes are of types no collection is watched of: that
+        // answer is a lookup, not a glob formatted from the name.
+        if !self.collection_types.contains_key(&key.type_url) {
+            return None;
+        }
+        let glob = glob_of(&key.name)?;
+        self.collections
+            .get(&ResourceKey::new(Arc::clone(&key.type_url), glob))
+    }
+
+    pub(super) fn mark_wildcard_dirty(&self, key: &ResourceKey) {
+        // A member of a watched glob, or the glob itself (empty, TP1 §Glob).
+        let lists = self
+            .member_of
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| self.collections.get(c));
+        let collection = self
+            .collection_of(key)
+            .into_iter()
+            .chain(self.collections.get(key))
+            .chain(lists);
+        for queue in collection.flatten() {
+            queue
+                .dirty
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(Arc::clone(&key.name));
+            queue.notify.notify_one();
+        }
+        if let Some(entry) = self.entries.get(key) {
+            for (queue, label) in &entry.sets {
+                queue.mark(Arc::clone(label));
+            }
+        }
+        if let Some(list) = self.wildcard.get(&key.type_url) {
+            for queue in list {
+                queue
+                    .dirty
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(Arc::clone(&key.name));
+                queue.notify.notify_one();
+            }
+        }
+    }
+}
+
+/// A small insertion-ordered set of names without duplicates.
+pub(crate) mod indexmap_lite {
+    use std::collections::{HashSet, VecDeque};
+    use std::sync::Arc;
+
+    /// Names in the order they first changed.
+    #[derive(Debug, Default)]
+    pub(crate) struct Dirty {
+        order: VecDeque<Arc<str>>,
+        set: HashSet<Arc<str>>,
+    }
+
+    impl Dirty {
+        pub(crate) fn insert(&mut self, name: Arc<str>) {
+            if self.set.insert(Arc::clone(&name)) {
+                self.order.push_back(name);
+            }
+        }
+
+        pub(crate) fn pop(&mut self) -> Option<Arc<str>> {
+            let name = self.order.pop_front()?;
+            self.set.remove(&name);
+            Some(name)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Copies loaded from the state directory: how they enter the cache, and
+//! the two transitions of theirs that gRFC A88's table (federation/a88.rs)
+//! does not have.
+
+use std::sync::Arc;
+
+use super::{Cache, DataErrorPolicy, Entry, Provenance, ResourceState, ResourceStatus, Source};
+use crate::state_dir::Record;
+use xdsfed_core::entry::{Context, short_type};
+use xdsfed_core::error::{Cause, ErrorKind, XdsError};
+use xdsfed_core::protocol::ResourceKey;
+use xdsfed_core::types::Decoded;
+
+impl Cache {
+    /// Inserts a copy loaded from the state directory: it serves at once,
+    /// with status [`ResourceStatus::FromDisk`] and an ambient error saying
+    /// no server has confirmed it. An entry that already holds a copy is
+    /// left alone.
+    pub(crate) fn insert_from_disk(&self, record: &Record, resource: Decoded) {
+        let key = record.key();
+        let mut inner = self.lock();
+        if inner
+            .entries
+            .get(&key)
+            .is_some_and(|e| e.slot.with(|s| s.resource.is_some()))
+        {
+            return;
+        }
+        let provenance = Provenance {
+            authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
+            server: Arc::clone(&record.server),
+        };
+        if !inner.entries.contains_key(&key) {
+            inner.insert_entry(&key, Entry::new(provenance, DataErrorPolicy::default()));
+        }
+        let state = ResourceState {
+            resource: Some(resource),
+            version: Some(Arc::clone(&record.version)),
+            status: ResourceStatus::FromDisk,
+            error: Some(from_disk_error(&key, &record.server)),
+            source: Some(Source::direct(&record.server, &key)),
+            ..ResourceState::requested()
+        };
+        if let Some(entry) = inner.entries.get_mut(&key) {
+            entry.slot.replace(state);
+        }
+        inner.mark_wildcard_dirty(&key);
+    }
+}
+
+impl super::Inner {
+    /// A copy loaded before anyone watched it takes its first watcher's
+    /// subscription: that server's features decide how events change it,
+    /// and its failures reach it.
+    pub(super) fn adopt_from_disk(
+        &mut self,
+        key: &ResourceKey,
+        provenance: &Provenance,
+        policy: DataErrorPolicy,
+    ) {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        if entry.watchers > 0 || entry.slot.with(|s| s.status != ResourceStatus::FromDisk) {
+            return;
+        }
+        entry.policy = policy;
+        if entry.provenance == *provenance {
+            return;
+        }
+        let old = std::mem::replace(&mut entry.provenance, provenance.clone());
+        if let Some(keys) = self.by_server.get_mut(&old.server) {
+            keys.remove(key);
+        }
+        self.by_server
+            .entry(Arc::clone(&provenance.server))
+            .or_default()
+            .insert(key.clone());
+    }
+}
+
+/// The ambient error of a copy loaded from the state directory.
+pub(super) fn from_disk_error(key: &ResourceKey, server: &Arc<str>) -> XdsError {
+    let message = format!(
+        "{} {} is served from the state directory: no server has confirmed it yet (last sent by {server})",
+        short_type(&key.type_url),
+        key.name,
+    );
+    XdsError::new(ErrorKind::Transient, message)
+        .with_resource(key.clone())
+        .with_server(Arc::clone(server))
+}
+
+/// The does-not-exist timer fired for a copy from the state directory
+/// after its server answered on the current stream: the server does not
+/// have it, so it is dropped.
+pub(super) fn disk_copy_not_found(
+    state: &mut ResourceState,
+    key: &ResourceKey,
+    cx: &Context<'_>,
+) -> bool {
+    let message = format!(
+        "{} {} from the state directory: server {} answered without it before the does-not-exist timer fired",
+        short_type(&key.type_url),
+        key.name,
+        cx.server
+    );
+    state.resource = None;
+    state.version = None;
+    state.status = ResourceStatus::DoesNotExist;
+    let error = XdsError::new(ErrorKind::NotFound, message)
+        .with_cause(Cause::NotReceived)
+        .with_resource(key.clone())
+        .with_server(Arc::clone(cx.server));
+    state.error = Some(error);
+    true
+}

@@ -1,0 +1,491 @@
+//! The resource cache: the latest state of every watched resource.
+//!
+//! The cache is fed by the federation core's deliveries and read by
+//! watchers. Each entry holds the resource's latest [`ResourceState`]: in a
+//! `tokio::sync::watch` channel while single watchers hold receivers, bare
+//! otherwise; watch sets, wildcard and collection watchers are told through
+//! queues of changed names instead. A stream never waits on a watcher, a
+//! slow watcher simply sees the newest state when it looks (latest-value
+//! delivery), and identical bytes wake nobody. How an event changes a state
+//! (gRFC A88) is decided by the federation core's pure transitions, which
+//! the cache runs on each entry's state.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use tokio::sync::watch;
+
+mod collections;
+mod from_disk;
+mod slot;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use collections::WildcardQueue;
+use slot::Slot;
+pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
+
+use xdsfed_core::entry::{self, Context, ReportedNack};
+use xdsfed_core::error::XdsError;
+use xdsfed_core::federation::Answers;
+use xdsfed_core::protocol::{CoreEvent, ResourceKey, glob_of};
+
+struct Entry {
+    /// The state, in a channel while single watchers hold receivers.
+    slot: Slot,
+    /// Explicit watchers; entries with none are held for wildcard watchers.
+    watchers: usize,
+    provenance: Provenance,
+    policy: DataErrorPolicy,
+    /// The last NACK its watchers heard of, until a different copy arrives:
+    /// a server that sends the same bad update again, typically on every
+    /// reconnect, is not news.
+    reported_nack: ReportedNack,
+    /// The watch sets this entry is a member of, each with the name the
+    /// set knows it by: a change queues that name rather than waking a
+    /// channel receiver per resource.
+    sets: Vec<(Arc<WildcardQueue>, Arc<str>)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Boxed: a slot of the map is then a key and a pointer, so the table
+    /// (its empty slots included) and every rehash as it grows to a million
+    /// entries move 40 bytes a slot rather than 160 (rehashing was a fifth
+    /// of the client's CPU in a cold start of 1 000 000 LEDS endpoints).
+    entries: HashMap<ResourceKey, Box<Entry>>,
+    /// Keys per server, so a stream failure touches only that server's entries.
+    by_server: HashMap<Arc<str>, HashSet<ResourceKey>>,
+    /// Wildcard watchers per type URL.
+    wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
+    /// Glob collection watchers per glob (xDS TP1): members arriving under a
+    /// watched glob get entries, and changes are queued for its watchers.
+    collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    /// How many collections of each type are watched.
+    collection_types: HashMap<Arc<str>, usize>,
+    /// The entries under each glob they could be a member of, so that a new
+    /// glob watcher finds the members already cached without walking every
+    /// entry (a graph following LEDS watches a glob per cluster).
+    by_glob: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// List collection members (xDS TP1): each member's collections, and
+    /// each collection's members.
+    member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    members: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// List collections whose members have been set at least once: until
+    /// then the collection's body may be cached with its members not yet
+    /// known, and a watcher must not take that for an empty list.
+    listed: HashSet<ResourceKey>,
+    /// Servers whose current stream has delivered a response: only they
+    /// can say a copy from the state directory does not exist.
+    answered: HashSet<Arc<str>>,
+    /// The state directory's writer, when the client has one.
+    writer: Option<crate::state_dir::Writer>,
+}
+
+/// The cache. Cheap to share; every method takes `&self`.
+#[derive(Default)]
+pub struct Cache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("entries", &self.lock().entries.len())
+            .finish()
+    }
+}
+
+impl Cache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty cache that persists every copy it accepts through `writer`.
+    pub(crate) fn with_writer(writer: Option<crate::state_dir::Writer>) -> Self {
+        let cache = Self::default();
+        cache.lock().writer = writer;
+        cache
+    }
+
+    /// Whether `server`'s current stream has delivered a response: set on
+    /// its first response, cleared when the stream fails.
+    pub(crate) fn set_answered(&self, server: &Arc<str>, answered: bool) {
+        let mut inner = self.lock();
+        if answered {
+            inner.answered.insert(Arc::clone(server));
+        } else {
+            inner.answered.remove(server);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave an entry half-written
+        // in a way later readers could misread, so poisoning is ignored.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a watcher of `key`. Returns the receiver and whether this is the
+    /// first watcher. Public for the in-process benchmarks and fuzz targets
+    /// only: an embedder watches through [`crate::client::XdsClient`].
+    #[doc(hidden)]
+    pub fn add_watcher(
+        &self,
+        key: &ResourceKey,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> (watch::Receiver<ResourceState>, bool) {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        if inner.entries.contains_key(key) {
+            inner.adopt_from_disk(key, &provenance, policy);
+        } else {
+            inner.insert_entry(key, Entry::new(provenance, policy));
+        }
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return (
+                watch::Sender::new(ResourceState::requested()).subscribe(),
+                false,
+            );
+        };
+        let first = entry.watchers == 0;
+        entry.watchers += 1;
+        let mut rx = entry.slot.subscribe();
+        if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
+            // A late joiner sees what is cached at once.
+            rx.mark_changed();
+        }
+        (rx, first)
+    }
+
+    /// Removes a watcher of `key`; the entry goes with the last one unless a
+    /// wildcard watcher or a list collection still holds it.
+    pub(crate) fn remove_watcher(&self, key: &ResourceKey) {
+        let mut inner = self.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return;
+        };
+        entry.watchers = entry.watchers.saturating_sub(1);
+        let held = entry.watchers > 0
+            || inner.wildcard.contains_key(&key.type_url)
+            || inner.member_of.contains_key(key);
+        if !held {
+            inner.remove_entry(key);
+        } else if let Some(entry) = inner.entries.get_mut(key) {
+            // Held for queues only now, perhaps: they need no channel.
+            entry.slot.shed_unused_channel();
+        }
+    }
+
+    /// The current state of `key`, if it is in the cache.
+    pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
+        self.lock().entries.get(key).map(|e| e.slot.get())
+    }
+
+    /// Calls `f` with every entry's key, provenance and state.
+    pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
+        let inner = self.lock();
+        for (key, entry) in &inner.entries {
+            entry.slot.with(|state| f(key, &entry.provenance, state));
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Applies what one server's stream reported, unrouted: each event is
+    /// for the entry its key names.
+    pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
+        let mut inner = self.lock();
+        for event in events {
+            inner.apply_one(server, policy, &event, None);
+        }
+    }
+
+    /// Applies events already routed to the entries they are for (their keys
+    /// are the entries' keys), each with where it came from.
+    pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
+        let mut inner = self.lock();
+        for (event, source) in events {
+            let server = entry::named_server(&source);
+            inner.apply_one(&server, policy, &event, Some(source));
+        }
+    }
+
+    /// Reports a transient error (gRFC A57) to `key`: an ambient error where
+    /// a copy serves, an error where none does.
+    pub(crate) fn transient_error(&self, key: &ResourceKey, error: &XdsError) {
+        let mut inner = self.lock();
+        inner.modify(key, |state| entry::transient(state, error));
+    }
+
+    /// The stream to `server` has a response again (gRFC A57: it is
+    /// healthy), so the transient errors its failure left on entries served
+    /// by it are over. A reconnect whose versions all match sends no
+    /// resource, so without this the errors would outlive the outage.
+    pub(crate) fn stream_healthy(&self, server: &Arc<str>) {
+        let mut inner = self.lock();
+        let mut healed = Vec::new();
+        for (key, entry) in &mut inner.entries {
+            let served_by = entry.provenance.server == *server
+                || entry
+                    .slot
+                    .with(|s| s.source.as_ref().is_some_and(|s| s.server == *server));
+            if served_by && entry.slot.modify(entry::healthy_again) {
+                healed.push(key.clone());
+            }
+        }
+        for key in &healed {
+            inner.mark_wildcard_dirty(key);
+        }
+    }
+
+    /// Reports a stream failure of `server` to the entries held only for
+    /// wildcard watchers of that server (watched entries are the router's).
+    pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
+        let mut inner = self.lock();
+        let unwatched: Vec<ResourceKey> = inner
+            .by_server
+            .get(server)
+            .into_iter()
+            .flatten()
+            .filter(|key| inner.entries.get(*key).is_some_and(|e| e.watchers == 0))
+            .cloned()
+            .collect();
+        for key in &unwatched {
+            inner.modify(key, |state| entry::transient(state, error));
+        }
+    }
+
+    /// Reports a permanent error for `key` (a refused redirect, a list
+    /// member that cannot be fetched): like a NACK, the last good copy keeps
+    /// serving. A member of a watched glob collection gets an entry if it
+    /// has none, so its watchers hear of it.
+    pub(crate) fn data_error(&self, key: &ResourceKey, server: &Arc<str>, error: XdsError) {
+        let mut inner = self.lock();
+        if inner
+            .entry_for_wildcard(key, server, DataErrorPolicy::default())
+            .is_some()
+        {
+            inner.modify(key, |state| entry::data_error(state, error));
+        }
+    }
+}
+
+impl Answers for Cache {
+    fn is_answered(&self, key: &ResourceKey) -> bool {
+        self.lock().entries.get(key).is_some_and(|e| {
+            // A copy from the state directory serves, but answers
+            // nothing: fallback (gRFC A71) proceeds as if it were not
+            // there, so a reachable server can confirm or replace it.
+            e.slot.with(|state| {
+                state.status != ResourceStatus::FromDisk && entry::is_answered(key, state)
+            })
+        })
+    }
+
+    fn has_copy(&self, key: &ResourceKey) -> bool {
+        // Nor does a copy from the state directory stand in for a server's:
+        // `#alt` is fetched while no server has delivered, as A71 falls
+        // back, so that a reachable source confirms or replaces it.
+        self.lock().entries.get(key).is_some_and(|e| {
+            e.slot
+                .with(|state| state.resource.is_some() && state.status != ResourceStatus::FromDisk)
+        })
+    }
+}
+
+/// What the state directory does after an event.
+enum Persist {
+    Put(crate::state_dir::Record),
+    Remove,
+}
+
+/// An accepted copy that differs (bytes or version) from what was cached
+/// is written; a copy the event dropped is deleted. `woke` says whether the
+/// bytes changed (or a copy from disk was confirmed). Only hands over
+/// reference-counted values: no resource bytes are copied here.
+fn persistence(
+    event: &CoreEvent,
+    had: bool,
+    old_version: Option<Arc<str>>,
+    server: Arc<str>,
+    state: &ResourceState,
+    woke: bool,
+) -> Option<Persist> {
+    match (&state.resource, event) {
+        (Some(resource), CoreEvent::Upsert { key, version, .. })
+            if woke || old_version.as_ref() != Some(version) =>
+        {
+            Some(Persist::Put(crate::state_dir::Record {
+                type_url: Arc::clone(&key.type_url),
+                name: Arc::clone(&key.name),
+                version: Arc::clone(version),
+                server,
+                resource: resource.raw().clone(),
+            }))
+        }
+        (None, _) if had => Some(Persist::Remove),
+        _ => None,
+    }
+}
+
+impl Entry {
+    fn new(provenance: Provenance, policy: DataErrorPolicy) -> Self {
+        Entry {
+            slot: Slot::new(),
+            watchers: 0,
+            provenance,
+            policy,
+            reported_nack: None,
+            sets: Vec::new(),
+        }
+    }
+}
+
+impl Inner {
+    /// Runs the gRFC A88 transition of `event` on its entry (made for a
+    /// wildcard or collection watcher that wants it, for an update).
+    fn apply_one(
+        &mut self,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+        event: &CoreEvent,
+        source: Option<Source>,
+    ) {
+        let key = match event {
+            CoreEvent::Upsert { key, .. } => {
+                if self.entry_for_wildcard(key, server, policy).is_none() {
+                    return;
+                }
+                key
+            }
+            CoreEvent::StreamFailed { error } => {
+                self.stream_failed(server, error);
+                return;
+            }
+            CoreEvent::StreamHealthy | CoreEvent::StreamAccepted => return,
+            other => match xdsfed_core::federation::key_of(other) {
+                Some(key) => key,
+                None => return,
+            },
+        };
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        let cx = Context {
+            server,
+            policy: entry.policy,
+            now: SystemTime::now(),
+        };
+        let source = source.unwrap_or_else(|| Source::direct(server, key));
+        let answered = self.answered.contains(&source.server);
+        let reported = &mut entry.reported_nack;
+        let mut persist = None;
+        let changed = entry.slot.modify(|state| {
+            let had = state.resource.is_some();
+            let old_version = state.version.clone();
+            let sent_by = Arc::clone(&source.server);
+            let unconfirmed = state.status == ResourceStatus::FromDisk;
+            let woke = match event {
+                CoreEvent::DoesNotExist { .. } if unconfirmed && answered => {
+                    from_disk::disk_copy_not_found(state, key, &cx)
+                }
+                _ => entry::apply(state, reported, event, source, &cx),
+            };
+            persist = persistence(event, had, old_version, sent_by, state, woke);
+            woke
+        });
+        if changed {
+            self.mark_wildcard_dirty(key);
+        }
+        if let (Some(writer), Some(persist)) = (&self.writer, persist) {
+            match persist {
+                Persist::Put(record) => writer.put(record),
+                Persist::Remove => writer.remove(key.clone()),
+            }
+        }
+        if matches!(event, CoreEvent::Upsert { .. }) {
+            self.answer_glob_of(key);
+        }
+    }
+
+    /// Runs `f` on `key`'s state; wakes its watchers if `f` says so.
+    fn modify(&mut self, key: &ResourceKey, f: impl FnOnce(&mut ResourceState) -> bool) {
+        if let Some(entry) = self.entries.get_mut(key)
+            && entry.slot.modify(f)
+        {
+            self.mark_wildcard_dirty(key);
+        }
+    }
+
+    /// gRFC A57: every entry of `server` keeps its copy, with an error.
+    fn stream_failed(&mut self, server: &Arc<str>, message: &Arc<str>) {
+        let error = XdsError::new(
+            xdsfed_core::error::ErrorKind::Transient,
+            Arc::clone(message),
+        )
+        .with_cause(xdsfed_core::error::Cause::StreamFailed)
+        .with_server(Arc::clone(server));
+        let keys: Vec<ResourceKey> = self
+            .by_server
+            .get(server)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for key in &keys {
+            self.modify(key, |state| entry::transient(state, &error));
+        }
+    }
+
+    fn insert_entry(&mut self, key: &ResourceKey, entry: Entry) {
+        self.by_server
+            .entry(Arc::clone(&entry.provenance.server))
+            .or_default()
+            .insert(key.clone());
+        if let Some(glob) = glob_of(&key.name) {
+            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+            self.by_glob.entry(glob).or_default().insert(key.clone());
+        }
+        self.entries.insert(key.clone(), Box::new(entry));
+    }
+
+    /// Removes `key`'s entry and its index entries.
+    fn remove_entry(&mut self, key: &ResourceKey) {
+        let Some(entry) = self.entries.remove(key) else {
+            return;
+        };
+        if let Some(keys) = self.by_server.get_mut(&entry.provenance.server) {
+            keys.remove(key);
+        }
+        if let Some(glob) = glob_of(&key.name) {
+            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+            if let Some(members) = self.by_glob.get_mut(&glob) {
+                members.remove(key);
+                if members.is_empty() {
+                    self.by_glob.remove(&glob);
+                }
+            }
+        }
+    }
+
+    /// The cached entries that would be members of glob `glob`.
+    fn under_glob(&self, glob: &ResourceKey) -> impl Iterator<Item = (&ResourceKey, &Entry)> {
+        self.by_glob
+            .get(glob)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.entries.get_key_value(k))
+            .map(|(k, e)| (k, &**e))
+    }
+}

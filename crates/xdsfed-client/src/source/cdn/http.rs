@@ -1,0 +1,247 @@
+//! The HTTP/1.1 client of a CDN source: hyper's pooled client over plain
+//! TCP or rustls, one bounded `GET` at a time per call.
+//!
+//! Everything a fetch can go through is bounded: the whole fetch (connect,
+//! TLS, headers, body) by `request_timeout`, the body by the client's
+//! message size limit, the headers kept (`ETag`, `Content-Type`) by
+//! [`HEADER_LIMIT`]. TLS trusts only the CA file of the bootstrap's `tls`
+//! credentials (the platform's roots are not read), as the ADS transport
+//! does, and presents the client certificate when one is given.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, ETAG, HeaderMap, IF_NONE_MATCH, USER_AGENT};
+use http::{Request, Uri};
+use http_body_util::{BodyExt as _, Empty, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use crate::source::http::{Stream, TlsConfigError, error_chain};
+use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
+use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
+use xdsfed_core::source::cdn::reply::is_json;
+use xdsfed_core::source::cdn::{Fetched, HttpReply};
+
+/// The longest `ETag` or `Content-Type` kept; a longer one is ignored.
+pub(crate) const HEADER_LIMIT: usize = 1024;
+
+/// The largest body read: a JSON one (by its `Content-Type`) costs more
+/// to decode than binary protobuf, and has a bound of its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    /// Binary protobuf (`TransportOptions::max_message_size`).
+    pub(crate) binary: usize,
+    /// JSON (`TransportOptions::text_message_limit`).
+    pub(crate) text: usize,
+}
+
+/// A CDN source's HTTP client.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpClient {
+    client: Client<Connector, Empty<Bytes>>,
+    timeout: Duration,
+    limits: BodyLimits,
+}
+
+impl HttpClient {
+    /// A client for `server` (TLS from its `tls` credentials); each fetch
+    /// has `timeout`, each body at most as many bytes as `limits` allow its
+    /// kind. Fails when the credentials cannot be read.
+    pub(crate) fn new(
+        server: &ServerConfig,
+        timeout: Duration,
+        limits: BodyLimits,
+    ) -> Result<Self, String> {
+        let tls = match &server.channel_creds {
+            ChannelCreds::Insecure => None,
+            ChannelCreds::Tls {
+                ca_certificate_file,
+                certificate_file,
+                private_key_file,
+            } => Some(TlsConnector::from(Arc::new(tls_config(
+                ca_certificate_file.as_deref(),
+                certificate_file.as_deref().zip(private_key_file.as_deref()),
+            )?))),
+        };
+        let connector = Connector { tls, timeout };
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .build(connector);
+        Ok(HttpClient {
+            client,
+            timeout,
+            limits,
+        })
+    }
+
+    /// `GET url`, with `If-None-Match: etag` when given.
+    pub(crate) async fn get(&self, url: &str, etag: Option<&str>) -> Fetched {
+        match tokio::time::timeout(self.timeout, self.fetch(url, etag)).await {
+            Ok(Ok(reply)) => Fetched::Reply(reply),
+            Ok(Err(why)) => Fetched::Failed(Arc::from(why)),
+            Err(_) => Fetched::Failed(Arc::from(format!(
+                "no complete answer within the request timeout of {:?}",
+                self.timeout
+            ))),
+        }
+    }
+
+    async fn fetch(&self, url: &str, etag: Option<&str>) -> Result<HttpReply, String> {
+        let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+        let mut request = Request::get(uri).header(USER_AGENT, "xdsfed");
+        if let Some(etag) = etag {
+            request = request.header(IF_NONE_MATCH, etag);
+        }
+        let request = request
+            .body(Empty::new())
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| error_chain(&e))?;
+        let (parts, body) = response.into_parts();
+        let content_type = header(&parts.headers, &CONTENT_TYPE).map(str::to_owned);
+        let (limit, kind) = if is_json(content_type.as_deref()) {
+            (self.limits.text, "JSON ")
+        } else {
+            (self.limits.binary, "")
+        };
+        let body = Limited::new(body, limit)
+            .collect()
+            .await
+            .map_err(|e| {
+                format!(
+                    "reading the body ({kind}limit {limit} bytes): {}",
+                    error_chain(&*e)
+                )
+            })?
+            .to_bytes();
+        Ok(HttpReply {
+            status: parts.status.as_u16(),
+            etag: header(&parts.headers, &ETAG).map(Arc::from),
+            content_type,
+            body,
+        })
+    }
+}
+
+/// A header's value when it is visible ASCII and short enough.
+fn header<'a>(headers: &'a HeaderMap, name: &http::header::HeaderName) -> Option<&'a str> {
+    let value = headers.get(name)?.to_str().ok()?;
+    (value.len() <= HEADER_LIMIT).then_some(value)
+}
+
+/// rustls trusting only `ca`, with the client identity `identity`
+/// (certificate chain, key) when given; HTTP/1.1 by ALPN.
+fn tls_config(
+    ca: Option<&std::path::Path>,
+    identity: Option<(&std::path::Path, &std::path::Path)>,
+) -> Result<rustls::ClientConfig, String> {
+    let ca = ca.ok_or("tls credentials without ca_certificate_file")?;
+    let roots = certificates(ca)?;
+    let identity = match identity {
+        None => None,
+        Some((chain, key)) => {
+            let pem = pem_file(key, PemKind::PrivateKey)?;
+            let key = PrivateKeyDer::from_pem_slice(&pem)
+                .map_err(|e| format!("private key file {}: {e}", key.display()))?;
+            Some((certificates(chain)?, key))
+        }
+    };
+    crate::source::http::tls_config(roots, identity).map_err(|e| match e {
+        TlsConfigError::Root(e) => format!("CA certificate file {}: {e}", ca.display()),
+        TlsConfigError::Versions(e) => e.to_string(),
+        TlsConfigError::Identity(e) => format!("client certificate: {e}"),
+    })
+}
+
+/// The certificates of the PEM file `path`.
+fn certificates(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let pem = pem_file(path, PemKind::Certificates)?;
+    CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("certificate file {}: {e}", path.display()))
+}
+
+/// A PEM file read through the bounded reader and checked for `kind`.
+fn pem_file(path: &std::path::Path, kind: PemKind) -> Result<Vec<u8>, String> {
+    let pem = read_bounded(path, PEM_LIMIT)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    check_pem(&pem, kind).map_err(|why| format!("{} {why}", path.display()))?;
+    Ok(pem)
+}
+
+/// Dials TCP, then TLS for `https` URLs.
+#[derive(Clone)]
+struct Connector {
+    tls: Option<TlsConnector>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl tower::Service<Uri> for Connector {
+    type Response = TokioIo<Stream>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            tokio::time::timeout(this.timeout, this.dial(uri))
+                .await
+                .map_err(|_| BoxError::from("connect timed out"))?
+                .map(TokioIo::new)
+        })
+    }
+}
+
+impl Connector {
+    async fn dial(self, uri: Uri) -> Result<Stream, BoxError> {
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            other => return Err(format!("unsupported scheme {other:?}").into()),
+        };
+        let host = uri.host().ok_or("URL without a host")?;
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        // `[::1]` in a URL is `::1` to the resolver and to SNI.
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let tcp = TcpStream::connect((host.as_str(), port)).await?;
+        // Small requests must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        if !https {
+            return Ok(Stream::Plain(tcp));
+        }
+        let tls = self
+            .tls
+            .ok_or("an https URL needs tls channel_creds (with ca_certificate_file)")?;
+        let name = ServerName::try_from(host)?;
+        Ok(Stream::Tls(Box::new(tls.connect(name, tcp).await?)))
+    }
+}

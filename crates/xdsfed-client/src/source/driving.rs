@@ -1,0 +1,111 @@
+//! What the driver tasks of ADS, REST and the policy stream share around
+//! their sessions: the clock they pass in, the sleep on the session's next
+//! deadline, the wait between attempts, and the idle deadline after the
+//! last subscription goes.
+
+use std::time::{Duration, Instant};
+
+use crate::source::handle::{Command, Commands};
+use crate::transport::ConnectionStats;
+use xdsfed_core::protocol::{Session, SessionStats};
+
+/// The clock: tokio's, so that paused-time tests control it.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// Sleeps until `at`, or forever without one (a `select!` branch that
+/// never fires).
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A driver (ADS, REST) between attempts: no stream is open, no poll is
+/// in flight.
+pub(crate) trait BetweenAttempts {
+    /// Its protocol session.
+    fn session(&mut self) -> &mut Session;
+    /// Its handle's commands.
+    fn commands(&mut self) -> &mut Commands;
+    /// Applies a command (`None`: the handle is gone); `false` on shutdown.
+    fn apply(&mut self, command: Option<Command>) -> bool;
+    /// Hands on what the session has to say while nothing is open.
+    fn flush_between(&mut self);
+}
+
+/// Applies commands and fires the session's timers until `deadline` (or,
+/// without one, until something is subscribed). `false` on shutdown.
+pub(crate) async fn wait_between<D: BetweenAttempts>(
+    driver: &mut D,
+    deadline: Option<Instant>,
+) -> bool {
+    loop {
+        driver.flush_between();
+        if deadline.is_none() && driver.session().has_subscriptions() {
+            return true;
+        }
+        let timer = driver.session().poll_timeout();
+        tokio::select! {
+            cmd = driver.commands().recv() => {
+                if !driver.apply(cmd) {
+                    return false;
+                }
+            }
+            () = sleep_until(timer) => driver.session().handle_timeout(now()),
+            () = sleep_until(deadline) => return true,
+        }
+    }
+}
+
+/// When an attempt with nothing subscribed ends: `idle_grace` after the
+/// last subscription went. One per attempt.
+#[derive(Debug, Default)]
+pub(crate) struct IdleTimer {
+    /// Since when nothing is subscribed.
+    since: Option<Instant>,
+}
+
+impl IdleTimer {
+    /// The deadline, given whether anything is `subscribed` now.
+    pub(crate) fn deadline(&mut self, subscribed: bool, grace: Duration) -> Option<Instant> {
+        if subscribed {
+            self.since = None;
+        } else if self.since.is_none() {
+            self.since = Some(now());
+        }
+        self.since.map(|t| t + grace)
+    }
+}
+
+/// Publishes a protocol session's counters (ADS, REST) in the connection's,
+/// and `answered` among the answered types: called once the events of
+/// that answer reached the cache, as [`ConnectionStats::answered_types`]
+/// requires.
+pub(crate) fn publish_session_stats(
+    stats: &mut ConnectionStats,
+    s: &SessionStats,
+    answered: Option<String>,
+) {
+    stats.server_failure = s.server_failure;
+    stats.resource_updates_valid = s.resource_updates_valid;
+    stats.resource_updates_invalid = s.resource_updates_invalid;
+    // The session's map only grows; copy what changed, allocating only
+    // for a type's first count.
+    for (type_url, counts) in &s.updates_by_type {
+        match stats.updates_by_type.get_mut(&**type_url) {
+            Some(published) => *published = *counts,
+            None => {
+                stats.updates_by_type.insert(type_url.to_string(), *counts);
+            }
+        }
+    }
+    stats.foreign_names_ignored = s.foreign_names_ignored;
+    if let Some(type_url) = answered
+        && !stats.answered_types.contains(&type_url)
+    {
+        stats.answered_types.insert(type_url);
+    }
+}

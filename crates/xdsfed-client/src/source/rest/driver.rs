@@ -1,0 +1,417 @@
+//! The driver task of a REST-JSON source: IO and time for one SotW
+//! [`Session`] and its [`PollSchedule`].
+//!
+//! ```text
+//!          ┌──────────── no subscriptions ◄───────────────┐
+//!          ▼                                               │ idle_grace
+//!   WaitingForInterest ──subscribe──► Polling ─────────────┘
+//!          ▲                            │ a poll fails
+//!          │                            ▼
+//!          └───────────────────── BackingOff (the transport's reconnect
+//!                                  policy: from the attempt's start, reset
+//!                                  by an answer)
+//! ```
+//!
+//! An attempt is what a stream is to ADS: it starts with
+//! `handle_connected` (every type written afresh) and ends with the first
+//! failed poll. The driver never reads a version or a nonce; it moves
+//! requests from the session to the schedule, due polls to the HTTP
+//! client, and answers back to the session.
+
+use crate::random::random_u64;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+
+use super::http::{Answer, Failure, HttpClient};
+use crate::source::driving::{
+    BetweenAttempts, IdleTimer, now, publish_session_stats, sleep_until, wait_between,
+};
+use crate::source::handle::{Command, Commands, StatsCell};
+use crate::transport::{EventSink, TransportError, TransportOptions};
+use xdsfed_core::backoff::ReconnectPolicy;
+use xdsfed_core::bootstrap::{RestTiming, ServerConfig};
+use xdsfed_core::protocol::{
+    AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
+};
+use xdsfed_core::source::rest::{Cause, PollSchedule, Read, type_path};
+use xdsfed_core::types::TypeRegistry;
+
+/// One poll on the wire: its type URL and what came back.
+type InFlight = Pin<Box<dyn Future<Output = (String, Result<Answer, Failure>)> + Send>>;
+
+/// How an attempt ended.
+enum Outcome {
+    /// A poll failed; `answered` if any poll of the attempt was answered.
+    Failed { answered: bool },
+    /// Nothing was subscribed for `idle_grace`.
+    Idle,
+    /// The connection is shut down.
+    Shutdown,
+}
+
+/// What woke the driver.
+enum Wake {
+    Command(Option<Command>),
+    Answered(String, Result<Answer, Failure>),
+    Timer,
+    Poll,
+    Idle,
+}
+
+/// Everything the driver is built from.
+pub(super) struct Parts {
+    pub(super) server: ServerConfig,
+    pub(super) timing: RestTiming,
+    pub(super) authorities: AuthorityFilter,
+    pub(super) types: Arc<TypeRegistry>,
+    pub(super) sink: Arc<dyn EventSink>,
+    pub(super) opts: TransportOptions,
+    pub(super) client: Result<HttpClient, TransportError>,
+    pub(super) commands: Commands,
+    pub(super) stats: Arc<StatsCell>,
+}
+
+pub(super) struct Driver {
+    server: ServerConfig,
+    session: Session,
+    schedule: PollSchedule,
+    sink: Arc<dyn EventSink>,
+    opts: TransportOptions,
+    client: Result<HttpClient, TransportError>,
+    commands: Commands,
+    stats: Arc<StatsCell>,
+    /// Events the driver itself produces (what REST cannot ask for),
+    /// delivered with the session's.
+    own_events: Vec<CoreEvent>,
+    /// The type of the response handled last, until its events are
+    /// delivered and the type is counted as answered.
+    answered: Option<String>,
+}
+
+impl Driver {
+    pub(super) fn new(parts: Parts) -> Self {
+        let Parts {
+            server,
+            timing,
+            authorities,
+            types,
+            sink,
+            opts,
+            client,
+            commands,
+            stats,
+        } = parts;
+        let mut cfg = SessionConfig::new(opts.node.clone())
+            .with_variant(server.api)
+            .with_does_not_exist_timeout(opts.does_not_exist_timeout)
+            .with_handshake_timeout(opts.connect_timeout)
+            .with_first_response_timeout(opts.first_response_timeout)
+            .with_authorities(authorities);
+        cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
+        let session = Session::new(cfg, types);
+        // The node as the session sends it: with the client features.
+        let schedule = PollSchedule::new(timing.refresh_delay, session.config().node.clone());
+        Driver {
+            server,
+            session,
+            schedule,
+            sink,
+            opts,
+            client,
+            commands,
+            stats,
+            own_events: Vec::new(),
+            answered: None,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let mut policy = ReconnectPolicy::new(self.opts.backoff, random_u64());
+        loop {
+            if !self.session.has_subscriptions() && !wait_between(&mut self, None).await {
+                return;
+            }
+            policy.started(now());
+            let answered = match self.attempt().await {
+                Outcome::Shutdown => return,
+                Outcome::Idle => {
+                    policy.closed_locally();
+                    continue;
+                }
+                Outcome::Failed { answered } => answered,
+            };
+            let at = policy.ended(now(), answered);
+            tracing::info!(
+                server = %self.server.server_uri,
+                delay = ?at.saturating_duration_since(now()),
+                "retrying the REST-JSON polls"
+            );
+            if !wait_between(&mut self, Some(at)).await {
+                return;
+            }
+        }
+    }
+
+    /// One attempt: polls until one fails, nothing is left to poll, or
+    /// shutdown.
+    async fn attempt(&mut self) -> Outcome {
+        let client = match &self.client {
+            Ok(client) => client.clone(),
+            Err(e) => {
+                let message = e.to_string();
+                return self.fail(Failure { code: 14, message }, false);
+            }
+        };
+        self.stats.lock().streams_opened += 1;
+        self.schedule.clear();
+        self.session.handle_connected(now());
+        self.flush(Cause::Interest);
+        let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+        let mut answered = false;
+        let mut idle = IdleTimer::default();
+        loop {
+            if let Some(end) = self.session.poll_close() {
+                let failure = Failure {
+                    code: end.code,
+                    message: end.message,
+                };
+                return self.fail(failure, answered);
+            }
+            self.start_due(&client, &mut inflight);
+            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
+            let wake = tokio::select! {
+                cmd = self.commands.recv() => Wake::Command(cmd),
+                Some((t, r)) = inflight.next(), if !inflight.is_empty() => Wake::Answered(t, r),
+                () = sleep_until(self.session.poll_timeout()) => Wake::Timer,
+                () = sleep_until(self.schedule.poll_timeout()) => Wake::Poll,
+                () = sleep_until(idle_at) => Wake::Idle,
+            };
+            match wake {
+                Wake::Command(cmd) => {
+                    if !self.apply(cmd) {
+                        self.end_locally("shut down");
+                        return Outcome::Shutdown;
+                    }
+                    self.flush(Cause::Interest);
+                }
+                Wake::Answered(type_url, Ok(answer)) => {
+                    answered = true;
+                    self.answer(&type_url, answer);
+                }
+                Wake::Answered(_, Err(failure)) => return self.fail(failure, answered),
+                Wake::Timer => {
+                    self.session.handle_timeout(now());
+                    self.flush(Cause::Interest);
+                }
+                Wake::Idle => {
+                    tracing::debug!(server = %self.server.server_uri, "nothing left to poll");
+                    self.end_locally("idle");
+                    return Outcome::Idle;
+                }
+                Wake::Poll => {}
+            }
+        }
+    }
+
+    /// Starts every poll that is due.
+    fn start_due(&mut self, client: &HttpClient, inflight: &mut FuturesUnordered<InFlight>) {
+        while let Some(request) = self.schedule.poll_request(now()) {
+            // Types without a path never reach the session (see `apply_one`).
+            let Some(path) = type_path(&request.type_url) else {
+                continue;
+            };
+            let client = client.clone();
+            tracing::debug!(
+                server = %self.server.server_uri,
+                type_url = %request.type_url,
+                version = %request.version_info,
+                nack = request.error_detail.is_some(),
+                "polling"
+            );
+            inflight.push(Box::pin(async move {
+                let result = client.post(path, &request).await;
+                (request.type_url, result)
+            }));
+        }
+    }
+
+    /// Feeds one answer of `type_url` to the schedule and the session. A
+    /// body that does not read as a response of the type is rejected
+    /// (NACKed), as a resource that does not decode is: the server
+    /// answered, so the attempt goes on.
+    fn answer(&mut self, type_url: &str, answer: Answer) {
+        let now = now();
+        if !self.schedule.handle_answer(now, type_url) {
+            return; // the type is no longer polled
+        }
+        match answer {
+            Answer::NotModified => self.session.handle_stream_accepted(now),
+            Answer::Response(Read::Response {
+                response,
+                undecoded,
+            }) => {
+                self.note_answering();
+                self.answered = Some(response.type_url.clone());
+                self.session
+                    .handle_sotw_response_with_undecoded(now, response, undecoded);
+            }
+            Answer::Response(Read::Rejected(body)) => {
+                self.note_answering();
+                tracing::warn!(
+                    server = %self.server.server_uri,
+                    type_url,
+                    error = %body.error,
+                    "rejected a REST-JSON answer"
+                );
+                self.session.handle_sotw_rejected(
+                    now,
+                    type_url,
+                    body.nonce,
+                    &body.version,
+                    body.error,
+                );
+            }
+        }
+        self.flush(Cause::Answer);
+    }
+
+    /// The server answers with a body: it is connected.
+    fn note_answering(&mut self) {
+        let first = !self.stats.lock().connected;
+        self.stats.lock().connected = true;
+        if first {
+            tracing::info!(server = %self.server.server_uri, "REST-JSON source answering");
+        }
+    }
+
+    /// A poll failed: the attempt ends as a stream the server ended.
+    fn fail(&mut self, failure: Failure, answered: bool) -> Outcome {
+        tracing::warn!(server = %self.server.server_uri, code = failure.code, message = %failure.message, "REST-JSON poll failed");
+        self.stats.lock().connected = false;
+        self.schedule.clear();
+        let message = format!("{}: {}", self.server.server_uri, failure.message);
+        self.session
+            .handle_stream_end(now(), StreamEnd::new(failure.code, message));
+        self.flush(Cause::Interest);
+        Outcome::Failed { answered }
+    }
+
+    /// The client ends the attempt itself (idle, shutdown).
+    fn end_locally(&mut self, why: &str) {
+        self.schedule.clear();
+        self.session.handle_stream_end(now(), StreamEnd::local(why));
+        self.flush(Cause::Interest);
+    }
+
+    /// Applies `command` and every command queued behind it, so that a
+    /// burst of subscriptions leaves in one poll per type. `false` on
+    /// shutdown.
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        let (session, own_events) = (&mut self.session, &mut self.own_events);
+        self.commands
+            .apply_queued(command, |command| apply_one(session, own_events, command))
+    }
+
+    /// Moves what the session wrote to the schedule (as `cause`), hands
+    /// the events to the sink and publishes the counters.
+    fn flush(&mut self, cause: Cause) {
+        let now = now();
+        while let Some(request) = self.session.poll_transmit(now) {
+            if let Request::Sotw(request) = request {
+                self.schedule.handle_request(now, request, cause);
+            }
+        }
+        let mut events = std::mem::take(&mut self.own_events);
+        events.extend(std::iter::from_fn(|| self.session.poll_event()).map(in_rest_words));
+        if !events.is_empty() {
+            self.sink.deliver(&self.server, events);
+        }
+        publish_session_stats(
+            &mut self.stats.lock(),
+            self.session.stats(),
+            self.answered.take(),
+        );
+    }
+}
+
+/// Applies one command to `session`; what REST cannot ask for is
+/// answered in `own_events` instead.
+fn apply_one(session: &mut Session, own_events: &mut Vec<CoreEvent>, command: Command) {
+    match command {
+        Command::Subscribe(key) => {
+            if let Some(reason) = not_requestable(&key.type_url, &key.name) {
+                own_events.push(CoreEvent::NotRequested {
+                    key,
+                    reason: Arc::from(reason),
+                });
+            } else {
+                session.subscribe(key);
+            }
+        }
+        Command::Unsubscribe(key) => session.unsubscribe(&key),
+        Command::ForgetVersion(key) => session.forget_version(&key),
+        Command::SubscribeWildcard(t) => {
+            if let Some(reason) = not_requestable(&t, "*") {
+                own_events.push(CoreEvent::NotRequested {
+                    key: ResourceKey::new(t, "*"),
+                    reason: Arc::from(reason),
+                });
+            } else {
+                session.subscribe_wildcard(&t);
+            }
+        }
+        Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+    }
+}
+
+/// Why `name` of `type_url` cannot be asked for over REST, if it cannot.
+fn not_requestable(type_url: &str, name: &str) -> Option<String> {
+    if type_path(type_url).is_none() {
+        return Some(format!(
+            "{type_url} has no REST-JSON path (/v3/discovery:...); this server is polled over REST, \
+             which serves listeners, routes, clusters, endpoints, secrets, runtime, scoped-routes, \
+             virtual_hosts and extension_configs"
+        ));
+    }
+    is_glob(name).then(|| {
+        "glob collections need delta xDS (xDS TP1), and REST-JSON polling is state of the world only"
+            .to_owned()
+    })
+}
+
+/// The session words a failure as an ADS stream's; this source is not one.
+fn in_rest_words(event: CoreEvent) -> CoreEvent {
+    match event {
+        CoreEvent::StreamFailed { error } => {
+            let rest = error
+                .strip_prefix("ADS stream failed before any response: ")
+                .map(|tail| format!("REST-JSON polling failed before any answer: {tail}"));
+            CoreEvent::StreamFailed {
+                error: rest.map_or(error, Arc::from),
+            }
+        }
+        other => other,
+    }
+}
+
+impl BetweenAttempts for Driver {
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    fn commands(&mut self) -> &mut Commands {
+        &mut self.commands
+    }
+
+    fn apply(&mut self, command: Option<Command>) -> bool {
+        Driver::apply(self, command)
+    }
+
+    fn flush_between(&mut self) {
+        self.flush(Cause::Interest);
+    }
+}

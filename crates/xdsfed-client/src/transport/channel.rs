@@ -1,0 +1,203 @@
+//! The tonic channel to one management server: target, keepalive, timeouts
+//! and TLS (gRFC A65 `tls` credentials with rustls).
+//!
+//! Credentials are read once, when the connection is set up, and every
+//! error names the file and what is wrong with it.
+
+use std::path::{Path, PathBuf};
+
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+use super::TransportOptions;
+use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
+use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
+
+/// Why the channel to a server cannot be set up.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The server URI is not a valid gRPC target.
+    #[error("server {uri:?}: invalid target: {why}")]
+    BadTarget {
+        /// The `server_uri`.
+        uri: String,
+        /// Why.
+        why: String,
+    },
+    /// A credentials file cannot be read.
+    #[error("server {uri:?}: cannot read the {role} file {}: {why}", path.display())]
+    ReadFile {
+        /// The `server_uri`.
+        uri: String,
+        /// Which file: "CA certificate", "certificate", "private key".
+        role: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        why: String,
+    },
+    /// A credentials file does not hold what it should.
+    #[error("server {uri:?}: the {role} file {} {why}", path.display())]
+    BadPem {
+        /// The `server_uri`.
+        uri: String,
+        /// Which file.
+        role: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, e.g. "holds no PEM certificate".
+        why: String,
+    },
+    /// The TLS credentials are incomplete or rejected by tonic.
+    #[error("server {uri:?}: TLS credentials: {why}")]
+    Tls {
+        /// The `server_uri`.
+        uri: String,
+        /// What is wrong and what to do.
+        why: String,
+    },
+}
+
+/// The endpoint for `server`, with the options applied. Reads and checks
+/// the TLS files.
+pub fn endpoint(
+    server: &ServerConfig,
+    opts: &TransportOptions,
+) -> Result<Endpoint, TransportError> {
+    let uri = &server.server_uri;
+    let tls = match &server.channel_creds {
+        ChannelCreds::Insecure => None,
+        ChannelCreds::Tls {
+            ca_certificate_file,
+            certificate_file,
+            private_key_file,
+        } => Some(tls_config(
+            uri,
+            ca_certificate_file.as_deref(),
+            certificate_file.as_deref(),
+            private_key_file.as_deref(),
+        )?),
+    };
+    let target = if uri.contains("://") {
+        uri.clone()
+    } else if tls.is_some() {
+        format!("https://{uri}")
+    } else {
+        format!("http://{uri}")
+    };
+    let mut ep = Endpoint::from_shared(target).map_err(|e| TransportError::BadTarget {
+        uri: uri.clone(),
+        why: e.to_string(),
+    })?;
+    ep = ep.connect_timeout(opts.connect_timeout).tcp_nodelay(true);
+    if let Some(interval) = opts.keepalive_interval {
+        ep = ep
+            .http2_keep_alive_interval(interval)
+            .keep_alive_while_idle(true);
+    }
+    if let Some(timeout) = opts.keepalive_timeout {
+        ep = ep.keep_alive_timeout(timeout);
+    }
+    if let Some(tls) = tls {
+        ep = ep.tls_config(tls).map_err(|e| TransportError::Tls {
+            uri: uri.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    Ok(ep)
+}
+
+fn tls_config(
+    uri: &str,
+    ca: Option<&Path>,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<ClientTlsConfig, TransportError> {
+    let pem = read_tls_files(uri, ca, cert, key)?;
+    let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem.ca));
+    if let Some((cert_pem, key_pem)) = pem.identity {
+        config = config.identity(Identity::from_pem(cert_pem, key_pem));
+    }
+    Ok(config)
+}
+
+/// The PEM files of a server's `tls` credentials, read and checked.
+#[derive(Debug)]
+pub(crate) struct TlsFiles {
+    /// The CAs that sign the server's certificate.
+    pub(crate) ca: Vec<u8>,
+    /// The client's certificate chain and private key, for mTLS.
+    pub(crate) identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Reads and checks the files of `tls` credentials for the server `uri`
+/// (the CA is required, a certificate needs its key); every error names
+/// the file. Shared by the gRPC channel and the REST-JSON source.
+pub(crate) fn read_tls_files(
+    uri: &str,
+    ca: Option<&Path>,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+) -> Result<TlsFiles, TransportError> {
+    let Some(ca) = ca else {
+        return Err(TransportError::Tls {
+            uri: uri.to_owned(),
+            why: "no ca_certificate_file: the platform's roots are not used, give the CA that signs the server".into(),
+        });
+    };
+    if cert.is_some() != key.is_some() {
+        return Err(TransportError::Tls {
+            uri: uri.to_owned(),
+            why: "mTLS needs both certificate_file and private_key_file".into(),
+        });
+    }
+    let ca_pem = read(uri, "CA certificate", ca)?;
+    check_certs(uri, "CA certificate", ca, &ca_pem)?;
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => {
+            let cert_pem = read(uri, "certificate", cert)?;
+            check_certs(uri, "certificate", cert, &cert_pem)?;
+            let key_pem = read(uri, "private key", key)?;
+            check_key(uri, key, &key_pem)?;
+            Some((cert_pem, key_pem))
+        }
+        _ => None,
+    };
+    Ok(TlsFiles {
+        ca: ca_pem,
+        identity,
+    })
+}
+
+/// Reads a credentials file through the bounded reader: a regular file of
+/// at most [`PEM_LIMIT`] bytes; a FIFO or a device is refused, not read.
+fn read(uri: &str, role: &'static str, path: &Path) -> Result<Vec<u8>, TransportError> {
+    read_bounded(path, PEM_LIMIT).map_err(|e| TransportError::ReadFile {
+        uri: uri.to_owned(),
+        role,
+        path: path.to_owned(),
+        why: e.to_string(),
+    })
+}
+
+fn bad_pem(uri: &str, role: &'static str, path: &Path, why: impl Into<String>) -> TransportError {
+    TransportError::BadPem {
+        uri: uri.to_owned(),
+        role,
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+fn check_certs(
+    uri: &str,
+    role: &'static str,
+    path: &Path,
+    pem: &[u8],
+) -> Result<(), TransportError> {
+    check_pem(pem, PemKind::Certificates).map_err(|why| bad_pem(uri, role, path, why))
+}
+
+fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
+    check_pem(pem, PemKind::PrivateKey).map_err(|why| bad_pem(uri, "private key", path, why))
+}
