@@ -18,6 +18,7 @@ pub(crate) mod demo;
 pub(crate) mod dump;
 pub(crate) mod graph;
 pub(crate) mod progress;
+pub(crate) mod publish;
 pub(crate) mod render;
 pub(crate) mod target;
 pub(crate) mod testbed;
@@ -60,6 +61,18 @@ pub(crate) enum Command {
     /// Print a listener's dependency graph as a tree, Graphviz dot or
     /// Mermaid, with the authority of every node.
     Graph(graph::Args),
+    /// Follow resources and write them, as they change, into a directory a
+    /// static file host (nginx, any CDN origin) serves to HTTP CDN
+    /// clients; until Ctrl-C.
+    #[command(after_help = "Examples:\n  \
+        xdsfed publish --bootstrap b.yaml --dir www COLLECTION\n  \
+        xdsfed publish --bootstrap b.yaml --dir www xds:///greeter\n  \
+        xdsfed publish --bootstrap b.yaml --dir www --resource cluster pay-v2\n\n\
+        COLLECTION: e.g. xdstp://cdn.example/envoy.config.cluster.v3.ClusterCollection/mesh/all\n\n\
+        Each file is {dir}/AUTH/TYPE/ID (old-style names: {dir}/TYPE/NAME), a binary\n\
+        DiscoveryResponse; docs/federation.md (\"Publishing a CDN directory\") shows nginx's\n\
+        configuration. Exit codes: 0 on Ctrl-C, 1 when the client stops, 2 for bad input.")]
+    Publish(publish::Args),
     /// Run federated xDS management servers from a scenario file, with the
     /// gRPC control API, until Ctrl-C.
     Testbed(testbed::Args),
@@ -86,6 +99,7 @@ impl Command {
             Self::Watch(args) => watch::run(args),
             Self::Dump(args) => dump::run(args),
             Self::Graph(args) => graph::run(args),
+            Self::Publish(args) => publish::run(args),
             Self::Testbed(args) => testbed::run(args),
             Self::Bootstrap(command) => bootstrap::run(command),
         }

@@ -138,7 +138,7 @@ impl TargetArgs {
 }
 
 /// A resource type the command line can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum TypeArg {
     Listener,
     Route,

@@ -57,6 +57,8 @@
 //! - [`source`], `policy_stream` (feature `policy-stream`): the seam every source kind plugs into,
 //!   and the drivers of the kinds beside ADS.
 //! - [`state_dir`]: the last-known-good copies on disk (opt in).
+//! - [`publish`]: resources written as the files of a directory a static
+//!   host serves to HTTP CDN sources (`xdsfed publish`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -67,6 +69,7 @@ pub mod client;
 pub mod fuzzing;
 #[cfg(feature = "policy-stream")]
 pub mod policy_stream;
+pub mod publish;
 mod random;
 pub mod source;
 pub mod state_dir;

@@ -32,6 +32,8 @@
 //!   CDN, files); [`policy_stream`]: the policy-distribution stream's.
 //! - [`backoff`]: reconnect backoff and jitter, from an injected seed.
 //! - [`state_dir`]: the state directory's record format and write plan.
+//! - [`publish`]: where a resource's file lives in a directory a static
+//!   host serves to HTTP CDN sources, and what it holds (`xdsfed publish`).
 //! - [`status`], [`error`]: the CSDS-style dump, and errors as watchers see
 //!   them.
 //! - [`json`], [`text_limits`]: the protobuf JSON mapping, and the bounds on
@@ -51,6 +53,7 @@ pub mod json;
 pub mod name;
 pub mod policy_stream;
 pub mod protocol;
+pub mod publish;
 pub mod source;
 pub mod state_dir;
 pub mod status;

@@ -141,27 +141,30 @@ pub(crate) fn judge(path: &Path, facts: DirFacts, user: u32) -> Result<(), State
 /// Creates (0700) and checks the state directory `dir` and its records
 /// directory, narrows the records directory to 0700, and returns its path.
 pub(crate) fn prepare(dir: &Path) -> Result<PathBuf, StateDirError> {
-    let user = rustix::process::geteuid().as_raw();
-    ensure(dir, user, Follow::Yes)?;
+    ensure_dir(dir, 0o700, Follow::Yes)?;
     let records = dir.join(RECORDS_DIR);
-    ensure(&records, user, Follow::No)?;
+    ensure_dir(&records, 0o700, Follow::No)?;
     narrow(&records)?;
     Ok(records)
 }
 
 /// Whether a path may be reached through a symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follow {
+pub enum Follow {
     /// The user's own path: a symlink to a directory is that directory.
     Yes,
     /// A path inside the state directory: a symlink is refused.
     No,
 }
 
-/// Creates `path` (and its missing parents) 0700 if missing, then judges
-/// what is there.
-fn ensure(path: &Path, user: u32, follow: Follow) -> Result<(), StateDirError> {
-    let created = DirBuilder::new().recursive(true).mode(0o700).create(path);
+/// Creates `path` (and its missing parents) with `mode` if missing, then
+/// checks what is there: a directory (reached through a symlink only with
+/// [`Follow::Yes`]) that the process's effective user owns and that
+/// neither its group nor others may write. The state directory's own
+/// directories are made 0700; the publisher's 0755, to be served.
+pub fn ensure_dir(path: &Path, mode: u32, follow: Follow) -> Result<(), StateDirError> {
+    let user = rustix::process::geteuid().as_raw();
+    let created = DirBuilder::new().recursive(true).mode(mode).create(path);
     let stat = match follow {
         Follow::Yes => fs::metadata(path),
         Follow::No => fs::symlink_metadata(path),

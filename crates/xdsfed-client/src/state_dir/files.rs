@@ -3,6 +3,8 @@
 //! a symlink, under a name nobody can guess, 0600; written, synced,
 //! renamed over the record and the directory synced; and only regular
 //! files read, opened without following a symlink or blocking on a FIFO.
+//! The publisher ([`crate::publish`]) writes and reads its files with the
+//! same functions, under names and a mode of its own.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -24,11 +26,45 @@ const TEMP_NAME_TRIES: usize = 8;
 /// the directory synced. A crash leaves the old record or the new one,
 /// whole, and perhaps a temporary file, which the next load deletes.
 pub(crate) fn write_atomically(dir: &Path, record_file: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let (temp, mut file) = create_temp(dir, record_file)?;
+    let new_file = NewFile {
+        mode: 0o600,
+        temp_name: temp_file_name,
+        modified: None,
+    };
+    write_file_atomically(dir, record_file, bytes, &new_file)
+}
+
+/// How [`write_file_atomically`] creates a file.
+#[derive(Debug, Clone, Copy)]
+pub struct NewFile {
+    /// The new file's permission bits (before the umask).
+    pub mode: u32,
+    /// The temporary file's name for the file's name and a random nonce:
+    /// one the directory's readers recognise and clean up.
+    pub temp_name: fn(&str, u64) -> String,
+    /// The modification time to give the file, if not the time of writing.
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// Writes `bytes` to `dir/file_name` atomically: a temporary file created
+/// exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`) with `new_file.mode` under
+/// `new_file.temp_name` with a random nonce, written (and given
+/// `new_file.modified`, if set), synced, renamed over
+/// `file_name` (a rename replaces a symlink in its place, never follows
+/// it), and the directory synced. A crash leaves the old file or the new
+/// one, whole, and perhaps a temporary file.
+pub fn write_file_atomically(
+    dir: &Path,
+    file_name: &str,
+    bytes: &[u8],
+    new_file: &NewFile,
+) -> std::io::Result<()> {
+    let (temp, mut file) = create_temp(dir, file_name, new_file)?;
     let written = file
         .write_all(bytes)
+        .and_then(|()| new_file.modified.map_or(Ok(()), |t| file.set_modified(t)))
         .and_then(|()| file.sync_all())
-        .and_then(|()| fs::rename(&temp, dir.join(record_file)));
+        .and_then(|()| fs::rename(&temp, dir.join(file_name)));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -37,15 +73,19 @@ pub(crate) fn write_atomically(dir: &Path, record_file: &str, bytes: &[u8]) -> s
 }
 
 /// Creates a temporary file for `record_file` in `dir`: exclusively
-/// (`O_CREAT|O_EXCL`, and `O_NOFOLLOW`), mode 0600, under
-/// [`temp_file_name`] with a random nonce.
-fn create_temp(dir: &Path, record_file: &str) -> std::io::Result<(PathBuf, File)> {
+/// (`O_CREAT|O_EXCL`, and `O_NOFOLLOW`), with `new_file`'s mode and
+/// temporary name (with a random nonce).
+fn create_temp(
+    dir: &Path,
+    record_file: &str,
+    new_file: &NewFile,
+) -> std::io::Result<(PathBuf, File)> {
     for _ in 0..TEMP_NAME_TRIES {
-        let path = dir.join(temp_file_name(record_file, random_u64()));
+        let path = dir.join((new_file.temp_name)(record_file, random_u64()));
         let created = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(new_file.mode)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path);
         match created {
@@ -64,7 +104,7 @@ fn create_temp(dir: &Path, record_file: &str) -> std::io::Result<(PathBuf, File)
 }
 
 /// Makes a rename or deletion in `dir` durable.
-pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -72,7 +112,7 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 /// symlink (`O_NOFOLLOW`) or waiting for a FIFO's writer (`O_NONBLOCK`),
 /// then checked on the opened file itself, so nothing swapped in between
 /// is read. The error says what the path is instead.
-pub(crate) fn open_regular(path: &Path) -> Result<File, String> {
+pub fn open_regular(path: &Path) -> Result<File, String> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)

@@ -56,10 +56,10 @@ use std::sync::{Arc, Mutex};
 use xdsfed_core::types::{Decoded, TypeRegistry};
 
 mod directory;
-mod files;
+pub mod files;
 mod writer;
 
-pub use directory::StateDirError;
+pub use directory::{Follow, StateDirError, ensure_dir};
 pub use xdsfed_core::state_dir::StateDirStatus;
 use xdsfed_core::state_dir::plan;
 pub use xdsfed_core::state_dir::record::{self, Record, RecordError};

@@ -66,7 +66,7 @@
 
 mod directive;
 mod error;
-mod percent;
+pub(crate) mod percent;
 mod url_path;
 mod xdstp;
 
