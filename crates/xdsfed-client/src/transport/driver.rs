@@ -213,7 +213,7 @@ impl Driver {
             && !self.server.api_pinned
     }
 
-/// Starts the RPC of the session's variant. The call resolves when the
+    /// Starts the RPC of the session's variant. The call resolves when the
     /// server's headers arrive, which some servers send only with their
     /// first response, so requests are written meanwhile.
     fn start_rpc(&self, channel: Channel) -> (Outbound, Call) {

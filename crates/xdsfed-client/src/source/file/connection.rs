@@ -56,7 +56,11 @@ impl SourceHandle<FileKind> {
             stats,
         };
         // Its attempts never fail: the backoff is never used.
-        tokio::spawn(crate::source::reconnect::run(driver, commands, opts.backoff));
+        tokio::spawn(crate::source::reconnect::run(
+            driver,
+            commands,
+            opts.backoff,
+        ));
         handle
     }
 }

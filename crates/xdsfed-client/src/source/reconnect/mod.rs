@@ -111,7 +111,11 @@ enum Step<W> {
 
 /// Drives `kind` until shutdown: waits for interest, runs attempts, backs
 /// off between them by `backoff`, seeded from the process's randomness.
-pub(crate) async fn run<K: SourceKind>(mut kind: K, mut commands: Commands, backoff: BackoffConfig) {
+pub(crate) async fn run<K: SourceKind>(
+    mut kind: K,
+    mut commands: Commands,
+    backoff: BackoffConfig,
+) {
     let mut policy = ReconnectPolicy::new(backoff, random_u64());
     let mut attempt: u64 = 0;
     loop {

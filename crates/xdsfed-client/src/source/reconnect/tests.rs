@@ -210,7 +210,10 @@ async fn ads_reopens_no_sooner_than_the_backoff_after_a_stream_that_answered_and
     );
     conn.subscribe(ResourceKey::new(CDS, "c1"));
     assert_no_sooner_than_the_backoff(&mut starts, t0).await;
-    assert!(conn.stats().resource_updates_valid >= 1, "the streams answered");
+    assert!(
+        conn.stats().resource_updates_valid >= 1,
+        "the streams answered"
+    );
     conn.shutdown();
 }
 
@@ -275,12 +278,8 @@ async fn cdn_fetches_again_no_sooner_than_the_backoff_when_every_fetch_fails() {
         ..ServerConfig::insecure(format!("http://{addr}/"))
     };
     let t0 = Instant::now();
-    let conn = crate::source::cdn::CdnConnection::spawn(
-        server,
-        types(),
-        Arc::new(Discard),
-        options(),
-    );
+    let conn =
+        crate::source::cdn::CdnConnection::spawn(server, types(), Arc::new(Discard), options());
     conn.subscribe(ResourceKey::new(
         CDS,
         "xdstp://cdn.example/envoy.config.cluster.v3.Cluster/c1",
