@@ -277,13 +277,11 @@ impl SourceKind for Driver {
         })
     }
 
-    fn next(io: &mut Io) -> impl Future<Output = Wake> + Send + '_ {
-        async move {
-            tokio::select! {
-                r = &mut io.call, if io.inbound.is_none() => Wake::Accepted(r),
-                m = recv(&mut io.inbound) => Wake::Message(m),
-                r = checked(&mut io.check) => Wake::Checked(r),
-            }
+    async fn next(io: &mut Io) -> Wake {
+        tokio::select! {
+            r = &mut io.call, if io.inbound.is_none() => Wake::Accepted(r),
+            m = recv(&mut io.inbound) => Wake::Message(m),
+            r = checked(&mut io.check) => Wake::Checked(r),
         }
     }
 

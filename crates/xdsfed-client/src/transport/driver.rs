@@ -423,13 +423,11 @@ impl SourceKind for Driver {
         })
     }
 
-    fn next(io: &mut Io) -> impl Future<Output = Wake> + Send + '_ {
-        async move {
-            tokio::select! {
-                r = &mut io.call, if io.inbound.is_none() => Wake::Connected(r),
-                () = &mut io.ready => Wake::Ready,
-                m = recv(&mut io.inbound) => Wake::Message(m),
-            }
+    async fn next(io: &mut Io) -> Wake {
+        tokio::select! {
+            r = &mut io.call, if io.inbound.is_none() => Wake::Connected(r),
+            () = &mut io.ready => Wake::Ready,
+            m = recv(&mut io.inbound) => Wake::Message(m),
         }
     }
 

@@ -9,7 +9,6 @@
 //! there is no stream for the loop to back off from, and nothing closes
 //! when the last subscription goes.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -138,13 +137,11 @@ impl SourceKind for Driver {
         Ok(JoinSet::new())
     }
 
-    fn next(fetches: &mut Fetches) -> impl Future<Output = Self::Wake> + Send + '_ {
-        async move {
-            match fetches.join_next().await {
-                Some(done) => done,
-                // Nothing in flight: the session's timer wakes the loop.
-                None => std::future::pending().await,
-            }
+    async fn next(fetches: &mut Fetches) -> Self::Wake {
+        match fetches.join_next().await {
+            Some(done) => done,
+            // Nothing in flight: the session's timer wakes the loop.
+            None => std::future::pending().await,
         }
     }
 

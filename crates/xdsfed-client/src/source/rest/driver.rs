@@ -332,13 +332,11 @@ impl SourceKind for Driver {
         })
     }
 
-    fn next(io: &mut Io) -> impl Future<Output = Self::Wake> + Send + '_ {
-        async move {
-            match io.inflight.next().await {
-                Some(answered) => answered,
-                // Nothing on the wire: the schedule's timer wakes the loop.
-                None => std::future::pending().await,
-            }
+    async fn next(io: &mut Io) -> Self::Wake {
+        match io.inflight.next().await {
+            Some(answered) => answered,
+            // Nothing on the wire: the schedule's timer wakes the loop.
+            None => std::future::pending().await,
         }
     }
 
