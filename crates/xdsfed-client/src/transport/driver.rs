@@ -245,7 +245,7 @@ impl Driver {
     }
 
     /// Feeds one response to the session.
-    fn handle(&mut self, response: Response) {
+    fn handle_response(&mut self, response: Response) {
         let now = now();
         let first = !self.stats.lock().connected;
         if first {
@@ -448,7 +448,7 @@ impl SourceKind for Driver {
             }
             Wake::Message(Ok(Some(response))) => {
                 io.after_response = true;
-                Driver::handle(self, response);
+                self.handle_response(response);
             }
         }
         None
