@@ -36,8 +36,9 @@ impl SourceHandle<PolicyKind> {
         // Full snapshots: the nearest of the two ADS variants.
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
         let endpoint = endpoint(&server, &opts);
-        let driver = Driver::new(server, cfg, sink, opts, endpoint, commands, stats);
-        tokio::spawn(driver.run());
+        let backoff = opts.backoff;
+        let driver = Driver::new(server, cfg, sink, opts, endpoint, stats);
+        tokio::spawn(crate::source::reconnect::run(driver, commands, backoff));
         handle
     }
 }

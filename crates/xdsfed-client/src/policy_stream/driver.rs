@@ -1,34 +1,28 @@
-//! The driver task: IO and time for one [`PolicySession`].
+//! The policy-stream kind of source for the one reconnecting loop
+//! ([`reconnect`](crate::source::reconnect), which waits for interest,
+//! closes idle streams and backs off between them, as for ADS): IO for one
+//! [`PolicySession`].
 //!
-//! ```text
-//!   WaitingForInterest ──subscribe──► Streaming ──idle_grace, nothing watched──┐
-//!          ▲                           │ stream ends                            │
-//!          │                           ▼                                        │
-//!          └────────────────────── BackingOff (the ADS transport's backoff) ◄──┘
-//! ```
-//!
-//! Thin, like the ADS driver: it never looks at a version or a nonce. Each
+//! Thin, like the ADS kind: it never looks at a version or a nonce. Each
 //! attempt opens a fresh channel; a health check runs beside the stream as
 //! a unary call (one at a time, bounded by its interval).
 
-use crate::random::random_u64;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::google::protobuf::Timestamp;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::Endpoint;
 use tonic::{Code, Status, Streaming};
-use tracing::Instrument as _;
 
 use super::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
-use crate::source::driving::{IdleTimer, now, sleep_until};
-use crate::source::handle::{Command, Commands, StatsCell};
+use crate::source::driving::now;
+use crate::source::handle::{Command, StatsCell};
+use crate::source::reconnect::{AttemptEnd, SourceKind};
 use crate::transport::{EventSink, TransportError, TransportOptions};
-use xdsfed_core::backoff::ReconnectPolicy;
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::policy_stream::PolicySessionConfig;
 use xdsfed_core::policy_stream::wire::{
@@ -60,35 +54,31 @@ async fn checked(check: &mut Option<Check>) -> Result<(), String> {
     }
 }
 
-enum Outcome {
-    Ended { after_response: bool },
-    Idle,
-    Shutdown,
-}
-
-enum Wake {
-    Command(Option<Command>),
+/// What an open stream woke the driver with.
+pub(super) enum Wake {
     Accepted(Result<Streaming<PolicyDiscoveryResponse>, Status>),
     Message(Result<Option<PolicyDiscoveryResponse>, Status>),
     Checked(Result<(), String>),
-    Timer,
-    Idle,
 }
 
-/// The IO half of an open stream.
-struct Io {
+/// One open stream: the call that opens it, its halves, the health check
+/// beside it.
+pub(super) struct Io {
     client: ValidatingPolicyServiceClient<tonic::transport::Channel>,
+    call: Call,
     out: mpsc::UnboundedSender<PolicyDiscoveryRequest>,
+    inbound: Option<Streaming<PolicyDiscoveryResponse>>,
     check: Option<Check>,
+    after_response: bool,
 }
 
+/// The policy-stream kind of source for the one reconnecting loop.
 pub(super) struct Driver {
     session: PolicySession,
     server: ServerConfig,
     sink: Arc<dyn EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: Commands,
     stats: Arc<StatsCell>,
 }
 
@@ -99,7 +89,6 @@ impl Driver {
         sink: Arc<dyn EventSink>,
         opts: TransportOptions,
         endpoint: Result<Endpoint, TransportError>,
-        commands: Commands,
         stats: Arc<StatsCell>,
     ) -> Self {
         Driver {
@@ -108,171 +97,12 @@ impl Driver {
             sink,
             opts,
             endpoint,
-            commands,
             stats,
         }
     }
 
-    pub(super) async fn run(mut self) {
-        let mut policy = ReconnectPolicy::new(self.opts.backoff, random_u64());
-        let mut attempt: u64 = 0;
-        loop {
-            if !self.session.has_subscriptions() && !self.wait(None).await {
-                return;
-            }
-            attempt += 1;
-            let span =
-                tracing::info_span!("policy_stream", server = %self.server.server_uri, attempt);
-            policy.started(now());
-            let after_response = match self.run_stream().instrument(span).await {
-                Outcome::Shutdown => return,
-                Outcome::Idle => {
-                    policy.closed_locally();
-                    continue;
-                }
-                Outcome::Ended { after_response } => after_response,
-            };
-            let at = policy.ended(now(), after_response);
-            tracing::info!(
-                server = %self.server.server_uri,
-                delay = ?at.saturating_duration_since(now()),
-                "reconnecting the policy stream"
-            );
-            if !self.wait(Some(at)).await {
-                return;
-            }
-        }
-    }
-
-    /// Without a stream: applies commands until `deadline` (or, without
-    /// one, until something is subscribed). `false` on shutdown.
-    async fn wait(&mut self, deadline: Option<Instant>) -> bool {
-        loop {
-            self.flush(None);
-            if deadline.is_none() && self.session.has_subscriptions() {
-                return true;
-            }
-            tokio::select! {
-                cmd = self.commands.recv() => {
-                    if !self.apply(cmd) {
-                        return false;
-                    }
-                }
-                () = sleep_until(deadline) => return true,
-            }
-        }
-    }
-
-    /// Opens a stream and drives it until it ends.
-    async fn run_stream(&mut self) -> Outcome {
-        let channel = match &self.endpoint {
-            Ok(endpoint) => endpoint.connect_lazy(),
-            Err(e) => {
-                let message = e.to_string();
-                return self.end(Code::Unavailable, message, false);
-            }
-        };
-        self.stats.lock().streams_opened += 1;
-        self.session.handle_connected(now());
-        let client = ValidatingPolicyServiceClient::new(channel)
-            .max_decoding_message_size(self.opts.max_message_size)
-            .max_encoding_message_size(self.opts.max_message_size);
-        let (out, rx) = mpsc::unbounded_channel();
-        let mut opener = client.clone();
-        let mut call: Call = Box::pin(async move {
-            let response = opener
-                .policy_discovery_stream(UnboundedReceiverStream::new(rx))
-                .await?;
-            Ok(response.into_inner())
-        });
-        let mut io = Io {
-            client,
-            out,
-            check: None,
-        };
-        let mut inbound = None;
-        let mut after_response = false;
-        let mut idle = IdleTimer::default();
-        loop {
-            if let Some(end) = self.session.poll_close() {
-                return self.end(Code::from_i32(end.code), end.message, after_response);
-            }
-            self.flush(Some(&mut io));
-            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
-            let wake = tokio::select! {
-                cmd = self.commands.recv() => Wake::Command(cmd),
-                r = &mut call, if inbound.is_none() => Wake::Accepted(r),
-                m = recv(&mut inbound) => Wake::Message(m),
-                r = checked(&mut io.check) => Wake::Checked(r),
-                () = sleep_until(self.session.poll_timeout()) => Wake::Timer,
-                () = sleep_until(idle_at) => Wake::Idle,
-            };
-            if let Some(outcome) = self.on_wake(wake, &mut io, &mut inbound, &mut after_response) {
-                return outcome;
-            }
-        }
-    }
-
-    /// Feeds what woke the driver to the session; `Some` when the stream
-    /// is over.
-    fn on_wake(
-        &mut self,
-        wake: Wake,
-        io: &mut Io,
-        inbound: &mut Option<Streaming<PolicyDiscoveryResponse>>,
-        after_response: &mut bool,
-    ) -> Option<Outcome> {
-        match wake {
-            Wake::Command(cmd) => {
-                if !self.apply(cmd) {
-                    self.session
-                        .handle_stream_end(now(), StreamEnd::local("shut down"));
-                    self.flush(None);
-                    return Some(Outcome::Shutdown);
-                }
-            }
-            Wake::Accepted(Ok(stream)) => {
-                *inbound = Some(stream);
-                self.session.handle_stream_accepted(now());
-            }
-            Wake::Accepted(Err(status)) | Wake::Message(Err(status)) => {
-                let message = status.message().to_owned();
-                return Some(self.end(status.code(), message, *after_response));
-            }
-            Wake::Message(Ok(None)) => {
-                let message = "stream closed by the server".to_owned();
-                return Some(self.end(Code::Ok, message, *after_response));
-            }
-            Wake::Message(Ok(Some(response))) => {
-                *after_response = true;
-                self.stats.lock().connected = true;
-                let _span = tracing::debug_span!(
-                    "policy_snapshot",
-                    version = %response.version_info,
-                    policies = response.policies.len(),
-                )
-                .entered();
-                self.session.handle_response(now(), response);
-            }
-            Wake::Checked(result) => {
-                io.check = None;
-                if let Err(e) = &result {
-                    tracing::debug!(server = %self.server.server_uri, error = %e, "health check failed");
-                }
-                self.session.handle_health_check(now(), result);
-            }
-            Wake::Timer => self.session.handle_timeout(now()),
-            Wake::Idle => {
-                self.session
-                    .handle_stream_end(now(), StreamEnd::local("idle"));
-                self.flush(None);
-                return Some(Outcome::Idle);
-            }
-        }
-        None
-    }
-
-    fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
+    /// The stream ended with `code`: tell the session.
+    fn end(&mut self, code: Code, message: String, after_response: bool) -> AttemptEnd {
         self.stats.lock().connected = false;
         if code == Code::Ok {
             tracing::debug!(server = %self.server.server_uri, "policy stream ended");
@@ -285,21 +115,9 @@ impl Driver {
         );
         self.session.handle_stream_end(now(), end);
         self.flush(None);
-        Outcome::Ended { after_response }
-    }
-
-    /// Applies `command` and every command queued behind it; `false` on
-    /// shutdown.
-    fn apply(&mut self, command: Option<Command>) -> bool {
-        let session = &mut self.session;
-        self.commands
-            .apply_queued(command, |command| match command {
-                Command::Subscribe(key) => session.subscribe(key),
-                Command::Unsubscribe(key) => session.unsubscribe(&key),
-                Command::ForgetVersion(key) => session.forget_version(&key),
-                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
-                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
-            })
+        AttemptEnd::Ended {
+            had_response: after_response,
+        }
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -385,6 +203,140 @@ impl Driver {
                 Err(_) => Err(format!("no answer within {limit:?}")),
             }
         }));
+    }
+}
+
+impl SourceKind for Driver {
+    type Io = Io;
+    type Wake = Wake;
+
+    fn has_subscriptions(&self) -> bool {
+        self.session.has_subscriptions()
+    }
+
+    fn apply(&mut self, command: Command) {
+        let session = &mut self.session;
+        match command {
+            Command::Subscribe(key) => session.subscribe(key),
+            Command::Unsubscribe(key) => session.unsubscribe(&key),
+            Command::ForgetVersion(key) => session.forget_version(&key),
+            Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+            Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+        }
+    }
+
+    fn flush(&mut self, io: Option<&mut Io>) {
+        Driver::flush(self, io);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+    }
+
+    fn idle_grace(&self) -> Option<Duration> {
+        Some(self.opts.idle_grace)
+    }
+
+    fn span(&self, attempt: u64) -> tracing::Span {
+        tracing::info_span!("policy_stream", server = %self.server.server_uri, attempt)
+    }
+
+    /// Opens a fresh channel and starts the stream's RPC on it.
+    fn open(&mut self) -> Result<Io, AttemptEnd> {
+        let channel = match &self.endpoint {
+            Ok(endpoint) => endpoint.connect_lazy(),
+            Err(e) => {
+                let message = e.to_string();
+                return Err(self.end(Code::Unavailable, message, false));
+            }
+        };
+        self.stats.lock().streams_opened += 1;
+        self.session.handle_connected(now());
+        let client = ValidatingPolicyServiceClient::new(channel)
+            .max_decoding_message_size(self.opts.max_message_size)
+            .max_encoding_message_size(self.opts.max_message_size);
+        let (out, rx) = mpsc::unbounded_channel();
+        let mut opener = client.clone();
+        let call: Call = Box::pin(async move {
+            let response = opener
+                .policy_discovery_stream(UnboundedReceiverStream::new(rx))
+                .await?;
+            Ok(response.into_inner())
+        });
+        Ok(Io {
+            client,
+            call,
+            out,
+            inbound: None,
+            check: None,
+            after_response: false,
+        })
+    }
+
+    async fn next(io: &mut Io) -> Wake {
+        tokio::select! {
+            r = &mut io.call, if io.inbound.is_none() => Wake::Accepted(r),
+            m = recv(&mut io.inbound) => Wake::Message(m),
+            r = checked(&mut io.check) => Wake::Checked(r),
+        }
+    }
+
+    fn handle(&mut self, io: &mut Io, wake: Wake) -> Option<AttemptEnd> {
+        match wake {
+            Wake::Accepted(Ok(stream)) => {
+                io.inbound = Some(stream);
+                self.session.handle_stream_accepted(now());
+            }
+            Wake::Accepted(Err(status)) | Wake::Message(Err(status)) => {
+                let message = status.message().to_owned();
+                return Some(self.end(status.code(), message, io.after_response));
+            }
+            Wake::Message(Ok(None)) => {
+                let message = "stream closed by the server".to_owned();
+                return Some(self.end(Code::Ok, message, io.after_response));
+            }
+            Wake::Message(Ok(Some(response))) => {
+                io.after_response = true;
+                self.stats.lock().connected = true;
+                let _span = tracing::debug_span!(
+                    "policy_snapshot",
+                    version = %response.version_info,
+                    policies = response.policies.len(),
+                )
+                .entered();
+                self.session.handle_response(now(), response);
+            }
+            Wake::Checked(result) => {
+                io.check = None;
+                if let Err(e) = &result {
+                    tracing::debug!(server = %self.server.server_uri, error = %e, "health check failed");
+                }
+                self.session.handle_health_check(now(), result);
+            }
+        }
+        None
+    }
+
+    fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
+        let end = self.session.poll_close()?;
+        Some(self.end(Code::from_i32(end.code), end.message, io.after_response))
+    }
+
+    fn end_locally(&mut self, _io: Io, why: &str) {
+        self.session.handle_stream_end(now(), StreamEnd::local(why));
+        self.flush(None);
+    }
+
+    fn backing_off(&self, delay: Duration, _attempt: u64, _had_response: bool) {
+        tracing::info!(
+            server = %self.server.server_uri,
+            ?delay,
+            "reconnecting the policy stream"
+        );
     }
 }
 

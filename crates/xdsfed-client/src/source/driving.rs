@@ -1,13 +1,13 @@
-//! What the driver tasks of ADS, REST and the policy stream share around
-//! their sessions: the clock they pass in, the sleep on the session's next
-//! deadline, the wait between attempts, and the idle deadline after the
-//! last subscription goes.
+//! What the source kinds and the one reconnecting loop
+//! ([`reconnect`](super::reconnect)) share around their sessions: the clock
+//! they pass in, the sleep on the session's next deadline, the idle
+//! deadline after the last subscription goes, and the publishing of a
+//! protocol session's counters.
 
 use std::time::{Duration, Instant};
 
-use crate::source::handle::{Command, Commands};
 use crate::transport::ConnectionStats;
-use xdsfed_core::protocol::{Session, SessionStats};
+use xdsfed_core::protocol::SessionStats;
 
 /// The clock: tokio's, so that paused-time tests control it.
 pub(crate) fn now() -> Instant {
@@ -20,43 +20,6 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
         None => std::future::pending().await,
-    }
-}
-
-/// A driver (ADS, REST) between attempts: no stream is open, no poll is
-/// in flight.
-pub(crate) trait BetweenAttempts {
-    /// Its protocol session.
-    fn session(&mut self) -> &mut Session;
-    /// Its handle's commands.
-    fn commands(&mut self) -> &mut Commands;
-    /// Applies a command (`None`: the handle is gone); `false` on shutdown.
-    fn apply(&mut self, command: Option<Command>) -> bool;
-    /// Hands on what the session has to say while nothing is open.
-    fn flush_between(&mut self);
-}
-
-/// Applies commands and fires the session's timers until `deadline` (or,
-/// without one, until something is subscribed). `false` on shutdown.
-pub(crate) async fn wait_between<D: BetweenAttempts>(
-    driver: &mut D,
-    deadline: Option<Instant>,
-) -> bool {
-    loop {
-        driver.flush_between();
-        if deadline.is_none() && driver.session().has_subscriptions() {
-            return true;
-        }
-        let timer = driver.session().poll_timeout();
-        tokio::select! {
-            cmd = driver.commands().recv() => {
-                if !driver.apply(cmd) {
-                    return false;
-                }
-            }
-            () = sleep_until(timer) => driver.session().handle_timeout(now()),
-            () = sleep_until(deadline) => return true,
-        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod file;
 pub(crate) mod handle;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
+pub(crate) mod reconnect;
 #[cfg(feature = "rest")]
 pub mod rest;
 

@@ -1,31 +1,21 @@
-//! The driver task: IO and time for one [`Session`].
-//!
-//! ```text
-//!          ┌──────────── no subscriptions ◄──────────────┐
-//!          ▼                                              │ idle_grace
-//!   WaitingForInterest ──subscribe──► Streaming ──────────┘
-//!          ▲                           │ stream ends
-//!          │                           ▼
-//!          └──────────────────── BackingOff (after every end; the delay
-//!                                 counts from the attempt's start, and a
-//!                                 response resets it)
-//! ```
+//! The ADS kind of source for the one reconnecting loop
+//! ([`reconnect`](crate::source::reconnect), which waits for interest,
+//! closes idle streams and backs off between them): IO for one
+//! [`Session`] over a tonic bidi stream.
 //!
 //! Each attempt opens a fresh channel, so that a connection to a server
 //! that never answered is dropped, not reused. When the session asks for
 //! the stream to be closed ([`Session::poll_close`]: the handshake or
-//! first-response deadline passed), the driver ends it as the server's
-//! failure.
+//! first-response deadline passed), the stream ends as the server's
+//! failure. A delta refusal switches the session to SotW, and the next
+//! stream opens at once ([`AttemptEnd::Switched`]).
 //!
-//! In every state the driver keeps applying commands and firing the
-//! session's timers (TTLs run while disconnected). It never awaits anything
-//! but its own IO, commands and timers: events go to the sink, which must
-//! not block.
+//! Events go to the sink, which must not block.
 
-use crate::random::random_u64;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::discovery::v3::{
@@ -37,14 +27,11 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::{Service as _, http};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
-use tracing::Instrument as _;
 
 use super::{TransportError, TransportOptions};
-use crate::source::driving::{
-    BetweenAttempts, IdleTimer, now, publish_session_stats, sleep_until, wait_between,
-};
-use crate::source::handle::{Command, Commands, StatsCell};
-use xdsfed_core::backoff::ReconnectPolicy;
+use crate::source::driving::{now, publish_session_stats};
+use crate::source::handle::{Command, StatsCell};
+use crate::source::reconnect::{AttemptEnd, SourceKind};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig};
 use xdsfed_core::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
 use xdsfed_core::types::TypeRegistry;
@@ -74,13 +61,13 @@ impl Outbound {
 }
 
 /// The receiving half of an open stream.
-enum Inbound {
+pub(super) enum Inbound {
     Delta(Streaming<DeltaDiscoveryResponse>),
     Sotw(Streaming<DiscoveryResponse>),
 }
 
 /// One response from either variant.
-enum Response {
+pub(super) enum Response {
     Delta(DeltaDiscoveryResponse),
     Sotw(DiscoveryResponse),
 }
@@ -128,33 +115,41 @@ fn probe(mut channel: Channel) -> Probe {
     answered.fuse()
 }
 
-/// How a stream ended.
-enum Outcome {
-    /// The stream ended or failed.
-    Ended { code: Code, after_response: bool },
-    /// Closed after `idle_grace` with nothing subscribed.
-    Idle,
-    /// The connection is shut down.
-    Shutdown,
-}
-
-/// What woke the driver.
-enum Wake {
-    Command(Option<Command>),
+/// What an open stream woke the driver with.
+pub(super) enum Wake {
     Connected(Result<Inbound, Status>),
     Ready,
     Message(Result<Option<Response>, Status>),
-    Timer,
-    Idle,
 }
 
+/// One open stream: its halves, the call that opens it, the readiness
+/// probe beside it.
+pub(super) struct Io {
+    out: Outbound,
+    call: Call,
+    ready: Probe,
+    inbound: Option<Inbound>,
+    after_response: bool,
+}
+
+/// Everything the driver is built from.
+pub(super) struct Parts {
+    pub(super) server: ServerConfig,
+    pub(super) authorities: AuthorityFilter,
+    pub(super) types: Arc<TypeRegistry>,
+    pub(super) sink: Arc<dyn super::EventSink>,
+    pub(super) opts: TransportOptions,
+    pub(super) endpoint: Result<Endpoint, TransportError>,
+    pub(super) stats: Arc<StatsCell>,
+}
+
+/// The ADS kind of source for the one reconnecting loop.
 pub(super) struct Driver {
     server: ServerConfig,
     session: Session,
     sink: Arc<dyn super::EventSink>,
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
-    commands: Commands,
     stats: Arc<StatsCell>,
     fallback_logged: bool,
     /// The type of the response handled last, until its events are
@@ -163,17 +158,16 @@ pub(super) struct Driver {
 }
 
 impl Driver {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        server: ServerConfig,
-        authorities: AuthorityFilter,
-        types: Arc<TypeRegistry>,
-        sink: Arc<dyn super::EventSink>,
-        opts: TransportOptions,
-        endpoint: Result<Endpoint, TransportError>,
-        commands: Commands,
-        stats: Arc<StatsCell>,
-    ) -> Self {
+    pub(super) fn new(parts: Parts) -> Self {
+        let Parts {
+            server,
+            authorities,
+            types,
+            sink,
+            opts,
+            endpoint,
+            stats,
+        } = parts;
         let mut cfg = SessionConfig::new(opts.node.clone())
             .with_variant(server.api)
             .with_does_not_exist_timeout(opts.does_not_exist_timeout)
@@ -187,53 +181,9 @@ impl Driver {
             sink,
             opts,
             endpoint,
-            commands,
             stats,
             fallback_logged: false,
             answered: None,
-        }
-    }
-
-    pub(super) async fn run(mut self) {
-        let mut policy = ReconnectPolicy::new(self.opts.backoff, random_u64());
-        let mut attempt: u64 = 0;
-        loop {
-            if !self.session.has_subscriptions() && !wait_between(&mut self, None).await {
-                return;
-            }
-            attempt += 1;
-            let span = tracing::info_span!(
-                "ads_stream",
-                server = %self.server.server_uri,
-                variant = ?self.session.variant(),
-                attempt,
-            );
-            policy.started(now());
-            let outcome = self.run_stream().instrument(span).await;
-            let (code, after_response) = match outcome {
-                Outcome::Shutdown => return,
-                Outcome::Idle => {
-                    policy.closed_locally();
-                    continue;
-                }
-                Outcome::Ended {
-                    code,
-                    after_response,
-                } => (code, after_response),
-            };
-            if self.falls_back(code, after_response) {
-                continue;
-            }
-            let at = policy.ended(now(), after_response);
-            let delay = at.saturating_duration_since(now());
-            if after_response {
-                tracing::debug!(server = %self.server.server_uri, ?delay, "reopening the ADS stream");
-            } else {
-                tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
-            }
-            if !wait_between(&mut self, Some(at)).await {
-                return;
-            }
         }
     }
 
@@ -263,82 +213,10 @@ impl Driver {
             && !self.server.api_pinned
     }
 
-    /// Opens a stream and drives it until it ends.
-    async fn run_stream(&mut self) -> Outcome {
-        let channel = match &self.endpoint {
-            Ok(endpoint) => endpoint.connect_lazy(),
-            Err(e) => {
-                let message = e.to_string();
-                return self.end(Code::Unavailable, message, false);
-            }
-        };
-        self.stats.lock().streams_opened += 1;
-        self.session.handle_connected(now());
-        let mut ready = probe(channel.clone());
-        let (out, mut call) = self.open(channel);
-        let mut inbound: Option<Inbound> = None;
-        let mut after_response = false;
-        let mut idle = IdleTimer::default();
-        loop {
-            if let Some(end) = self.session.poll_close() {
-                // The session's deadline: the server's failure, not ours.
-                return self.end(Code::from_i32(end.code), end.message, after_response);
-            }
-            self.flush(Some(&out));
-            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
-            let timer = self.session.poll_timeout();
-            let wake = tokio::select! {
-                cmd = self.commands.recv() => Wake::Command(cmd),
-                r = &mut call, if inbound.is_none() => Wake::Connected(r),
-                () = &mut ready => Wake::Ready,
-                m = recv(&mut inbound) => Wake::Message(m),
-                () = sleep_until(timer) => Wake::Timer,
-                () = sleep_until(idle_at) => Wake::Idle,
-            };
-            match wake {
-                Wake::Command(cmd) => {
-                    if !self.apply(cmd) {
-                        self.session
-                            .handle_stream_end(now(), StreamEnd::local("shut down"));
-                        self.flush(None);
-                        return Outcome::Shutdown;
-                    }
-                }
-                Wake::Ready => self.session.handle_connection_ready(now()),
-                Wake::Connected(Ok(stream)) => {
-                    inbound = Some(stream);
-                    self.session.handle_stream_accepted(now());
-                }
-                Wake::Connected(Err(status)) | Wake::Message(Err(status)) => {
-                    return self.end(status.code(), status.message().to_owned(), after_response);
-                }
-                Wake::Message(Ok(None)) => {
-                    return self.end(
-                        Code::Ok,
-                        "stream closed by the server".into(),
-                        after_response,
-                    );
-                }
-                Wake::Message(Ok(Some(response))) => {
-                    after_response = true;
-                    self.handle(response);
-                }
-                Wake::Timer => self.session.handle_timeout(now()),
-                Wake::Idle => {
-                    tracing::debug!(server = %self.server.server_uri, "closing the idle ADS stream");
-                    self.session
-                        .handle_stream_end(now(), StreamEnd::local("idle"));
-                    self.flush(None);
-                    return Outcome::Idle;
-                }
-            }
-        }
-    }
-
     /// Starts the RPC of the session's variant. The call resolves when the
     /// server's headers arrive, which some servers send only with their
     /// first response, so requests are written meanwhile.
-    fn open(&self, channel: Channel) -> (Outbound, Call) {
+    fn start_rpc(&self, channel: Channel) -> (Outbound, Call) {
         let mut client = AggregatedDiscoveryServiceClient::new(channel)
             .max_decoding_message_size(self.opts.max_message_size)
             .max_encoding_message_size(self.opts.max_message_size);
@@ -367,7 +245,7 @@ impl Driver {
     }
 
     /// Feeds one response to the session.
-    fn handle(&mut self, response: Response) {
+    fn handle_response(&mut self, response: Response) {
         let now = now();
         let first = !self.stats.lock().connected;
         if first {
@@ -400,7 +278,7 @@ impl Driver {
 
     /// The stream ended with `code`: tell the session (unless it is the
     /// delta→SotW fallback, which is not the server failing).
-    fn end(&mut self, code: Code, message: String, after_response: bool) -> Outcome {
+    fn end(&mut self, code: Code, message: String, after_response: bool) -> AttemptEnd {
         self.stats.lock().connected = false;
         let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
@@ -418,24 +296,13 @@ impl Driver {
         }
         self.session.handle_stream_end(now(), end);
         self.flush(None);
-        Outcome::Ended {
-            code,
-            after_response,
+        if self.falls_back(code, after_response) {
+            AttemptEnd::Switched
+        } else {
+            AttemptEnd::Ended {
+                had_response: after_response,
+            }
         }
-    }
-
-    /// Applies `command` and every command queued behind it; `false` on
-    /// shutdown.
-    fn apply(&mut self, command: Option<Command>) -> bool {
-        let session = &mut self.session;
-        self.commands
-            .apply_queued(command, |command| match command {
-                Command::Subscribe(key) => session.subscribe(key),
-                Command::Unsubscribe(key) => session.unsubscribe(&key),
-                Command::ForgetVersion(key) => session.forget_version(&key),
-                Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
-                Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
-            })
     }
 
     /// Writes what the session wants written, hands its events to the sink
@@ -489,21 +356,124 @@ fn explain_too_large(code: Code, message: &str) -> Option<String> {
     ))
 }
 
-impl BetweenAttempts for Driver {
-    fn session(&mut self) -> &mut Session {
-        &mut self.session
+impl SourceKind for Driver {
+    type Io = Io;
+    type Wake = Wake;
+
+    fn has_subscriptions(&self) -> bool {
+        self.session.has_subscriptions()
     }
 
-    fn commands(&mut self) -> &mut Commands {
-        &mut self.commands
+    fn apply(&mut self, command: Command) {
+        let session = &mut self.session;
+        match command {
+            Command::Subscribe(key) => session.subscribe(key),
+            Command::Unsubscribe(key) => session.unsubscribe(&key),
+            Command::ForgetVersion(key) => session.forget_version(&key),
+            Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+            Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+        }
     }
 
-    fn apply(&mut self, command: Option<Command>) -> bool {
-        Driver::apply(self, command)
+    fn flush(&mut self, io: Option<&mut Io>) {
+        Driver::flush(self, io.map(|io| &io.out));
     }
 
-    fn flush_between(&mut self) {
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+    }
+
+    fn idle_grace(&self) -> Option<Duration> {
+        Some(self.opts.idle_grace)
+    }
+
+    fn span(&self, attempt: u64) -> tracing::Span {
+        tracing::info_span!(
+            "ads_stream",
+            server = %self.server.server_uri,
+            variant = ?self.session.variant(),
+            attempt,
+        )
+    }
+
+    /// Opens a fresh channel (a connection to a server that never answered
+    /// is dropped, not reused) and starts the stream's RPC on it.
+    fn open(&mut self) -> Result<Io, AttemptEnd> {
+        let channel = match &self.endpoint {
+            Ok(endpoint) => endpoint.connect_lazy(),
+            Err(e) => {
+                let message = e.to_string();
+                return Err(self.end(Code::Unavailable, message, false));
+            }
+        };
+        self.stats.lock().streams_opened += 1;
+        self.session.handle_connected(now());
+        let ready = probe(channel.clone());
+        let (out, call) = self.start_rpc(channel);
+        Ok(Io {
+            out,
+            call,
+            ready,
+            inbound: None,
+            after_response: false,
+        })
+    }
+
+    async fn next(io: &mut Io) -> Wake {
+        tokio::select! {
+            r = &mut io.call, if io.inbound.is_none() => Wake::Connected(r),
+            () = &mut io.ready => Wake::Ready,
+            m = recv(&mut io.inbound) => Wake::Message(m),
+        }
+    }
+
+    fn handle(&mut self, io: &mut Io, wake: Wake) -> Option<AttemptEnd> {
+        match wake {
+            Wake::Ready => self.session.handle_connection_ready(now()),
+            Wake::Connected(Ok(stream)) => {
+                io.inbound = Some(stream);
+                self.session.handle_stream_accepted(now());
+            }
+            Wake::Connected(Err(status)) | Wake::Message(Err(status)) => {
+                let message = status.message().to_owned();
+                return Some(self.end(status.code(), message, io.after_response));
+            }
+            Wake::Message(Ok(None)) => {
+                let message = "stream closed by the server".to_owned();
+                return Some(self.end(Code::Ok, message, io.after_response));
+            }
+            Wake::Message(Ok(Some(response))) => {
+                io.after_response = true;
+                self.handle_response(response);
+            }
+        }
+        None
+    }
+
+    fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
+        // The session's deadline: the server's failure, not ours.
+        let end = self.session.poll_close()?;
+        Some(self.end(Code::from_i32(end.code), end.message, io.after_response))
+    }
+
+    fn end_locally(&mut self, _io: Io, why: &str) {
+        if why == "idle" {
+            tracing::debug!(server = %self.server.server_uri, "closing the idle ADS stream");
+        }
+        self.session.handle_stream_end(now(), StreamEnd::local(why));
         self.flush(None);
+    }
+
+    fn backing_off(&self, delay: Duration, attempt: u64, had_response: bool) {
+        if had_response {
+            tracing::debug!(server = %self.server.server_uri, ?delay, "reopening the ADS stream");
+        } else {
+            tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
+        }
     }
 }
 

@@ -214,17 +214,17 @@ impl SourceHandle<AdsKind> {
         endpoint: Result<tonic::transport::Endpoint, TransportError>,
     ) -> Self {
         let (handle, commands, stats) = Self::new(server.api);
-        let driver = driver::Driver::new(
+        let backoff = opts.backoff;
+        let driver = driver::Driver::new(driver::Parts {
             server,
             authorities,
             types,
             sink,
             opts,
             endpoint,
-            commands,
             stats,
-        );
-        tokio::spawn(driver.run());
+        });
+        tokio::spawn(crate::source::reconnect::run(driver, commands, backoff));
         handle
     }
 }

@@ -1,17 +1,24 @@
 //! [`CdnConnection`]: the handle on one CDN source's driver task, as the
-//! client's executor sees it (a [`SourceConnection`](crate::source::SourceConnection)), and the driver: it
+//! client's executor sees it (a [`SourceConnection`](crate::source::SourceConnection)), and its kind for the
+//! one reconnecting loop ([`reconnect`](crate::source::reconnect)): it
 //! issues the session's fetches, feeds their answers back, and sleeps
 //! until the next is due. It never looks at a status code or an ETag.
+//!
+//! Its attempt is a period of fetching that never fails: each fetch backs
+//! off in the session (per resource, from the same backoff settings), so
+//! there is no stream for the loop to back off from, and nothing closes
+//! when the last subscription goes.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use tokio::task::JoinSet;
+use tokio::task::{JoinError, JoinSet};
 
 use super::http::{BodyLimits, HttpClient};
 use crate::source::SourceHandle;
-use crate::source::driving::sleep_until;
-use crate::source::handle::{Command, Commands, StatsCell};
+use crate::source::driving::now;
+use crate::source::handle::{Command, StatsCell};
+use crate::source::reconnect::{self, AttemptEnd, SourceKind};
 use crate::transport::{EventSink, TransportOptions};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
 use xdsfed_core::protocol::CoreEvent;
@@ -60,52 +67,32 @@ impl SourceHandle<CdnKind> {
             client: client.map_err(Arc::from),
             server,
             sink,
-            commands,
-            fetches: JoinSet::new(),
             stats,
         };
-        tokio::spawn(driver.run());
+        tokio::spawn(reconnect::run(driver, commands, opts.backoff));
         handle
     }
 }
 
-/// The driver task of one CDN source.
+/// The CDN kind of source for the one reconnecting loop.
 struct Driver {
     session: CdnSession,
     /// The client, or why it could not be set up.
     client: Result<HttpClient, Arc<str>>,
     server: ServerConfig,
     sink: Arc<dyn EventSink>,
-    commands: Commands,
-    /// The fetches in flight; dropped (aborted) with the driver.
-    fetches: JoinSet<(Fetch, Fetched)>,
     stats: Arc<StatsCell>,
 }
 
-impl Driver {
-    async fn run(mut self) {
-        loop {
-            self.issue(Instant::now());
-            self.deliver();
-            let sleep = sleep_until(self.session.poll_timeout());
-            tokio::select! {
-                command = self.commands.recv() => match command {
-                    None => return,
-                    Some(command) => self.apply(command),
-                },
-                Some(done) = self.fetches.join_next(), if !self.fetches.is_empty() => {
-                    match done {
-                        Ok((fetch, fetched)) => {
-                            self.session.handle_fetched(fetch.id, &fetch.key, fetched, Instant::now());
-                        }
-                        // Fetch tasks do not panic; a cancelled one is
-                        // the runtime shutting down.
-                        Err(e) => tracing::warn!(error = %e, "CDN fetch task ended abnormally"),
-                    }
-                }
-                () = sleep => {}
-            }
-        }
+/// The fetches in flight; dropped (aborted) with the attempt.
+type Fetches = JoinSet<(Fetch, Fetched)>;
+
+impl SourceKind for Driver {
+    type Io = Fetches;
+    type Wake = Result<(Fetch, Fetched), JoinError>;
+
+    fn has_subscriptions(&self) -> bool {
+        self.session.has_subscriptions()
     }
 
     fn apply(&mut self, command: Command) {
@@ -124,11 +111,70 @@ impl Driver {
         }
     }
 
+    fn flush(&mut self, io: Option<&mut Fetches>) {
+        if let Some(fetches) = io {
+            self.issue(now(), fetches);
+        }
+        self.deliver();
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    /// Due fetches start on the next flush.
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn idle_grace(&self) -> Option<Duration> {
+        None
+    }
+
+    fn span(&self, attempt: u64) -> tracing::Span {
+        tracing::info_span!("cdn_fetching", server = %self.server.server_uri, attempt)
+    }
+
+    fn open(&mut self) -> Result<Fetches, AttemptEnd> {
+        Ok(JoinSet::new())
+    }
+
+    async fn next(fetches: &mut Fetches) -> Self::Wake {
+        match fetches.join_next().await {
+            Some(done) => done,
+            // Nothing in flight: the session's timer wakes the loop.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn handle(&mut self, _fetches: &mut Fetches, done: Self::Wake) -> Option<AttemptEnd> {
+        match done {
+            Ok((fetch, fetched)) => {
+                self.session
+                    .handle_fetched(fetch.id, &fetch.key, fetched, now());
+            }
+            // Fetch tasks do not panic; a cancelled one is the runtime
+            // shutting down.
+            Err(e) => tracing::warn!(error = %e, "CDN fetch task ended abnormally"),
+        }
+        None
+    }
+
+    fn poll_close(&mut self, _fetches: &mut Fetches) -> Option<AttemptEnd> {
+        None
+    }
+
+    fn end_locally(&mut self, _fetches: Fetches, _why: &str) {}
+
+    fn backing_off(&self, delay: Duration, _attempt: u64, _had_response: bool) {
+        tracing::debug!(server = %self.server.server_uri, ?delay, "CDN fetching paused");
+    }
+}
+
+impl Driver {
     /// Starts every fetch the session asks for.
-    fn issue(&mut self, now: Instant) {
+    fn issue(&mut self, now: Instant, fetches: &mut Fetches) {
         while let Some(fetch) = self.session.poll_fetch(now) {
             let client = self.client.clone();
-            self.fetches.spawn(async move {
+            fetches.spawn(async move {
                 let fetched = match client {
                     Ok(client) => client.get(&fetch).await,
                     Err(why) => Fetched::Failed(why),

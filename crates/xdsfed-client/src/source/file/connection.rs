@@ -53,10 +53,14 @@ impl SourceHandle<FileKind> {
             source,
             limit,
             sink,
-            commands,
             stats,
         };
-        tokio::spawn(driver.run());
+        // Its attempts never fail: the backoff is never used.
+        tokio::spawn(crate::source::reconnect::run(
+            driver,
+            commands,
+            opts.backoff,
+        ));
         handle
     }
 }

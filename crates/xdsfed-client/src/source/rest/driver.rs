@@ -1,16 +1,7 @@
-//! The driver task of a REST-JSON source: IO and time for one SotW
+//! The REST-JSON kind of source for the one reconnecting loop
+//! ([`reconnect`](crate::source::reconnect), which waits for interest,
+//! stops idle polling and backs off between attempts): IO for one SotW
 //! [`Session`] and its [`PollSchedule`].
-//!
-//! ```text
-//!          ┌──────────── no subscriptions ◄───────────────┐
-//!          ▼                                               │ idle_grace
-//!   WaitingForInterest ──subscribe──► Polling ─────────────┘
-//!          ▲                            │ a poll fails
-//!          │                            ▼
-//!          └───────────────────── BackingOff (the transport's reconnect
-//!                                  policy: from the attempt's start, reset
-//!                                  by an answer)
-//! ```
 //!
 //! An attempt is what a stream is to ADS: it starts with
 //! `handle_connected` (every type written afresh) and ends with the first
@@ -18,21 +9,19 @@
 //! requests from the session to the schedule, due polls to the HTTP
 //! client, and answers back to the session.
 
-use crate::random::random_u64;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
 use super::http::{Answer, Failure, HttpClient};
-use crate::source::driving::{
-    BetweenAttempts, IdleTimer, now, publish_session_stats, sleep_until, wait_between,
-};
-use crate::source::handle::{Command, Commands, StatsCell};
+use crate::source::driving::{now, publish_session_stats};
+use crate::source::handle::{Command, StatsCell};
+use crate::source::reconnect::{AttemptEnd, SourceKind};
 use crate::transport::{EventSink, TransportError, TransportOptions};
-use xdsfed_core::backoff::ReconnectPolicy;
 use xdsfed_core::bootstrap::{RestTiming, ServerConfig};
 use xdsfed_core::protocol::{
     AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
@@ -43,23 +32,12 @@ use xdsfed_core::types::TypeRegistry;
 /// One poll on the wire: its type URL and what came back.
 type InFlight = Pin<Box<dyn Future<Output = (String, Result<Answer, Failure>)> + Send>>;
 
-/// How an attempt ended.
-enum Outcome {
-    /// A poll failed; `answered` if any poll of the attempt was answered.
-    Failed { answered: bool },
-    /// Nothing was subscribed for `idle_grace`.
-    Idle,
-    /// The connection is shut down.
-    Shutdown,
-}
-
-/// What woke the driver.
-enum Wake {
-    Command(Option<Command>),
-    Answered(String, Result<Answer, Failure>),
-    Timer,
-    Poll,
-    Idle,
+/// What one attempt holds: the client, the polls on the wire, and
+/// whether any of them was answered.
+pub(super) struct Io {
+    client: HttpClient,
+    inflight: FuturesUnordered<InFlight>,
+    answered: bool,
 }
 
 /// Everything the driver is built from.
@@ -71,7 +49,6 @@ pub(super) struct Parts {
     pub(super) sink: Arc<dyn EventSink>,
     pub(super) opts: TransportOptions,
     pub(super) client: Result<HttpClient, TransportError>,
-    pub(super) commands: Commands,
     pub(super) stats: Arc<StatsCell>,
 }
 
@@ -82,7 +59,6 @@ pub(super) struct Driver {
     sink: Arc<dyn EventSink>,
     opts: TransportOptions,
     client: Result<HttpClient, TransportError>,
-    commands: Commands,
     stats: Arc<StatsCell>,
     /// Events the driver itself produces (what REST cannot ask for),
     /// delivered with the session's.
@@ -102,7 +78,6 @@ impl Driver {
             sink,
             opts,
             client,
-            commands,
             stats,
         } = parts;
         let mut cfg = SessionConfig::new(opts.node.clone())
@@ -122,98 +97,9 @@ impl Driver {
             sink,
             opts,
             client,
-            commands,
             stats,
             own_events: Vec::new(),
             answered: None,
-        }
-    }
-
-    pub(super) async fn run(mut self) {
-        let mut policy = ReconnectPolicy::new(self.opts.backoff, random_u64());
-        loop {
-            if !self.session.has_subscriptions() && !wait_between(&mut self, None).await {
-                return;
-            }
-            policy.started(now());
-            let answered = match self.attempt().await {
-                Outcome::Shutdown => return,
-                Outcome::Idle => {
-                    policy.closed_locally();
-                    continue;
-                }
-                Outcome::Failed { answered } => answered,
-            };
-            let at = policy.ended(now(), answered);
-            tracing::info!(
-                server = %self.server.server_uri,
-                delay = ?at.saturating_duration_since(now()),
-                "retrying the REST-JSON polls"
-            );
-            if !wait_between(&mut self, Some(at)).await {
-                return;
-            }
-        }
-    }
-
-    /// One attempt: polls until one fails, nothing is left to poll, or
-    /// shutdown.
-    async fn attempt(&mut self) -> Outcome {
-        let client = match &self.client {
-            Ok(client) => client.clone(),
-            Err(e) => {
-                let message = e.to_string();
-                return self.fail(Failure { code: 14, message }, false);
-            }
-        };
-        self.stats.lock().streams_opened += 1;
-        self.schedule.clear();
-        self.session.handle_connected(now());
-        self.flush(Cause::Interest);
-        let mut inflight: FuturesUnordered<InFlight> = FuturesUnordered::new();
-        let mut answered = false;
-        let mut idle = IdleTimer::default();
-        loop {
-            if let Some(end) = self.session.poll_close() {
-                let failure = Failure {
-                    code: end.code,
-                    message: end.message,
-                };
-                return self.fail(failure, answered);
-            }
-            self.start_due(&client, &mut inflight);
-            let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
-            let wake = tokio::select! {
-                cmd = self.commands.recv() => Wake::Command(cmd),
-                Some((t, r)) = inflight.next(), if !inflight.is_empty() => Wake::Answered(t, r),
-                () = sleep_until(self.session.poll_timeout()) => Wake::Timer,
-                () = sleep_until(self.schedule.poll_timeout()) => Wake::Poll,
-                () = sleep_until(idle_at) => Wake::Idle,
-            };
-            match wake {
-                Wake::Command(cmd) => {
-                    if !self.apply(cmd) {
-                        self.end_locally("shut down");
-                        return Outcome::Shutdown;
-                    }
-                    self.flush(Cause::Interest);
-                }
-                Wake::Answered(type_url, Ok(answer)) => {
-                    answered = true;
-                    self.answer(&type_url, answer);
-                }
-                Wake::Answered(_, Err(failure)) => return self.fail(failure, answered),
-                Wake::Timer => {
-                    self.session.handle_timeout(now());
-                    self.flush(Cause::Interest);
-                }
-                Wake::Idle => {
-                    tracing::debug!(server = %self.server.server_uri, "nothing left to poll");
-                    self.end_locally("idle");
-                    return Outcome::Idle;
-                }
-                Wake::Poll => {}
-            }
         }
     }
 
@@ -289,7 +175,7 @@ impl Driver {
     }
 
     /// A poll failed: the attempt ends as a stream the server ended.
-    fn fail(&mut self, failure: Failure, answered: bool) -> Outcome {
+    fn fail(&mut self, failure: Failure, answered: bool) -> AttemptEnd {
         tracing::warn!(server = %self.server.server_uri, code = failure.code, message = %failure.message, "REST-JSON poll failed");
         self.stats.lock().connected = false;
         self.schedule.clear();
@@ -297,23 +183,9 @@ impl Driver {
         self.session
             .handle_stream_end(now(), StreamEnd::new(failure.code, message));
         self.flush(Cause::Interest);
-        Outcome::Failed { answered }
-    }
-
-    /// The client ends the attempt itself (idle, shutdown).
-    fn end_locally(&mut self, why: &str) {
-        self.schedule.clear();
-        self.session.handle_stream_end(now(), StreamEnd::local(why));
-        self.flush(Cause::Interest);
-    }
-
-    /// Applies `command` and every command queued behind it, so that a
-    /// burst of subscriptions leaves in one poll per type. `false` on
-    /// shutdown.
-    fn apply(&mut self, command: Option<Command>) -> bool {
-        let (session, own_events) = (&mut self.session, &mut self.own_events);
-        self.commands
-            .apply_queued(command, |command| apply_one(session, own_events, command))
+        AttemptEnd::Ended {
+            had_response: answered,
+        }
     }
 
     /// Moves what the session wrote to the schedule (as `cause`), hands
@@ -398,20 +270,110 @@ fn in_rest_words(event: CoreEvent) -> CoreEvent {
     }
 }
 
-impl BetweenAttempts for Driver {
-    fn session(&mut self) -> &mut Session {
-        &mut self.session
+impl SourceKind for Driver {
+    type Io = Io;
+    type Wake = (String, Result<Answer, Failure>);
+
+    fn has_subscriptions(&self) -> bool {
+        self.session.has_subscriptions()
     }
 
-    fn commands(&mut self) -> &mut Commands {
-        &mut self.commands
+    fn apply(&mut self, command: Command) {
+        apply_one(&mut self.session, &mut self.own_events, command);
     }
 
-    fn apply(&mut self, command: Option<Command>) -> bool {
-        Driver::apply(self, command)
+    /// A burst of commands is applied before this runs, so that it leaves
+    /// in one poll per type.
+    fn flush(&mut self, io: Option<&mut Io>) {
+        Driver::flush(self, Cause::Interest);
+        if let Some(io) = io {
+            self.start_due(&io.client, &mut io.inflight);
+        }
     }
 
-    fn flush_between(&mut self) {
-        self.flush(Cause::Interest);
+    /// The session's timers and the schedule's next poll.
+    fn poll_timeout(&self) -> Option<Instant> {
+        let session = self.session.poll_timeout();
+        let poll = self.schedule.poll_timeout();
+        session.into_iter().chain(poll).min()
+    }
+
+    /// Due polls start on the next flush.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+        Driver::flush(self, Cause::Interest);
+    }
+
+    fn idle_grace(&self) -> Option<Duration> {
+        Some(self.opts.idle_grace)
+    }
+
+    fn span(&self, attempt: u64) -> tracing::Span {
+        tracing::info_span!("rest_polls", server = %self.server.server_uri, attempt)
+    }
+
+    /// Every type is written afresh, as on a new ADS stream.
+    fn open(&mut self) -> Result<Io, AttemptEnd> {
+        let client = match &self.client {
+            Ok(client) => client.clone(),
+            Err(e) => {
+                let message = e.to_string();
+                return Err(self.fail(Failure { code: 14, message }, false));
+            }
+        };
+        self.stats.lock().streams_opened += 1;
+        self.schedule.clear();
+        self.session.handle_connected(now());
+        Driver::flush(self, Cause::Interest);
+        Ok(Io {
+            client,
+            inflight: FuturesUnordered::new(),
+            answered: false,
+        })
+    }
+
+    async fn next(io: &mut Io) -> Self::Wake {
+        match io.inflight.next().await {
+            Some(answered) => answered,
+            // Nothing on the wire: the schedule's timer wakes the loop.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn handle(&mut self, io: &mut Io, wake: Self::Wake) -> Option<AttemptEnd> {
+        match wake {
+            (type_url, Ok(answer)) => {
+                io.answered = true;
+                self.answer(&type_url, answer);
+                None
+            }
+            (_, Err(failure)) => Some(self.fail(failure, io.answered)),
+        }
+    }
+
+    fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
+        let end = self.session.poll_close()?;
+        let failure = Failure {
+            code: end.code,
+            message: end.message,
+        };
+        Some(self.fail(failure, io.answered))
+    }
+
+    fn end_locally(&mut self, _io: Io, why: &str) {
+        if why == "idle" {
+            tracing::debug!(server = %self.server.server_uri, "nothing left to poll");
+        }
+        self.schedule.clear();
+        self.session.handle_stream_end(now(), StreamEnd::local(why));
+        Driver::flush(self, Cause::Interest);
+    }
+
+    fn backing_off(&self, delay: Duration, _attempt: u64, _had_response: bool) {
+        tracing::info!(
+            server = %self.server.server_uri,
+            ?delay,
+            "retrying the REST-JSON polls"
+        );
     }
 }

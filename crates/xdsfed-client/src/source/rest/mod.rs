@@ -43,6 +43,7 @@ impl SourceHandle<RestKind> {
         let client =
             http::HttpClient::new(&server, timing.request_timeout, opts.text_message_limit());
         let (handle, commands, stats) = Self::new(ApiVariant::Sotw);
+        let backoff = opts.backoff;
         let driver = driver::Driver::new(driver::Parts {
             server,
             timing,
@@ -51,10 +52,9 @@ impl SourceHandle<RestKind> {
             sink,
             opts,
             client,
-            commands,
             stats,
         });
-        tokio::spawn(driver.run());
+        tokio::spawn(crate::source::reconnect::run(driver, commands, backoff));
         handle
     }
 }
