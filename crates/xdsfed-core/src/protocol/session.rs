@@ -12,10 +12,12 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use super::ack::PendingAck;
 use super::config::{SessionConfig, with_client_features};
 use super::event::{CoreEvent, RemovedReason, ResourceKey};
+use super::stream_end::{StreamEnd, StreamFailure};
 use super::timers::{Timer, Timers};
 use super::type_state::TypeState;
 use super::undecoded::UndecodedResource;
 use crate::bootstrap::ApiVariant;
+use crate::error::GrpcCode;
 use crate::types::{TypeRegistry, ValidationError};
 
 /// A request for the driver to write on the stream.
@@ -33,48 +35,6 @@ impl Request {
         match self {
             Request::Delta(r) => &r.type_url,
             Request::Sotw(r) => &r.type_url,
-        }
-    }
-}
-
-/// Which side ended a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Initiator {
-    /// The client closed it (idle, shutdown, a variant switch): never a
-    /// server failure.
-    Local,
-    /// The server, the network, or a failed connection.
-    Remote,
-}
-
-/// How a stream ended, as the driver saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamEnd {
-    /// Which side ended it.
-    pub initiator: Initiator,
-    /// The gRPC status code (`0` is OK; a connection that never opened is
-    /// `14`, UNAVAILABLE).
-    pub code: i32,
-    /// What happened, for people: the status message or the connection error.
-    pub message: String,
-}
-
-impl StreamEnd {
-    /// An end caused by the remote side, with `code` and `message`.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
-        StreamEnd {
-            initiator: Initiator::Remote,
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// An end the client chose, e.g. closing an idle stream.
-    pub fn local(message: impl Into<String>) -> Self {
-        StreamEnd {
-            initiator: Initiator::Local,
-            code: 0,
-            message: message.into(),
         }
     }
 }
@@ -497,13 +457,10 @@ impl Session {
     /// [`CoreEvent::StreamFailed`] (gRFC A57); either way the does-not-exist
     /// timers stop until the next stream writes its requests.
     pub fn handle_stream_end(&mut self, _now: Instant, end: StreamEnd) {
-        if self.phase != Phase::Streaming && end.initiator == Initiator::Remote {
+        if self.phase != Phase::Streaming && end.initiator.is_remote() {
             self.stats.server_failure += 1;
             self.events.push_back(CoreEvent::StreamFailed {
-                error: Arc::from(format!(
-                    "ADS stream failed before any response: code {}: {}",
-                    end.code, end.message
-                )),
+                failure: StreamFailure::before_answer(self.cfg.source, end),
             });
         }
         self.phase = Phase::Idle;
@@ -546,8 +503,8 @@ impl Session {
                 Timer::Handshake => {
                     // UNAVAILABLE, as gRPC reports a connection that never
                     // became ready.
-                    self.close = Some(StreamEnd::new(
-                        14,
+                    self.close = Some(StreamEnd::transport(
+                        GrpcCode::Unavailable,
                         format!(
                             "the server did not answer within {:?} (TCP connect, TLS and HTTP/2 handshakes, response headers or a response)",
                             self.cfg.handshake_timeout
@@ -557,7 +514,7 @@ impl Session {
                 Timer::FirstResponse => {
                     let timeout = self.cfg.first_response_timeout.unwrap_or_default();
                     self.close = Some(StreamEnd::new(
-                        4,
+                        GrpcCode::DeadlineExceeded,
                         format!("the server is reachable but sent no response within {timeout:?}"),
                     ));
                 }

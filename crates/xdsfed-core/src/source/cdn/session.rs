@@ -57,7 +57,7 @@ use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
 use crate::backoff::{Backoff, BackoffConfig, SeededRandom};
 use crate::bootstrap::CdnTiming;
-use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
+use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::TypeRegistry;
 
 /// How a [`CdnSession`] is set up.
@@ -485,7 +485,7 @@ impl CdnSession {
         };
         if report {
             self.events.push_back(CoreEvent::StreamFailed {
-                error: Arc::from(why),
+                failure: StreamFailure::described(SourceKind::Cdn, why),
             });
         }
         let Some(delay) = self.tracked.get_mut(key).map(|t| t.backoff.next_delay()) else {

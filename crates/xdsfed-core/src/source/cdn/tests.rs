@@ -431,9 +431,10 @@ fn failures_report_once_per_outage_and_retry_after_backoff() {
     let (a, b) = (key("a"), key("b"));
     first_answer(&mut s, &a, t0, reply(503, None, Bytes::new()));
     let got = events(&mut s);
-    let Some(CoreEvent::StreamFailed { error }) = got.first() else {
+    let Some(CoreEvent::StreamFailed { failure }) = got.first() else {
         panic!("{got:?}");
     };
+    let error = failure.to_string();
     assert!(
         error.contains("HTTP status 503") && error.contains("/cdn.example/"),
         "{error}"
