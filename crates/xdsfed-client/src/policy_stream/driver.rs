@@ -195,7 +195,11 @@ impl Driver {
         let mut idle = IdleTimer::default();
         loop {
             if let Some(end) = self.session.poll_close() {
-                return self.end(Code::from_i32(end.code.as_i32()), end.message, after_response);
+                return self.end(
+                    Code::from_i32(end.code.as_i32()),
+                    end.message,
+                    after_response,
+                );
             }
             self.flush(Some(&mut io));
             let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);

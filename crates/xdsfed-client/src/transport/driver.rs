@@ -282,7 +282,11 @@ impl Driver {
         loop {
             if let Some(end) = self.session.poll_close() {
                 // The session's deadline: the server's failure, not ours.
-                return self.end(Code::from_i32(end.code.as_i32()), end.message, after_response);
+                return self.end(
+                    Code::from_i32(end.code.as_i32()),
+                    end.message,
+                    after_response,
+                );
             }
             self.flush(Some(&out));
             let idle_at = idle.deadline(self.session.has_subscriptions(), self.opts.idle_grace);
