@@ -21,7 +21,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::protocol::ResourceKey;
+use crate::protocol::{ResourceKey, StreamFailure};
 
 /// What kind of trouble an [`XdsError`] reports, after gRFC A88's split of
 /// transient errors from data errors.
@@ -225,6 +225,19 @@ impl GrpcCode {
     }
 }
 
+impl From<i32> for GrpcCode {
+    fn from(code: i32) -> Self {
+        GrpcCode::from_i32(code)
+    }
+}
+
+/// Compares with the number on the wire, as tests and logs read codes.
+impl PartialEq<i32> for GrpcCode {
+    fn eq(&self, code: &i32) -> bool {
+        self.as_i32() == *code
+    }
+}
+
 impl fmt::Display for GrpcCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.name(), self.as_i32())
@@ -256,6 +269,14 @@ impl XdsError {
             authority: None,
             message: message.into(),
         }
+    }
+
+    /// The transient error watchers get when `server`'s source failed
+    /// (gRFC A57): the failure's sentence, naming the server.
+    pub fn stream_failed(failure: &StreamFailure, server: impl Into<Arc<str>>) -> Self {
+        XdsError::new(ErrorKind::Transient, failure.to_string())
+            .with_cause(Cause::StreamFailed)
+            .with_server(server)
     }
 
     /// This error with its cause.

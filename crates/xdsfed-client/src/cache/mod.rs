@@ -29,7 +29,7 @@ pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, Resourc
 use xdsfed_core::entry::{self, Context, ReportedNack};
 use xdsfed_core::error::XdsError;
 use xdsfed_core::federation::Answers;
-use xdsfed_core::protocol::{CoreEvent, ResourceKey, glob_of};
+use xdsfed_core::protocol::{CoreEvent, ResourceKey, StreamFailure, glob_of};
 
 struct Entry {
     /// The state, in a channel while single watchers hold receivers.
@@ -369,8 +369,8 @@ impl Inner {
                 }
                 key
             }
-            CoreEvent::StreamFailed { error } => {
-                self.stream_failed(server, error);
+            CoreEvent::StreamFailed { failure } => {
+                self.stream_failed(server, failure);
                 return;
             }
             CoreEvent::StreamHealthy | CoreEvent::StreamAccepted => return,
@@ -429,13 +429,8 @@ impl Inner {
     }
 
     /// gRFC A57: every entry of `server` keeps its copy, with an error.
-    fn stream_failed(&mut self, server: &Arc<str>, message: &Arc<str>) {
-        let error = XdsError::new(
-            xdsfed_core::error::ErrorKind::Transient,
-            Arc::clone(message),
-        )
-        .with_cause(xdsfed_core::error::Cause::StreamFailed)
-        .with_server(Arc::clone(server));
+    fn stream_failed(&mut self, server: &Arc<str>, failure: &StreamFailure) {
+        let error = XdsError::stream_failed(failure, Arc::clone(server));
         let keys: Vec<ResourceKey> = self
             .by_server
             .get(server)

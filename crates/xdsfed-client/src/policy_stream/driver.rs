@@ -21,7 +21,7 @@ use tonic::{Code, Status, Streaming};
 use super::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
 use crate::source::driving::now;
 use crate::source::handle::{Command, StatsCell};
-use crate::source::reconnect::{AttemptEnd, SourceKind};
+use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::policy_stream::PolicySessionConfig;
@@ -206,7 +206,7 @@ impl Driver {
     }
 }
 
-impl SourceKind for Driver {
+impl SourceDriver for Driver {
     type Io = Io;
     type Wake = Wake;
 
@@ -323,7 +323,7 @@ impl SourceKind for Driver {
 
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         let end = self.session.poll_close()?;
-        Some(self.end(Code::from_i32(end.code), end.message, io.after_response))
+        Some(self.end(Code::from_i32(end.code.as_i32()), end.message, io.after_response))
     }
 
     fn end_locally(&mut self, _io: Io, why: &str) {

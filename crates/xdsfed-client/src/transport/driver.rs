@@ -31,7 +31,7 @@ use tonic::{Code, Status, Streaming};
 use super::{TransportError, TransportOptions};
 use crate::source::driving::{now, publish_session_stats};
 use crate::source::handle::{Command, StatsCell};
-use crate::source::reconnect::{AttemptEnd, SourceKind};
+use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig};
 use xdsfed_core::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
 use xdsfed_core::types::TypeRegistry;
@@ -356,7 +356,7 @@ fn explain_too_large(code: Code, message: &str) -> Option<String> {
     ))
 }
 
-impl SourceKind for Driver {
+impl SourceDriver for Driver {
     type Io = Io;
     type Wake = Wake;
 
@@ -457,7 +457,7 @@ impl SourceKind for Driver {
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         // The session's deadline: the server's failure, not ours.
         let end = self.session.poll_close()?;
-        Some(self.end(Code::from_i32(end.code), end.message, io.after_response))
+        Some(self.end(Code::from_i32(end.code.as_i32()), end.message, io.after_response))
     }
 
     fn end_locally(&mut self, _io: Io, why: &str) {

@@ -110,9 +110,10 @@ async fn connection_refused_reports_stream_failed_naming_the_server() {
     );
     conn.subscribe(ResourceKey::new(CDS, "c1"));
     let e = wait_for(&mut rx, |e| matches!(e, CoreEvent::StreamFailed { .. })).await;
-    let CoreEvent::StreamFailed { error } = e else {
+    let CoreEvent::StreamFailed { failure } = e else {
         unreachable!()
     };
+    let error = failure.to_string();
     assert!(error.contains(&addr.to_string()), "{error}");
     assert!(conn.stats().server_failure >= 1);
     assert!(!conn.stats().connected);

@@ -57,10 +57,8 @@ impl Federation {
                 CoreEvent::StreamAccepted => self.actions.push_back(Action::StreamHealthy {
                     server: Arc::clone(&name),
                 }),
-                CoreEvent::StreamFailed { error } => {
-                    let error = XdsError::new(ErrorKind::Transient, Arc::clone(error))
-                        .with_cause(Cause::StreamFailed)
-                        .with_server(Arc::clone(&name));
+                CoreEvent::StreamFailed { failure } => {
+                    let error = XdsError::stream_failed(failure, Arc::clone(&name));
                     self.on_failure(server, &error, answers);
                     self.actions.push_back(Action::StreamFailedUnwatched {
                         server: Arc::clone(&name),

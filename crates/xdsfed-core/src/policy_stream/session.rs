@@ -12,7 +12,8 @@ use super::wire::{
     ErrorDetail, HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
 };
 use crate::backoff::Jitter;
-use crate::protocol::{CoreEvent, Initiator, Phase, ResourceKey, StreamEnd};
+use crate::error::GrpcCode;
+use crate::protocol::{CoreEvent, Phase, ResourceKey, SourceKind, StreamEnd, StreamFailure};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
 
 /// What the driver writes: on the stream, or as a unary call.
@@ -346,13 +347,10 @@ impl PolicySession {
         if self.phase == Phase::Idle {
             return;
         }
-        if self.phase != Phase::Streaming && end.initiator == Initiator::Remote {
+        if self.phase != Phase::Streaming && end.initiator.is_remote() {
             self.stats.server_failure += 1;
             self.events.push_back(CoreEvent::StreamFailed {
-                error: Arc::from(format!(
-                    "policy stream failed before any response: code {}: {}",
-                    end.code, end.message
-                )),
+                failure: StreamFailure::before_answer(SourceKind::PolicyStream, end),
             });
         }
         self.phase = Phase::Idle;
@@ -366,8 +364,8 @@ impl PolicySession {
         let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
         if due(self.timers.handshake) {
             self.timers.handshake = None;
-            self.close = Some(StreamEnd::new(
-                14,
+            self.close = Some(StreamEnd::transport(
+                GrpcCode::Unavailable,
                 format!(
                     "the server did not answer within {:?}",
                     self.cfg.handshake_timeout
@@ -377,7 +375,7 @@ impl PolicySession {
         if due(self.timers.first_response) {
             self.timers.first_response = None;
             self.close = Some(StreamEnd::new(
-                4,
+                GrpcCode::DeadlineExceeded,
                 format!(
                     "the server sent no snapshot within {:?}",
                     self.cfg.first_response_timeout

@@ -313,14 +313,14 @@ fn silent_streams_are_closed_by_their_deadlines() {
     s.handle_connected(t0);
     let handshake = s.config().handshake_timeout;
     s.handle_timeout(t0 + handshake);
-    assert_eq!(s.poll_close().map(|e| e.code), Some(14));
+    assert_eq!(s.poll_close().map(|e| e.code.as_i32()), Some(14));
 
     s.handle_stream_end(t0 + handshake, StreamEnd::new(14, "closed"));
     s.handle_connected(t0);
     s.handle_stream_accepted(t0);
     let first = s.config().first_response_timeout;
     s.handle_timeout(t0 + first);
-    assert_eq!(s.poll_close().map(|e| e.code), Some(4));
+    assert_eq!(s.poll_close().map(|e| e.code.as_i32()), Some(4));
 }
 
 /// gRFC A57: a stream that ends before any snapshot is a server failure;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 
+use super::stream_end::SourceKind;
 use crate::bootstrap::ApiVariant;
 use crate::name::authority_of;
 
@@ -104,6 +105,9 @@ pub struct SessionConfig {
     /// a Listener or Cluster (full-state type) is logged and counted, and the
     /// copy keeps serving.
     pub ignore_resource_deletion: bool,
+    /// The kind of source this session speaks for (ADS, or REST-JSON
+    /// polling); it names the session's failures.
+    pub source: SourceKind,
 }
 
 impl SessionConfig {
@@ -119,7 +123,14 @@ impl SessionConfig {
             first_response_timeout: None,
             authorities: AuthorityFilter::any(),
             ignore_resource_deletion: false,
+            source: SourceKind::Ads,
         }
+    }
+
+    /// Sets the kind of source the session speaks for.
+    pub fn with_source(mut self, source: SourceKind) -> Self {
+        self.source = source;
+        self
     }
 
     /// Sets the variant.

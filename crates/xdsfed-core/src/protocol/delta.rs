@@ -75,7 +75,7 @@ impl Session {
         let (response_nonce, error_detail) = ack.map(|a| (a.nonce, a.error)).unwrap_or_default();
         self.arm_does_not_exist(now, type_url, &changes.subscribe);
         Some(Request::Delta(DeltaDiscoveryRequest {
-            node: (!self.node_sent).then(|| self.cfg.node.clone()),
+            node: (!self.stream.node_sent).then(|| self.cfg.node.clone()),
             type_url: type_url.to_string(),
             resource_names_subscribe: subscribe,
             resource_names_unsubscribe: unsubscribe,
@@ -135,7 +135,7 @@ impl Session {
             self.resource_error(&type_url, &name, code, message);
         }
         let error = (!rejected.is_empty()).then(|| error_detail(&type_url, &rejected));
-        self.acks.push_back(PendingAck {
+        self.stream.acks.push_back(PendingAck {
             type_url,
             nonce: r.nonce,
             version: Arc::from(""),

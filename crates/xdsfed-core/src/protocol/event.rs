@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::stream_end::StreamFailure;
 use crate::types::{Decoded, ValidationError};
 
 /// A resource's identity in the cache: its type URL and its cache key (the
@@ -105,8 +106,9 @@ pub enum CoreEvent {
     /// response). Resources of this stream keep their cached copies; watchers
     /// get an ambient error (or an error, if nothing is cached).
     StreamFailed {
-        /// What happened, naming the server.
-        error: Arc<str>,
+        /// What happened; its `Display` is the sentence for people, naming
+        /// the server.
+        failure: StreamFailure,
     },
     /// The stream received its first response after being (re)established.
     StreamHealthy,

@@ -81,6 +81,7 @@ mod event;
 mod ingest;
 mod session;
 mod sotw;
+mod stream_end;
 mod timers;
 mod type_state;
 mod undecoded;
@@ -96,8 +97,9 @@ pub use config::{
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
 pub(crate) use ingest::{decode_registered, locator_key, locator_target, same_name};
-pub use session::{Initiator, Phase, Request, Session, SessionStats, StreamEnd, TypeUpdates};
+pub use session::{Phase, Request, Session, SessionStats, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
+pub use stream_end::{Initiator, SourceKind, StreamEnd, StreamFailure};
 pub use type_state::{glob_of, is_glob};
 pub use undecoded::UndecodedResource;
 

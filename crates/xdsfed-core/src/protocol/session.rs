@@ -12,10 +12,12 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use super::ack::PendingAck;
 use super::config::{SessionConfig, with_client_features};
 use super::event::{CoreEvent, RemovedReason, ResourceKey};
+use super::stream_end::{StreamEnd, StreamFailure};
 use super::timers::{Timer, Timers};
 use super::type_state::TypeState;
 use super::undecoded::UndecodedResource;
 use crate::bootstrap::ApiVariant;
+use crate::error::GrpcCode;
 use crate::types::{TypeRegistry, ValidationError};
 
 /// A request for the driver to write on the stream.
@@ -33,48 +35,6 @@ impl Request {
         match self {
             Request::Delta(r) => &r.type_url,
             Request::Sotw(r) => &r.type_url,
-        }
-    }
-}
-
-/// Which side ended a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Initiator {
-    /// The client closed it (idle, shutdown, a variant switch): never a
-    /// server failure.
-    Local,
-    /// The server, the network, or a failed connection.
-    Remote,
-}
-
-/// How a stream ended, as the driver saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamEnd {
-    /// Which side ended it.
-    pub initiator: Initiator,
-    /// The gRPC status code (`0` is OK; a connection that never opened is
-    /// `14`, UNAVAILABLE).
-    pub code: i32,
-    /// What happened, for people: the status message or the connection error.
-    pub message: String,
-}
-
-impl StreamEnd {
-    /// An end caused by the remote side, with `code` and `message`.
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
-        StreamEnd {
-            initiator: Initiator::Remote,
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// An end the client chose, e.g. closing an idle stream.
-    pub fn local(message: impl Into<String>) -> Self {
-        StreamEnd {
-            initiator: Initiator::Local,
-            code: 0,
-            message: message.into(),
         }
     }
 }
@@ -169,20 +129,29 @@ pub struct Session {
     pub(super) cfg: SessionConfig,
     pub(super) types: Arc<TypeRegistry>,
     pub(super) phase: Phase,
-    /// Per stream: whether the first request (which carries `node`) left.
-    pub(super) node_sent: bool,
     pub(super) states: HashMap<Arc<str>, TypeState>,
+    pub(super) timers: Timers,
+    pub(super) events: VecDeque<CoreEvent>,
+    pub(super) stats: SessionStats,
+    /// What lives and dies with one stream: reset whole when a stream
+    /// opens or ends.
+    pub(super) stream: PerStream,
+}
+
+/// The session's state that does not survive a stream (the versions and
+/// subscriptions of [`TypeState`]'s durable part do).
+#[derive(Debug, Default)]
+pub(super) struct PerStream {
+    /// Whether the first request (which carries `node`) left.
+    pub(super) node_sent: bool,
     /// Types with subscription changes to write, in the order they changed.
     pub(super) dirty: VecDeque<Arc<str>>,
     /// ACKs and NACKs owed, in the order of the responses.
     pub(super) acks: VecDeque<PendingAck>,
-    pub(super) timers: Timers,
-    pub(super) events: VecDeque<CoreEvent>,
-    pub(super) stats: SessionStats,
-    /// Per stream: whether its connection proved ready, or the server
-    /// accepted or answered it.
+    /// Whether its connection proved ready, or the server accepted or
+    /// answered it.
     pub(super) established: bool,
-    /// Per stream: whether the server accepted it (response headers).
+    /// Whether the server accepted it (response headers).
     pub(super) accepted: bool,
     /// Names written before the stream was established, whose
     /// does-not-exist timers start when it is (gRFC A57).
@@ -200,17 +169,11 @@ impl Session {
             cfg,
             types,
             phase: Phase::Idle,
-            node_sent: false,
             states: HashMap::new(),
-            dirty: VecDeque::new(),
-            acks: VecDeque::new(),
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: SessionStats::default(),
-            established: false,
-            accepted: false,
-            written_early: Vec::new(),
-            close: None,
+            stream: PerStream::default(),
         }
     }
 
@@ -368,13 +331,7 @@ impl Session {
     /// subscription is written again.
     pub fn handle_connected(&mut self, now: Instant) {
         self.phase = Phase::AwaitingFirstResponse;
-        self.node_sent = false;
-        self.acks.clear();
-        self.dirty.clear();
-        self.established = false;
-        self.accepted = false;
-        self.written_early.clear();
-        self.close = None;
+        self.stream = PerStream::default();
         self.timers.cancel(&Timer::FirstResponse);
         self.timers
             .set(Timer::Handshake, now + self.cfg.handshake_timeout);
@@ -388,16 +345,16 @@ impl Session {
         }
         // Sorted, so that the first requests are deterministic.
         types.sort();
-        self.dirty.extend(types.into_iter().cloned());
+        self.stream.dirty.extend(types.into_iter().cloned());
     }
 
     /// The server accepted the stream (its response headers arrived): the
     /// stream is established.
     pub fn handle_stream_accepted(&mut self, now: Instant) {
-        if self.phase != Phase::AwaitingFirstResponse || self.accepted {
+        if self.phase != Phase::AwaitingFirstResponse || self.stream.accepted {
             return;
         }
-        self.accepted = true;
+        self.stream.accepted = true;
         self.events.push_back(CoreEvent::StreamAccepted);
         self.establish(now);
     }
@@ -497,22 +454,14 @@ impl Session {
     /// [`CoreEvent::StreamFailed`] (gRFC A57); either way the does-not-exist
     /// timers stop until the next stream writes its requests.
     pub fn handle_stream_end(&mut self, _now: Instant, end: StreamEnd) {
-        if self.phase != Phase::Streaming && end.initiator == Initiator::Remote {
+        if self.phase != Phase::Streaming && end.initiator.is_remote() {
             self.stats.server_failure += 1;
             self.events.push_back(CoreEvent::StreamFailed {
-                error: Arc::from(format!(
-                    "ADS stream failed before any response: code {}: {}",
-                    end.code, end.message
-                )),
+                failure: StreamFailure::before_answer(self.cfg.source, end),
             });
         }
         self.phase = Phase::Idle;
-        self.acks.clear();
-        self.dirty.clear();
-        self.established = false;
-        self.accepted = false;
-        self.written_early.clear();
-        self.close = None;
+        self.stream = PerStream::default();
         self.timers.cancel(&Timer::Handshake);
         self.timers.cancel(&Timer::FirstResponse);
         // A57: "the timer is cancelled if the stream fails" — the server
@@ -546,8 +495,8 @@ impl Session {
                 Timer::Handshake => {
                     // UNAVAILABLE, as gRPC reports a connection that never
                     // became ready.
-                    self.close = Some(StreamEnd::new(
-                        14,
+                    self.stream.close = Some(StreamEnd::transport(
+                        GrpcCode::Unavailable,
                         format!(
                             "the server did not answer within {:?} (TCP connect, TLS and HTTP/2 handshakes, response headers or a response)",
                             self.cfg.handshake_timeout
@@ -556,8 +505,8 @@ impl Session {
                 }
                 Timer::FirstResponse => {
                     let timeout = self.cfg.first_response_timeout.unwrap_or_default();
-                    self.close = Some(StreamEnd::new(
-                        4,
+                    self.stream.close = Some(StreamEnd::new(
+                        GrpcCode::DeadlineExceeded,
                         format!("the server is reachable but sent no response within {timeout:?}"),
                     ));
                 }
@@ -578,10 +527,10 @@ impl Session {
             return None;
         }
         loop {
-            let (type_url, ack) = if let Some(ack) = self.acks.pop_front() {
+            let (type_url, ack) = if let Some(ack) = self.stream.acks.pop_front() {
                 (Arc::clone(&ack.type_url), Some(ack))
             } else {
-                let type_url = self.dirty.pop_front()?;
+                let type_url = self.stream.dirty.pop_front()?;
                 if let Some(state) = self.states.get_mut(&type_url) {
                     state.stream.queued = false;
                 }
@@ -592,7 +541,7 @@ impl Session {
                 ApiVariant::Sotw => self.build_sotw(now, &type_url, ack),
             };
             if let Some(request) = request {
-                self.node_sent = true;
+                self.stream.node_sent = true;
                 return Some(request);
             }
         }
@@ -605,7 +554,7 @@ impl Session {
     /// server failure.
     #[must_use]
     pub fn poll_close(&mut self) -> Option<StreamEnd> {
-        self.close.take()
+        self.stream.close.take()
     }
 
     /// The next event for the cache.
@@ -631,7 +580,7 @@ impl Session {
             && !state.stream.queued
         {
             state.stream.queued = true;
-            self.dirty.push_back(Arc::clone(type_url));
+            self.stream.dirty.push_back(Arc::clone(type_url));
         }
     }
 
@@ -643,8 +592,8 @@ impl Session {
         type_url: &Arc<str>,
         names: &[Arc<str>],
     ) {
-        if !self.established {
-            self.written_early.extend(
+        if !self.stream.established {
+            self.stream.written_early.extend(
                 names
                     .iter()
                     .map(|name| (Arc::clone(type_url), Arc::clone(name))),
@@ -688,16 +637,16 @@ impl Session {
     /// does-not-exist timers now (gRFC A57: from when the request was sent
     /// on an established stream).
     fn establish(&mut self, now: Instant) {
-        if self.established {
+        if self.stream.established {
             return;
         }
-        self.established = true;
+        self.stream.established = true;
         self.timers.cancel(&Timer::Handshake);
         if let Some(timeout) = self.cfg.first_response_timeout {
             self.timers.set(Timer::FirstResponse, now + timeout);
         }
         let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
-        for (type_url, name) in std::mem::take(&mut self.written_early) {
+        for (type_url, name) in std::mem::take(&mut self.stream.written_early) {
             let wanted = self
                 .states
                 .get(&type_url)

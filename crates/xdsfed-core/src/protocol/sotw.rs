@@ -98,7 +98,7 @@ impl Session {
         }
         Some(Request::Sotw(DiscoveryRequest {
             version_info,
-            node: (!self.node_sent).then(|| self.cfg.node.clone()),
+            node: (!self.stream.node_sent).then(|| self.cfg.node.clone()),
             resource_names: names,
             type_url: type_url.to_string(),
             response_nonce,
@@ -181,7 +181,7 @@ impl Session {
                 .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.durable.acked_version));
             (Some(error_detail(&type_url, &rejected)), previous)
         };
-        self.acks.push_back(PendingAck {
+        self.stream.acks.push_back(PendingAck {
             type_url,
             nonce: r.nonce,
             version: ack_version,

@@ -105,7 +105,7 @@ impl Session {
             });
         }
         let detail = response_error_detail(&type_url, &error);
-        self.acks.push_back(PendingAck {
+        self.stream.acks.push_back(PendingAck {
             type_url,
             nonce,
             version: previous,

@@ -18,7 +18,7 @@ use super::http::{BodyLimits, HttpClient};
 use crate::source::SourceHandle;
 use crate::source::driving::now;
 use crate::source::handle::{Command, StatsCell};
-use crate::source::reconnect::{self, AttemptEnd, SourceKind};
+use crate::source::reconnect::{self, AttemptEnd, SourceDriver};
 use crate::transport::{EventSink, TransportOptions};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig, ServerProtocol};
 use xdsfed_core::protocol::CoreEvent;
@@ -87,7 +87,7 @@ struct Driver {
 /// The fetches in flight; dropped (aborted) with the attempt.
 type Fetches = JoinSet<(Fetch, Fetched)>;
 
-impl SourceKind for Driver {
+impl SourceDriver for Driver {
     type Io = Fetches;
     type Wake = Result<(Fetch, Fetched), JoinError>;
 

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::source::handle::{Command, StatsCell};
-use crate::source::reconnect::{AttemptEnd, SourceKind};
+use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use crate::transport::EventSink;
 use xdsfed_core::bootstrap::{FileSource, ServerConfig};
 use xdsfed_core::file::read_bounded;
@@ -57,7 +57,7 @@ enum Changes {
 }
 
 /// The watch: how changes are learnt, and the read they lead to. Whatever
-/// is under way lives here, so that [`SourceKind::next`] is cancel-safe.
+/// is under way lives here, so that [`SourceDriver::next`] is cancel-safe.
 pub(super) struct Io {
     changes: Changes,
     wake: Arc<Notify>,
@@ -184,7 +184,7 @@ impl Driver {
     }
 }
 
-impl SourceKind for Driver {
+impl SourceDriver for Driver {
     type Io = Io;
     type Wake = Read;
 

@@ -20,7 +20,7 @@
 //! less than one backoff interval after the last one started, after every
 //! end", is written here once, with the core's [`ReconnectPolicy`].
 //!
-//! Each kind supplies only what differs ([`SourceKind`]): how an attempt
+//! Each kind supplies only what differs ([`SourceDriver`]): how an attempt
 //! opens, what its IO wakes with, what a command means to its session, and
 //! how the session's output reaches the wire and the sink. In every state
 //! the loop keeps applying commands and firing the session's timers (TTLs
@@ -52,7 +52,7 @@ pub(crate) enum AttemptEnd {
 }
 
 /// What differs between source kinds; the loop in [`run`] does the rest.
-pub(crate) trait SourceKind: Send {
+pub(crate) trait SourceDriver: Send {
     /// What one attempt holds open: a stream, polls in flight, a watcher.
     type Io: Send;
     /// What the attempt's IO woke the driver with.
@@ -111,7 +111,7 @@ enum Step<W> {
 
 /// Drives `kind` until shutdown: waits for interest, runs attempts, backs
 /// off between them by `backoff`, seeded from the process's randomness.
-pub(crate) async fn run<K: SourceKind>(
+pub(crate) async fn run<K: SourceDriver>(
     mut kind: K,
     mut commands: Commands,
     backoff: BackoffConfig,
@@ -147,14 +147,14 @@ pub(crate) async fn run<K: SourceKind>(
 
 /// Applies `first` and every command queued behind it; `false` on
 /// shutdown.
-fn apply<K: SourceKind>(kind: &mut K, commands: &mut Commands, first: Option<Command>) -> bool {
+fn apply<K: SourceDriver>(kind: &mut K, commands: &mut Commands, first: Option<Command>) -> bool {
     commands.apply_queued(first, |command| kind.apply(command))
 }
 
 /// Between attempts: applies commands and fires the session's timers until
 /// `deadline` (or, without one, until something is subscribed). `false` on
 /// shutdown.
-async fn wait_between<K: SourceKind>(
+async fn wait_between<K: SourceDriver>(
     kind: &mut K,
     commands: &mut Commands,
     deadline: Option<Instant>,
@@ -178,7 +178,7 @@ async fn wait_between<K: SourceKind>(
 }
 
 /// Opens an attempt and drives it until it ends.
-async fn drive_attempt<K: SourceKind>(kind: &mut K, commands: &mut Commands) -> Outcome {
+async fn drive_attempt<K: SourceDriver>(kind: &mut K, commands: &mut Commands) -> Outcome {
     let mut io = match kind.open() {
         Ok(io) => io,
         Err(end) => return Outcome::Ended(end),

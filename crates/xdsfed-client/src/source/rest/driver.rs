@@ -20,11 +20,12 @@ use futures::stream::FuturesUnordered;
 use super::http::{Answer, Failure, HttpClient};
 use crate::source::driving::{now, publish_session_stats};
 use crate::source::handle::{Command, StatsCell};
-use crate::source::reconnect::{AttemptEnd, SourceKind};
+use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use xdsfed_core::bootstrap::{RestTiming, ServerConfig};
 use xdsfed_core::protocol::{
-    AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, StreamEnd, is_glob,
+    AuthorityFilter, CoreEvent, Request, ResourceKey, Session, SessionConfig, SourceKind,
+    StreamEnd, is_glob,
 };
 use xdsfed_core::source::rest::{Cause, PollSchedule, Read, type_path};
 use xdsfed_core::types::TypeRegistry;
@@ -85,7 +86,8 @@ impl Driver {
             .with_does_not_exist_timeout(opts.does_not_exist_timeout)
             .with_handshake_timeout(opts.connect_timeout)
             .with_first_response_timeout(opts.first_response_timeout)
-            .with_authorities(authorities);
+            .with_authorities(authorities)
+            .with_source(SourceKind::RestJson);
         cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
         let session = Session::new(cfg, types);
         // The node as the session sends it: with the client features.
@@ -198,7 +200,7 @@ impl Driver {
             }
         }
         let mut events = std::mem::take(&mut self.own_events);
-        events.extend(std::iter::from_fn(|| self.session.poll_event()).map(in_rest_words));
+        events.extend(std::iter::from_fn(|| self.session.poll_event()));
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }
@@ -255,22 +257,7 @@ fn not_requestable(type_url: &str, name: &str) -> Option<String> {
     })
 }
 
-/// The session words a failure as an ADS stream's; this source is not one.
-fn in_rest_words(event: CoreEvent) -> CoreEvent {
-    match event {
-        CoreEvent::StreamFailed { error } => {
-            let rest = error
-                .strip_prefix("ADS stream failed before any response: ")
-                .map(|tail| format!("REST-JSON polling failed before any answer: {tail}"));
-            CoreEvent::StreamFailed {
-                error: rest.map_or(error, Arc::from),
-            }
-        }
-        other => other,
-    }
-}
-
-impl SourceKind for Driver {
+impl SourceDriver for Driver {
     type Io = Io;
     type Wake = (String, Result<Answer, Failure>);
 
@@ -354,7 +341,7 @@ impl SourceKind for Driver {
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         let end = self.session.poll_close()?;
         let failure = Failure {
-            code: end.code,
+            code: end.code.as_i32(),
             message: end.message,
         };
         Some(self.fail(failure, io.answered))

@@ -12,7 +12,7 @@ use crate::bootstrap::Bootstrap;
 use crate::entry::{Context, ReportedNack};
 use crate::entry::{DataErrorPolicy, ResourceState, Source};
 use crate::name::ResourceName;
-use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
+use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::testing::cluster_copy;
 
 pub(crate) const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -196,8 +196,9 @@ impl Harness {
     }
 
     pub(crate) fn fail(&mut self, server: &str) {
-        let error = Arc::from(format!("{server} refused the connection"));
-        self.events(server, vec![CoreEvent::StreamFailed { error }]);
+        let failure =
+            StreamFailure::described(SourceKind::Ads, format!("{server} refused the connection"));
+        self.events(server, vec![CoreEvent::StreamFailed { failure }]);
     }
 
     pub(crate) fn healthy(&mut self, server: &str) {

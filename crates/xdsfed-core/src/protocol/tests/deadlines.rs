@@ -138,7 +138,7 @@ fn first_response_deadline_starts_at_establishment_and_stops_at_a_response() {
     let _ = drain(&mut ready, now);
     ready.handle_connection_ready(now + secs(2));
     ready.handle_timeout(now + secs(32));
-    assert_eq!(ready.poll_close().map(|e| e.code), Some(4));
+    assert_eq!(ready.poll_close().map(|e| e.code.as_i32()), Some(4));
 
     let mut answered = Session::new(cfg, registry());
     answered.subscribe(key(CDS, "a"));

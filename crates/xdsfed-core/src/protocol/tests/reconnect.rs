@@ -3,7 +3,8 @@
 
 use super::support::*;
 use crate::bootstrap::ApiVariant;
-use crate::protocol::{Phase, StreamEnd};
+use crate::error::GrpcCode;
+use crate::protocol::{CoreEvent, Phase, Session, SourceKind, StreamEnd, StreamFailure};
 
 /// "Because no state is assumed to be preserved from the previous stream,
 /// the reconnecting client must provide the server with all resource names
@@ -114,6 +115,33 @@ fn stream_failure_before_any_response_reports_stream_failed() {
     assert_eq!(events(&mut s), ["failed"]);
     assert_eq!(s.stats().server_failure, 1);
     assert_eq!(s.phase(), Phase::Idle);
+}
+
+/// A failure is a typed end, and its kind of source names it: "a REST-JSON
+/// poll fails as REST-JSON polling, not as an ADS stream" (docs/rules.md).
+#[test]
+fn stream_failure_is_named_by_its_source_kind() {
+    let now = t0();
+    let cfg = config(ApiVariant::Sotw).with_source(SourceKind::RestJson);
+    let mut s = Session::new(cfg, registry());
+    s.subscribe(key(CDS, "a"));
+    let end = StreamEnd::new(14, "rest.example: connection refused");
+    s.handle_stream_end(now, end.clone());
+    let Some(CoreEvent::StreamFailed { failure }) = s.poll_event() else {
+        panic!("no failure");
+    };
+    assert_eq!(failure.source, SourceKind::RestJson);
+    assert_eq!(failure.end, end);
+    assert_eq!(failure.end.code, GrpcCode::Unavailable);
+    assert_eq!(
+        failure.to_string(),
+        "REST-JSON polling failed before any answer: code 14: rest.example: connection refused"
+    );
+    let ads = StreamFailure::before_answer(SourceKind::Ads, end);
+    assert_eq!(
+        ads.to_string(),
+        "ADS stream failed before any response: code 14: rest.example: connection refused"
+    );
 }
 
 /// A connection that never opened is a failure too.

@@ -63,7 +63,7 @@ use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
 use crate::backoff::BackoffConfig;
 use crate::bootstrap::CdnTiming;
-use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
+use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::TypeRegistry;
 
 /// The default bound on fetches in flight to one server: a client holds at
@@ -550,7 +550,7 @@ impl CdnSession {
         };
         if report {
             self.events.push_back(CoreEvent::StreamFailed {
-                error: Arc::from(why),
+                failure: StreamFailure::described(SourceKind::Cdn, why),
             });
         }
         let until = self.pacing.failed(now, retry_after);

@@ -445,9 +445,10 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
     let fb = s.poll_fetch(t0).unwrap();
     s.handle_fetched(fa.id, &a, reply(503, None, Bytes::new()), t0);
     let got = events(&mut s);
-    let Some(CoreEvent::StreamFailed { error }) = got.first() else {
+    let Some(CoreEvent::StreamFailed { failure }) = got.first() else {
         panic!("{got:?}");
     };
+    let error = failure.to_string();
     assert!(
         error.contains("HTTP status 503") && error.contains("/cdn.example/"),
         "{error}"

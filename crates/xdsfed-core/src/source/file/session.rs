@@ -10,7 +10,8 @@ use bytes::Bytes;
 use super::entries::{self, Contents, Entry};
 use crate::bootstrap::FileFormat;
 use crate::protocol::{
-    AuthorityFilter, CoreEvent, RemovedReason, ResourceKey, TypeUpdates, is_glob,
+    AuthorityFilter, CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure, TypeUpdates,
+    is_glob,
 };
 use crate::types::TypeRegistry;
 
@@ -233,7 +234,9 @@ impl FileSession {
         self.stats.failures += 1;
         let error: Arc<str> = Arc::from(message);
         self.failing = Some(Arc::clone(&error));
-        self.events.push_back(CoreEvent::StreamFailed { error });
+        self.events.push_back(CoreEvent::StreamFailed {
+            failure: StreamFailure::described(SourceKind::File, &*error),
+        });
     }
 
     /// Good contents: held from now on, and told key by key.

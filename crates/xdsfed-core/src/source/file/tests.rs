@@ -214,16 +214,18 @@ fn bad_file_fails_the_source_and_keeps_every_copy() {
     read(&mut s, &file("v1", &[cluster("c1", "a")]));
     let got = read(&mut s, "resources: [ {{{ not yaml");
     assert_eq!(show(&got), ["F"]);
-    let CoreEvent::StreamFailed { error } = &got[0] else {
+    let CoreEvent::StreamFailed { failure } = &got[0] else {
         unreachable!()
     };
+    let error = failure.to_string();
     assert!(error.contains("/etc/xds/config.yaml"), "{error}");
     assert!(!s.is_healthy());
     // A mapping error names the field.
     let got = read(&mut s, "resources: [{'@type': 7}]");
-    let CoreEvent::StreamFailed { error } = &got[0] else {
+    let CoreEvent::StreamFailed { failure } = &got[0] else {
         panic!("{:?}", show(&got))
     };
+    let error = failure.to_string();
     assert!(error.contains("resources[0]"), "{error}");
     // Unreadable: same story. The good bytes again end the failure.
     s.handle_contents(Err("No such file or directory".into()));
@@ -245,9 +247,10 @@ fn unnamed_entry_fails_the_whole_file() {
     let unnamed = format!("  - {{'@type': {CDS}, type: EDS}}\n");
     let got = read(&mut s, &file("v2", &[unnamed]));
     assert_eq!(show(&got), ["F"], "c1 is not removed");
-    let CoreEvent::StreamFailed { error } = &got[0] else {
+    let CoreEvent::StreamFailed { failure } = &got[0] else {
         unreachable!()
     };
+    let error = failure.to_string();
     assert!(error.contains("resources[0]"), "{error}");
 }
 

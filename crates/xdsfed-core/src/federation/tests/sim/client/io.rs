@@ -277,7 +277,7 @@ fn summary(event: &crate::protocol::CoreEvent) -> String {
         CoreEvent::Removed { key, .. } => format!("removed {}", key.name),
         CoreEvent::DoesNotExist { key } => format!("does not exist {}", key.name),
         CoreEvent::Redirect { key, target, .. } => format!("redirect {} -> {target}", key.name),
-        CoreEvent::StreamFailed { error } => format!("stream failed: {error}"),
+        CoreEvent::StreamFailed { failure } => format!("stream failed: {failure}"),
         CoreEvent::StreamHealthy => "healthy".to_owned(),
         other => format!("{other:?}"),
     }
