@@ -457,7 +457,11 @@ impl SourceDriver for Driver {
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         // The session's deadline: the server's failure, not ours.
         let end = self.session.poll_close()?;
-        Some(self.end(Code::from_i32(end.code.as_i32()), end.message, io.after_response))
+        Some(self.end(
+            Code::from_i32(end.code.as_i32()),
+            end.message,
+            io.after_response,
+        ))
     }
 
     fn end_locally(&mut self, _io: Io, why: &str) {
