@@ -201,6 +201,7 @@ mod tests {
             name: name.into(),
             authority: None,
             server: "s".into(),
+            server_uri: "s".into(),
             version: Some("1".into()),
             status: ResourceStatus::Acked,
             last_updated_unix_ms: Some(1_500),

@@ -79,7 +79,7 @@ fn render_per_server(out: &mut String, status: &ClientStatus, target: &str) {
             let _ = writeln!(
                 out,
                 "{name}{{grpc_target=\"{target}\",grpc_xds_server=\"{}\"}} {}",
-                escape(server_uri(&s.server)),
+                escape(&s.server_uri),
                 value(s)
             );
         }
@@ -107,7 +107,7 @@ fn render_updates(out: &mut String, status: &ClientStatus, target: &str) {
                 let _ = writeln!(
                     out,
                     "{name}{{grpc_target=\"{target}\",grpc_xds_server=\"{}\",grpc_xds_resource_type=\"{}\"}} {}",
-                    escape(server_uri(&s.server)),
+                    escape(&s.server_uri),
                     escape(resource_type(type_url)),
                     value(counts)
                 );
@@ -198,10 +198,6 @@ fn resource_type(type_url: &str) -> &str {
     type_url.rsplit('/').next().unwrap_or(type_url)
 }
 
-fn server_uri(server: &str) -> &str {
-    server.split(" (").next().unwrap_or(server)
-}
-
 /// Label values escape backslash, quote and newline.
 fn escape(value: &str) -> String {
     value
@@ -223,6 +219,7 @@ mod tests {
             name: "xdstp://a.example/envoy.config.cluster.v3.Cluster/c".into(),
             authority: Some("a.example".into()),
             server: "127.0.0.1:5 (insecure)".into(),
+            server_uri: "127.0.0.1:5".into(),
             version: Some("1".into()),
             status,
             last_updated_unix_ms: None,
@@ -246,6 +243,7 @@ mod tests {
             ],
             servers: vec![ServerStatus {
                 server: "127.0.0.1:5 (insecure)".into(),
+                server_uri: "127.0.0.1:5".into(),
                 connected: true,
                 server_failure: 2,
                 resource_updates_valid: 3,

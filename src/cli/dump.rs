@@ -21,7 +21,7 @@ use xdsfed::graph::{ConfigGraph, Snapshot};
 use xdsfed::policy::PolicyType;
 
 use super::progress::Progress;
-use super::table::{problems, server_uri, status_table};
+use super::table::{problems, status_table};
 use super::target::{
     BootstrapArg, Describe, Target, TargetArgs, TypeArg, build_client, listener_name, watch_error,
 };
@@ -261,8 +261,7 @@ pub(crate) fn verdict(
             .map(|s| {
                 format!(
                     "server {} is not connected ({} failed attempts)",
-                    server_uri(&s.server),
-                    s.server_failure
+                    s.server_uri, s.server_failure
                 )
             })
             .collect();

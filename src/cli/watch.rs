@@ -651,6 +651,7 @@ mod tests {
     fn source(fallback: bool, alt: bool, redirected: bool) -> SourceStatus {
         SourceStatus {
             server: "127.0.0.1:4000 (insecure)".to_owned(),
+            server_uri: "127.0.0.1:4000".to_owned(),
             authority: Some("onprem.example".to_owned()),
             fetched_as: Some(
                 "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/payments".to_owned(),

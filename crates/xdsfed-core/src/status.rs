@@ -20,8 +20,11 @@ pub struct ResourceStatusEntry {
     pub name: String,
     /// The authority (`null` for old-style names).
     pub authority: Option<String>,
-    /// The server the subscription is on.
+    /// The server the subscription is on, as messages name it: its URI,
+    /// channel credentials and features, `127.0.0.1:18000 (insecure)`.
     pub server: String,
+    /// That server's URI alone, `127.0.0.1:18000`.
+    pub server_uri: String,
     /// The version of the cached copy.
     pub version: Option<String>,
     /// The CSDS status.
@@ -49,8 +52,10 @@ pub struct ResourceStatusEntry {
 /// Where a resource's cached copy came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SourceStatus {
-    /// The server that sent it.
+    /// The server that sent it, as messages name it.
     pub server: String,
+    /// That server's URI alone.
+    pub server_uri: String,
     /// The authority of the name it was fetched as (`null` for old-style).
     pub authority: Option<String>,
     /// The name it was fetched as, when another than the resource's own
@@ -80,8 +85,11 @@ pub struct AuthorityStatus {
 /// Counters of one server's connection, named after gRFC A78's metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
-    /// The server.
+    /// The server, as messages name it: URI, channel credentials and
+    /// features.
     pub server: String,
+    /// Its URI alone.
+    pub server_uri: String,
     /// `grpc.xds_client.connected`: whether the stream is up and has had a response.
     pub connected: bool,
     /// `grpc.xds_client.server_failure`.
@@ -143,13 +151,21 @@ impl ClientStatus {
 
 impl ResourceStatusEntry {
     /// The entry of the resource `key`, subscribed as `provenance` says,
-    /// in `state`.
-    pub fn of(key: &ResourceKey, provenance: &Provenance, state: &ResourceState) -> Self {
+    /// in `state`. `uri_of` gives the URI of a server from the name
+    /// messages give it (the federation core's
+    /// [`server_uris`](crate::federation::Federation::server_uris)).
+    pub fn of(
+        key: &ResourceKey,
+        provenance: &Provenance,
+        state: &ResourceState,
+        uri_of: &dyn Fn(&str) -> String,
+    ) -> Self {
         ResourceStatusEntry {
             type_url: key.type_url.to_string(),
             name: key.name.to_string(),
             authority: provenance.authority.as_deref().map(str::to_owned),
             server: provenance.server.to_string(),
+            server_uri: uri_of(&provenance.server),
             version: state.version.as_deref().map(str::to_owned),
             status: state.status,
             last_updated_unix_ms: state.last_updated.and_then(unix_ms),
@@ -160,6 +176,7 @@ impl ResourceStatusEntry {
             cached: state.resource.is_some(),
             source: state.source.as_ref().map(|s| SourceStatus {
                 server: s.server.to_string(),
+                server_uri: uri_of(&s.server),
                 authority: s.authority.as_deref().map(str::to_owned),
                 fetched_as: (!s.fetched_as.is_empty()).then(|| s.fetched_as.to_string()),
                 fallback: s.fallback,

@@ -27,7 +27,6 @@ use xdsfed::core::status::{ClientStatus, ResourceStatusEntry};
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot, Versioned};
 
 use super::{ACT_LIMIT, Demo, LISTENER, build_client, demo_bootstrap};
-use crate::cli::table::server_uri;
 use crate::cli::{CliError, emit};
 
 /// The authority on-prem serves.
@@ -219,7 +218,7 @@ impl Demo {
             let failed = status
                 .servers
                 .iter()
-                .any(|s| server_uri(&s.server) == cloud && s.server_failure > 0);
+                .any(|s| s.server_uri.as_str() == cloud && s.server_failure > 0);
             if failed && !said_unreachable {
                 said_unreachable = true;
                 self.say("the client cannot reach server cloud; the copies from disk serve")?;
@@ -397,7 +396,7 @@ fn onprem_from_file(snapshot: &Snapshot, status: &ClientStatus) -> bool {
                 .find(|h| h.name == name)
                 .and_then(|h| status_of(status, h))
                 .and_then(|r| r.source.as_ref())
-                .is_some_and(|s| server_uri(&s.server).starts_with(FILE_SCHEME))
+                .is_some_and(|s| s.server_uri.as_str().starts_with(FILE_SCHEME))
         })
 }
 

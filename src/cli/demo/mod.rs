@@ -55,7 +55,6 @@ use xdsfed::testbed::scenario::{RunningScenario, Scenario};
 use xdsfed::testbed::{Server, Testbed};
 
 use super::render::Model;
-use super::table::server_uri;
 use super::target::StateDirArg;
 use super::target::{build_error, endpoint_addresses, id_of, route_clusters, short_version};
 use super::{CliError, emit, runtime};
@@ -304,7 +303,7 @@ impl Demo {
             let connected = status
                 .servers
                 .iter()
-                .find(|s| server_uri(&s.server) == onprem_uri)
+                .find(|s| s.server_uri.as_str() == onprem_uri)
                 .is_some_and(|s| s.connected);
             if !connected && new_version.is_none() {
                 // The old stream is gone: this change can only reach the
@@ -387,7 +386,17 @@ impl Demo {
         let Some(snapshot) = self.graph.load() else {
             return Ok(());
         };
-        for serving in endpoints_served_by(&snapshot, onprem_uri) {
+        // The graph names servers as messages do; the status says which
+        // of those names are the onprem server's.
+        let onprem: Vec<String> = self
+            .client
+            .status()
+            .servers
+            .into_iter()
+            .filter(|s| s.server_uri == onprem_uri)
+            .map(|s| s.server)
+            .collect();
+        for serving in endpoints_served_by(&snapshot, &onprem) {
             self.say(&format!("the snapshot still routes to {serving}"))?;
         }
         Ok(())
@@ -491,7 +500,7 @@ impl Demo {
                         format!(
                             "{} from {}",
                             id_of(s.fetched_as.as_deref().unwrap_or(&name)),
-                            self.narrator.server_name(&s.server)
+                            self.narrator.server_name(&s.server_uri)
                         )
                     })
                     .unwrap_or_default();
@@ -521,7 +530,7 @@ impl Demo {
             .iter()
             .find(|r| r.name == CLOUD_POLICY && r.cached)
             .and_then(|r| r.source.as_ref())
-            .map(|s| (self.narrator.server_name(&s.server), s.alt))
+            .map(|s| (self.narrator.server_name(&s.server_uri), s.alt))
             .unwrap_or_default()
     }
 
@@ -695,7 +704,7 @@ fn has_errors_on(status: &ClientStatus, uri: &str) -> bool {
     status
         .resources
         .iter()
-        .any(|r| server_uri(&r.server) == uri && r.error.is_some())
+        .any(|r| r.server_uri == uri && r.error.is_some())
 }
 
 /// What the narrator last saw of a resource.
@@ -737,9 +746,8 @@ impl Narrator {
         self.servers.clear();
     }
 
-    /// The testbed name of the server a status entry names.
-    fn server_name(&self, server: &str) -> String {
-        let uri = server_uri(server);
+    /// The testbed name of the server at `uri`.
+    fn server_name(&self, uri: &str) -> String {
         self.server_names
             .get(uri)
             .cloned()
@@ -749,7 +757,7 @@ impl Narrator {
     /// Says what changed since the last look.
     fn look(&mut self, status: &ClientStatus) -> Result<(), CliError> {
         for s in &status.servers {
-            let uri = server_uri(&s.server).to_owned();
+            let uri = s.server_uri.as_str().to_owned();
             let before = self.servers.insert(uri.clone(), s.connected);
             let file = uri.starts_with(FILE_SCHEME);
             let name = self.server_names.get(&uri).cloned().unwrap_or(uri);
@@ -769,7 +777,7 @@ impl Narrator {
                 status: r.status,
                 version: r.version.clone(),
                 error: r.error.clone(),
-                from: r.source.as_ref().map(|s| self.server_name(&s.server)),
+                from: r.source.as_ref().map(|s| self.server_name(&s.server_uri)),
             };
             let before = self.resources.insert(key, now.clone());
             if let Some(what) = change(before.as_ref(), &now) {
@@ -866,15 +874,16 @@ fn fit(line: &str) -> String {
     cut
 }
 
-/// The snapshot's endpoint sets that came from `uri`, with their addresses.
-fn endpoints_served_by(snapshot: &Snapshot, uri: &str) -> Vec<String> {
+/// The snapshot's endpoint sets that came from one of `servers` (named as
+/// messages name them), with their addresses.
+fn endpoints_served_by(snapshot: &Snapshot, servers: &[String]) -> Vec<String> {
     snapshot
         .clusters()
         .filter_map(|c| match &c.endpoints {
             ClusterEndpoints::Eds {
                 assignment: Some(a),
                 ..
-            } if server_uri(&a.provenance.server) == uri => {
+            } if servers.iter().any(|s| **s == *a.provenance.server) => {
                 let addresses: Vec<String> = endpoint_addresses(&a.value)
                     .into_iter()
                     .map(|(_, address)| address)

@@ -67,10 +67,10 @@ pub fn status_table(status: &ClientStatus) -> String {
 fn server_cell(r: &ResourceStatusEntry) -> String {
     match &r.source {
         Some(source) => match arrival(source) {
-            Some(why) => format!("{} ({why})", shown(server_uri(&source.server))),
-            None => shown(server_uri(&source.server)),
+            Some(why) => format!("{} ({why})", shown(&source.server_uri)),
+            None => shown(&source.server_uri),
         },
-        None => shown(server_uri(&r.server)),
+        None => shown(&r.server_uri),
     }
 }
 
@@ -116,11 +116,6 @@ pub fn status_name(status: ResourceStatus) -> &'static str {
     }
 }
 
-/// `127.0.0.1:18000` out of `127.0.0.1:18000 (insecure)`.
-pub fn server_uri(server: &str) -> &str {
-    server.split(" (").next().unwrap_or(server)
-}
-
 /// How a copy arrived when not straight from its own authority's first
 /// server (`fallback server`, `#alt NAME`, `redirected to NAME`); `None`
 /// for one that did. Escaped, like every cell.
@@ -148,7 +143,7 @@ pub fn arrival(source: &SourceStatus) -> Option<String> {
 /// `via SERVER (why)` for a copy that did not come straight from its own
 /// authority's first server; `None` for one that did. Escaped.
 pub fn origin(source: &SourceStatus) -> Option<String> {
-    arrival(source).map(|why| format!("via {} ({why})", shown(server_uri(&source.server))))
+    arrival(source).map(|why| format!("via {} ({why})", shown(&source.server_uri)))
 }
 
 /// What is wrong in a dump, one line per problem: anything not ACKED.
@@ -188,6 +183,7 @@ mod tests {
                 name: "c1".into(),
                 authority: None,
                 server: "127.0.0.1:1 (insecure)".into(),
+                server_uri: "127.0.0.1:1".into(),
                 version: Some("0123456789abcdef".into()),
                 status: ResourceStatus::Nacked,
                 last_updated_unix_ms: None,
@@ -200,6 +196,7 @@ mod tests {
             }],
             servers: vec![ServerStatus {
                 server: "127.0.0.1:1 (insecure)".into(),
+                server_uri: "127.0.0.1:1".into(),
                 connected: true,
                 server_failure: 0,
                 resource_updates_valid: 1,
@@ -233,6 +230,7 @@ mod tests {
             name: "xdstp://cloud.example/envoy.config.cluster.v3.Cluster/pool/one".into(),
             authority: Some("cloud.example".into()),
             server: "127.0.0.1:1 (insecure)".into(),
+            server_uri: "127.0.0.1:1".into(),
             version: Some("0123456789abcdef".into()),
             status: ResourceStatus::Acked,
             last_updated_unix_ms: None,
@@ -245,6 +243,7 @@ mod tests {
         };
         let source = |server: &str, fallback: bool, redirected: bool| SourceStatus {
             server: format!("{server} (insecure)"),
+            server_uri: server.to_owned(),
             authority: Some("onprem.example".into()),
             fetched_as: redirected.then(|| {
                 "xdstp://onprem.example/envoy.config.cluster.v3.Cluster/payments".to_owned()
@@ -278,6 +277,7 @@ mod tests {
                 name: text.to_owned(),
                 authority: Some(text.to_owned()),
                 server: text.to_owned(),
+                server_uri: text.to_owned(),
                 version: Some(text.to_owned()),
                 status: ResourceStatus::Nacked,
                 last_updated_unix_ms: None,
@@ -288,6 +288,7 @@ mod tests {
                 cached: true,
                 source: Some(SourceStatus {
                     server: text.to_owned(),
+                    server_uri: text.to_owned(),
                     authority: Some(text.to_owned()),
                     fetched_as: Some(text.to_owned()),
                     fallback: true,
@@ -297,6 +298,7 @@ mod tests {
             }],
             servers: vec![ServerStatus {
                 server: text.to_owned(),
+                server_uri: text.to_owned(),
                 connected: false,
                 server_failure: 0,
                 resource_updates_valid: 0,

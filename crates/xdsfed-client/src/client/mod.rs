@@ -472,7 +472,8 @@ impl XdsClient {
 
     /// A CSDS-style dump of every resource and every server connection.
     pub fn status(&self) -> ClientStatus {
-        let resources = resources_of(&self.inner.cache);
+        let uris = self.inner.lock().federation.server_uris();
+        let resources = resources_of(&self.inner.cache, &uris);
         let state = self.inner.lock();
         let mut servers: Vec<ServerStatus> = state
             .connections
@@ -481,6 +482,7 @@ impl XdsClient {
                 let stats = conn.stats();
                 ServerStatus {
                     server: key.to_string(),
+                    server_uri: key.server_uri.clone(),
                     connected: stats.connected,
                     server_failure: stats.server_failure,
                     resource_updates_valid: stats.resource_updates_valid,

@@ -380,6 +380,19 @@ impl std::fmt::Debug for Federation {
     }
 }
 
+impl Federation {
+    /// The URI of every server a fetch may use, by the name events,
+    /// entries and messages give it (see [`Source::server`](crate::entry::Source::server)):
+    /// status and metrics label servers by URI without taking that name
+    /// apart.
+    pub fn server_uris(&self) -> HashMap<Arc<str>, Arc<str>> {
+        self.servers
+            .keys()
+            .map(|key| (server_name(key), Arc::from(key.server_uri.as_str())))
+            .collect()
+    }
+}
+
 /// The name servers and messages give `server`.
 fn server_name(server: &ServerKey) -> Arc<str> {
     Arc::from(server.to_string())
