@@ -74,6 +74,7 @@ mod random;
 pub mod source;
 pub mod state_dir;
 mod status;
+mod tls;
 pub mod transport;
 pub mod watch;
 

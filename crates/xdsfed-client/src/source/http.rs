@@ -1,20 +1,16 @@
 //! What the HTTP sources (REST-JSON polling, HTTP CDN) share below their
 //! own requests: the connection a pooled hyper client dials (plain TCP or
-//! rustls), rustls' client configuration from checked PEM contents, and
-//! an error's causes in one line. Each kind keeps what is its own: REST
+//! rustls, configured by `crate::tls`), and an error's causes in one line. Each kind keeps what is its own: REST
 //! its POST of JSON, the CDN its conditional GET, and each its deadlines
 //! and error texts.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// A connection to an HTTP server, plain or TLS.
 #[derive(Debug)]
@@ -75,43 +71,6 @@ impl AsyncWrite for Stream {
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
-}
-
-/// Why [`tls_config`] failed: the caller words it, naming its files.
-#[derive(Debug)]
-pub(crate) enum TlsConfigError {
-    /// A CA certificate was refused as a root.
-    Root(rustls::Error),
-    /// The protocol versions could not be set up.
-    Versions(rustls::Error),
-    /// The client certificate and key were refused.
-    Identity(rustls::Error),
-}
-
-/// rustls' client configuration trusting only `ca` (the platform's roots
-/// are not read, as for the ADS transport), presenting `identity`
-/// (certificate chain, key) when given, and speaking HTTP/1.1 by ALPN.
-pub(crate) fn tls_config(
-    ca: Vec<CertificateDer<'static>>,
-    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
-) -> Result<rustls::ClientConfig, TlsConfigError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in ca {
-        roots.add(cert).map_err(TlsConfigError::Root)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(TlsConfigError::Versions)?
-        .with_root_certificates(roots);
-    let mut config = match identity {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain, key)
-            .map_err(TlsConfigError::Identity)?,
-        None => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 /// `e` and its causes, for people (hyper's own says only "client error").

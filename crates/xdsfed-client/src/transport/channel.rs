@@ -1,8 +1,9 @@
 //! The tonic channel to one management server: target, keepalive, timeouts
 //! and TLS (gRFC A65 `tls` credentials with rustls).
 //!
-//! Credentials are read once, when the connection is set up, and every
-//! error names the file and what is wrong with it.
+//! Credentials are read once, when the connection is set up, by the one
+//! reader every source kind uses (`crate::tls`), and every error names the
+//! file and what is wrong with it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,6 @@ use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::TransportOptions;
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
-use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
 
 /// Why the channel to a server cannot be set up.
 #[non_exhaustive]
@@ -113,91 +113,10 @@ fn tls_config(
     cert: Option<&Path>,
     key: Option<&Path>,
 ) -> Result<ClientTlsConfig, TransportError> {
-    let pem = read_tls_files(uri, ca, cert, key)?;
+    let pem = crate::tls::read_tls_files(uri, ca, cert, key)?;
     let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem.ca));
     if let Some((cert_pem, key_pem)) = pem.identity {
         config = config.identity(Identity::from_pem(cert_pem, key_pem));
     }
     Ok(config)
-}
-
-/// The PEM files of a server's `tls` credentials, read and checked.
-#[derive(Debug)]
-pub(crate) struct TlsFiles {
-    /// The CAs that sign the server's certificate.
-    pub(crate) ca: Vec<u8>,
-    /// The client's certificate chain and private key, for mTLS.
-    pub(crate) identity: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-/// Reads and checks the files of `tls` credentials for the server `uri`
-/// (the CA is required, a certificate needs its key); every error names
-/// the file. Shared by the gRPC channel and the REST-JSON source.
-pub(crate) fn read_tls_files(
-    uri: &str,
-    ca: Option<&Path>,
-    cert: Option<&Path>,
-    key: Option<&Path>,
-) -> Result<TlsFiles, TransportError> {
-    let Some(ca) = ca else {
-        return Err(TransportError::Tls {
-            uri: uri.to_owned(),
-            why: "no ca_certificate_file: the platform's roots are not used, give the CA that signs the server".into(),
-        });
-    };
-    if cert.is_some() != key.is_some() {
-        return Err(TransportError::Tls {
-            uri: uri.to_owned(),
-            why: "mTLS needs both certificate_file and private_key_file".into(),
-        });
-    }
-    let ca_pem = read(uri, "CA certificate", ca)?;
-    check_certs(uri, "CA certificate", ca, &ca_pem)?;
-    let identity = match (cert, key) {
-        (Some(cert), Some(key)) => {
-            let cert_pem = read(uri, "certificate", cert)?;
-            check_certs(uri, "certificate", cert, &cert_pem)?;
-            let key_pem = read(uri, "private key", key)?;
-            check_key(uri, key, &key_pem)?;
-            Some((cert_pem, key_pem))
-        }
-        _ => None,
-    };
-    Ok(TlsFiles {
-        ca: ca_pem,
-        identity,
-    })
-}
-
-/// Reads a credentials file through the bounded reader: a regular file of
-/// at most [`PEM_LIMIT`] bytes; a FIFO or a device is refused, not read.
-fn read(uri: &str, role: &'static str, path: &Path) -> Result<Vec<u8>, TransportError> {
-    read_bounded(path, PEM_LIMIT).map_err(|e| TransportError::ReadFile {
-        uri: uri.to_owned(),
-        role,
-        path: path.to_owned(),
-        why: e.to_string(),
-    })
-}
-
-fn bad_pem(uri: &str, role: &'static str, path: &Path, why: impl Into<String>) -> TransportError {
-    TransportError::BadPem {
-        uri: uri.to_owned(),
-        role,
-        path: path.to_owned(),
-        why: why.into(),
-    }
-}
-
-fn check_certs(
-    uri: &str,
-    role: &'static str,
-    path: &Path,
-    pem: &[u8],
-) -> Result<(), TransportError> {
-    check_pem(pem, PemKind::Certificates).map_err(|why| bad_pem(uri, role, path, why))
-}
-
-fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
-    check_pem(pem, PemKind::PrivateKey).map_err(|why| bad_pem(uri, "private key", path, why))
 }

@@ -27,14 +27,13 @@ use http::{Request, Uri};
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::source::http::{Stream, TlsConfigError, error_chain};
+use crate::source::http::{Stream, error_chain};
+use crate::tls::{client_config, read_tls_files};
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
-use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
 use xdsfed_core::source::cdn::headers::{CachingHeaders, freshness, retry_after};
 use xdsfed_core::source::cdn::reply::is_json;
 use xdsfed_core::source::cdn::{Fetch, Fetched, HttpReply, MAX_IN_FLIGHT};
@@ -75,10 +74,18 @@ impl HttpClient {
                 ca_certificate_file,
                 certificate_file,
                 private_key_file,
-            } => Some(TlsConnector::from(Arc::new(tls_config(
-                ca_certificate_file.as_deref(),
-                certificate_file.as_deref().zip(private_key_file.as_deref()),
-            )?))),
+            } => {
+                let uri = &server.server_uri;
+                let config = read_tls_files(
+                    uri,
+                    ca_certificate_file.as_deref(),
+                    certificate_file.as_deref(),
+                    private_key_file.as_deref(),
+                )
+                .and_then(|files| client_config(uri, files, &[b"h2", b"http/1.1"]))
+                .map_err(|e| e.to_string())?;
+                Some(TlsConnector::from(Arc::new(config)))
+            }
         };
         let connector = Connector { tls, timeout };
         let client = Client::builder(TokioExecutor::new())
@@ -165,48 +172,6 @@ impl HttpClient {
 fn header<'a>(headers: &'a HeaderMap, name: &http::header::HeaderName) -> Option<&'a str> {
     let value = headers.get(name)?.to_str().ok()?;
     (value.len() <= HEADER_LIMIT).then_some(value)
-}
-
-/// rustls trusting only `ca`, with the client identity `identity`
-/// (certificate chain, key) when given; HTTP/2, else HTTP/1.1, by ALPN.
-fn tls_config(
-    ca: Option<&std::path::Path>,
-    identity: Option<(&std::path::Path, &std::path::Path)>,
-) -> Result<rustls::ClientConfig, String> {
-    let ca = ca.ok_or("tls credentials without ca_certificate_file")?;
-    let roots = certificates(ca)?;
-    let identity = match identity {
-        None => None,
-        Some((chain, key)) => {
-            let pem = pem_file(key, PemKind::PrivateKey)?;
-            let key = PrivateKeyDer::from_pem_slice(&pem)
-                .map_err(|e| format!("private key file {}: {e}", key.display()))?;
-            Some((certificates(chain)?, key))
-        }
-    };
-    let mut config = crate::source::http::tls_config(roots, identity).map_err(|e| match e {
-        TlsConfigError::Root(e) => format!("CA certificate file {}: {e}", ca.display()),
-        TlsConfigError::Versions(e) => e.to_string(),
-        TlsConfigError::Identity(e) => format!("client certificate: {e}"),
-    })?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
-}
-
-/// The certificates of the PEM file `path`.
-fn certificates(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = pem_file(path, PemKind::Certificates)?;
-    CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("certificate file {}: {e}", path.display()))
-}
-
-/// A PEM file read through the bounded reader and checked for `kind`.
-fn pem_file(path: &std::path::Path, kind: PemKind) -> Result<Vec<u8>, String> {
-    let pem = read_bounded(path, PEM_LIMIT)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    check_pem(&pem, kind).map_err(|why| format!("{} {why}", path.display()))?;
-    Ok(pem)
 }
 
 /// Dials TCP, then TLS for `https` URLs.

@@ -27,9 +27,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls;
 
-use crate::source::http::{Stream, TlsConfigError, error_chain, tls_config};
+use crate::source::http::{Stream, error_chain};
+use crate::tls::{client_config, read_tls_files};
 use crate::transport::TransportError;
-use crate::transport::channel::read_tls_files;
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
 use xdsfed_core::json::discovery_request_to_json;
 use xdsfed_core::source::rest::{Read, read};
@@ -100,7 +100,11 @@ impl HttpClient {
                     certificate_file.as_deref(),
                     private_key_file.as_deref(),
                 )?;
-                Some(TlsConnector::from(Arc::new(rustls_config(uri, files)?)))
+                Some(TlsConnector::from(Arc::new(client_config(
+                    uri,
+                    files,
+                    &[b"http/1.1"],
+                )?)))
             }
         };
         let base = base_uri(uri, tls.is_some());
@@ -230,42 +234,6 @@ fn base_uri(uri: &str, tls: bool) -> String {
     } else {
         format!("http://{uri}")
     }
-}
-
-/// rustls' client configuration from the checked PEM files: the given CAs
-/// only (not the platform's), the client certificate for mTLS, HTTP/1.1
-/// by ALPN.
-fn rustls_config(
-    uri: &str,
-    files: crate::transport::channel::TlsFiles,
-) -> Result<rustls::ClientConfig, TransportError> {
-    use rustls::pki_types::pem::PemObject as _;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let tls_error = |why: String| TransportError::Tls {
-        uri: uri.to_owned(),
-        why,
-    };
-    let ca = CertificateDer::pem_slice_iter(&files.ca)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| tls_error(format!("CA certificate: {e}")))?;
-    let identity = match files.identity {
-        Some((chain, key)) => {
-            let chain = CertificateDer::pem_slice_iter(&chain)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| tls_error(format!("certificate: {e}")))?;
-            let key = PrivateKeyDer::from_pem_slice(&key)
-                .map_err(|e| tls_error(format!("private key: {e}")))?;
-            Some((chain, key))
-        }
-        None => None,
-    };
-    tls_config(ca, identity).map_err(|e| {
-        tls_error(match e {
-            TlsConfigError::Root(e) => format!("CA certificate: {e}"),
-            TlsConfigError::Versions(e) => e.to_string(),
-            TlsConfigError::Identity(e) => format!("certificate and key: {e}"),
-        })
-    })
 }
 
 /// Connects to a REST server: TCP, then TLS when configured.
