@@ -54,8 +54,10 @@
 //! - [`client`]: the client and its builder; [`watch`]: the handles.
 //! - [`cache`]: the latest value of every watched resource.
 //! - [`transport`]: the options every source takes, and ADS over tonic.
-//! - [`source`], `policy_stream` (feature `policy-stream`): the seam every source kind plugs into,
-//!   and the drivers of the kinds beside ADS.
+//! - `source` (private): the seam every source kind plugs into, the one
+//!   reconnecting driver, and the IO of the kinds beside ADS;
+//!   `policy_stream` (feature `policy-stream`): the policy stream's stub,
+//!   public for tests that talk to a policy server directly.
 //! - [`state_dir`]: the last-known-good copies on disk (opt in).
 //! - [`publish`]: resources written as the files of a directory a static
 //!   host serves to HTTP CDN sources (`xdsfed publish`).
@@ -71,7 +73,7 @@ pub mod fuzzing;
 pub mod policy_stream;
 pub mod publish;
 mod random;
-pub mod source;
+pub(crate) mod source;
 pub mod state_dir;
 mod status;
 mod tls;

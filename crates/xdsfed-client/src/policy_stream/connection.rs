@@ -12,12 +12,12 @@ use xdsfed_core::protocol::AuthorityFilter;
 
 /// Marks a [`SourceHandle`] as a policy stream's.
 #[derive(Debug)]
-pub enum PolicyKind {}
+pub(crate) enum PolicyKind {}
 
 /// A handle on the policy stream to one control plane. Nothing connects
 /// until the first subscription; the driver task ends on
 /// [`SourceHandle::shutdown`] or when every handle is dropped.
-pub type PolicyConnection = SourceHandle<PolicyKind>;
+pub(crate) type PolicyConnection = SourceHandle<PolicyKind>;
 
 impl SourceHandle<PolicyKind> {
     /// Spawns the driver for `server` on the current tokio runtime (panics
@@ -25,7 +25,7 @@ impl SourceHandle<PolicyKind> {
     /// `authorities`; `filter` says which names the server may deliver.
     /// The client address is the node id (it must be unique among the
     /// control plane's clients), or a random one without a node id.
-    pub fn spawn(
+    pub(crate) fn spawn(
         server: ServerConfig,
         filter: AuthorityFilter,
         authorities: Vec<String>,

@@ -7,4 +7,4 @@ mod connection;
 mod driver;
 pub mod stub;
 
-pub use connection::{PolicyConnection, PolicyKind};
+pub(crate) use connection::PolicyConnection;

@@ -118,7 +118,7 @@ impl StatsCell {
 /// on [`shutdown`](Self::shutdown) or when every handle is dropped. `K`
 /// marks the kind of source (ADS, file, REST, CDN, policy stream), whose
 /// module gives it a `spawn`.
-pub struct SourceHandle<K> {
+pub(crate) struct SourceHandle<K> {
     commands: mpsc::UnboundedSender<Message>,
     stats: Arc<StatsCell>,
     kind: PhantomData<fn() -> K>,
@@ -139,43 +139,43 @@ impl<K> SourceHandle<K> {
     }
 
     /// Subscribes to `key` (its name a canonical key).
-    pub fn subscribe(&self, key: ResourceKey) {
+    pub(crate) fn subscribe(&self, key: ResourceKey) {
         self.send(Message::Command(Command::Subscribe(key)));
     }
 
     /// Unsubscribes from `key`.
-    pub fn unsubscribe(&self, key: ResourceKey) {
+    pub(crate) fn unsubscribe(&self, key: ResourceKey) {
         self.send(Message::Command(Command::Unsubscribe(key)));
     }
 
     /// Forgets the version held of `key`: the next stream asks for it
     /// afresh (see [`Session::forget_version`](xdsfed_core::protocol::Session::forget_version)).
     /// A source without versions ignores it.
-    pub fn forget_version(&self, key: ResourceKey) {
+    pub(crate) fn forget_version(&self, key: ResourceKey) {
         self.send(Message::Command(Command::ForgetVersion(key)));
     }
 
     /// Subscribes to `*` for `type_url`.
-    pub fn subscribe_wildcard(&self, type_url: &str) {
+    pub(crate) fn subscribe_wildcard(&self, type_url: &str) {
         self.send(Message::Command(Command::SubscribeWildcard(
             type_url.to_owned(),
         )));
     }
 
     /// Unsubscribes from `*` for `type_url`.
-    pub fn unsubscribe_wildcard(&self, type_url: &str) {
+    pub(crate) fn unsubscribe_wildcard(&self, type_url: &str) {
         self.send(Message::Command(Command::UnsubscribeWildcard(
             type_url.to_owned(),
         )));
     }
 
     /// The connection's counters.
-    pub fn stats(&self) -> ConnectionStats {
+    pub(crate) fn stats(&self) -> ConnectionStats {
         self.stats.lock().clone()
     }
 
     /// Closes the connection and ends the driver task.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.send(Message::Shutdown);
     }
 

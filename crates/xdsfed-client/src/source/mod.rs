@@ -11,18 +11,18 @@
 //! status and metrics work the same for every kind.
 
 #[cfg(feature = "cdn")]
-pub mod cdn;
+pub(crate) mod cdn;
 pub(crate) mod driving;
 #[cfg(feature = "file")]
-pub mod file;
+pub(crate) mod file;
 pub(crate) mod handle;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
 pub(crate) mod reconnect;
 #[cfg(feature = "rest")]
-pub mod rest;
+pub(crate) mod rest;
 
-pub use handle::SourceHandle;
+pub(crate) use handle::SourceHandle;
 
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ use xdsfed_core::protocol::{AuthorityFilter, ResourceKey};
 use xdsfed_core::types::TypeRegistry;
 
 /// A connection to one server, driven by the client's executor.
-pub trait SourceConnection: Send + Sync + std::fmt::Debug {
+pub(crate) trait SourceConnection: Send + Sync + std::fmt::Debug {
     /// Asks for `key`.
     fn subscribe(&self, key: ResourceKey);
     /// Stops asking for `key`.

@@ -56,7 +56,7 @@ use xdsfed_core::types::TypeRegistry;
 /// Where a connection's events go. Called by the driver task after each
 /// input; it must not block (hand the events on, e.g. to latest-value
 /// channels), or the stream stalls.
-pub trait EventSink: Send + Sync + 'static {
+pub(crate) trait EventSink: Send + Sync + 'static {
     /// Events from the stream to `server`, in order.
     fn deliver(&self, server: &ServerConfig, events: Vec<CoreEvent>);
 }
@@ -160,21 +160,20 @@ pub struct ConnectionStats {
 
 /// Marks a [`SourceHandle`] as an ADS connection's.
 #[derive(Debug)]
-pub enum AdsKind {}
+pub(crate) enum AdsKind {}
 
 /// A handle on the ADS connection to one server. Cloning is cheap; the
 /// driver task ends when every handle is dropped or on
 /// [`shutdown`](SourceHandle::shutdown).
-pub type AdsConnection = SourceHandle<AdsKind>;
+pub(crate) type AdsConnection = SourceHandle<AdsKind>;
 
 impl SourceHandle<AdsKind> {
     /// Spawns the driver task for `server` on the current tokio runtime
     /// (panics outside one, like `tokio::spawn`). Nothing connects until the
     /// first subscription. A server whose channel cannot be set up (bad
     /// target, unreadable TLS files) reports the error as
-    /// [`CoreEvent::StreamFailed`] on every attempt; use
-    /// [`try_spawn`](Self::try_spawn) to fail at once instead.
-    pub fn spawn(
+    /// [`CoreEvent::StreamFailed`] on every attempt.
+    pub(crate) fn spawn(
         server: ServerConfig,
         authorities: AuthorityFilter,
         types: Arc<TypeRegistry>,
@@ -183,26 +182,6 @@ impl SourceHandle<AdsKind> {
     ) -> Self {
         let endpoint = endpoint(&server, &opts);
         Self::start(server, authorities, types, sink, opts, endpoint)
-    }
-
-    /// Like [`spawn`](Self::spawn), but a channel that cannot be set up is
-    /// an error here.
-    pub fn try_spawn(
-        server: ServerConfig,
-        authorities: AuthorityFilter,
-        types: Arc<TypeRegistry>,
-        sink: Arc<dyn EventSink>,
-        opts: TransportOptions,
-    ) -> Result<Self, TransportError> {
-        let endpoint = endpoint(&server, &opts)?;
-        Ok(Self::start(
-            server,
-            authorities,
-            types,
-            sink,
-            opts,
-            Ok(endpoint),
-        ))
     }
 
     fn start(

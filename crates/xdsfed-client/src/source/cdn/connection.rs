@@ -27,20 +27,20 @@ use xdsfed_core::types::TypeRegistry;
 
 /// Marks a [`SourceHandle`] as an HTTP CDN source's.
 #[derive(Debug)]
-pub enum CdnKind {}
+pub(crate) enum CdnKind {}
 
 /// A handle on an HTTP CDN source. Nothing is fetched until the first
 /// subscription; the driver task ends on [`SourceHandle::shutdown`] or
 /// when every handle is dropped, and its fetches in flight with it. A
 /// file host cannot list what it holds: wildcard subscriptions are
 /// ignored (logged).
-pub type CdnConnection = SourceHandle<CdnKind>;
+pub(crate) type CdnConnection = SourceHandle<CdnKind>;
 
 impl SourceHandle<CdnKind> {
     /// Spawns the driver for `server` on the current tokio runtime (panics
     /// outside one, like `tokio::spawn`). TLS credentials that cannot be
     /// read fail every fetch, each failure naming the file.
-    pub fn spawn(
+    pub(crate) fn spawn(
         server: ServerConfig,
         types: Arc<TypeRegistry>,
         sink: Arc<dyn EventSink>,

@@ -13,4 +13,4 @@
 mod connection;
 mod http;
 
-pub use connection::{CdnConnection, CdnKind};
+pub(crate) use connection::CdnConnection;

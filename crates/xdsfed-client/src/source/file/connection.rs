@@ -13,13 +13,13 @@ use xdsfed_core::types::TypeRegistry;
 
 /// Marks a [`SourceHandle`] as a filesystem source's.
 #[derive(Debug)]
-pub enum FileKind {}
+pub(crate) enum FileKind {}
 
 /// A handle on one filesystem source. Nothing is read until the first
 /// subscription; from then on the file is re-read whenever its directory
 /// changes. The driver task ends on [`SourceHandle::shutdown`] or when
 /// every handle is dropped. A file has no versions to forget.
-pub type FileConnection = SourceHandle<FileKind>;
+pub(crate) type FileConnection = SourceHandle<FileKind>;
 
 impl SourceHandle<FileKind> {
     /// Spawns the driver of `source` (the file of `server`) on the current
@@ -27,7 +27,7 @@ impl SourceHandle<FileKind> {
     /// says which names the file may deliver; a file larger than
     /// `opts.max_message_size` (a JSON or YAML one: than
     /// `opts.text_message_limit()`) is refused.
-    pub fn spawn(
+    pub(crate) fn spawn(
         server: ServerConfig,
         source: FileSource,
         filter: AuthorityFilter,

@@ -6,4 +6,4 @@
 mod connection;
 mod driver;
 
-pub use connection::{FileConnection, FileKind};
+pub(crate) use connection::FileConnection;
