@@ -78,6 +78,8 @@ pub struct AuthorityStatus {
     pub servers: Vec<String>,
     /// The server answers are taken from.
     pub active: String,
+    /// That server's URI alone.
+    pub active_uri: String,
     /// Whether that is a fallback server (not the first).
     pub on_fallback: bool,
 }

@@ -229,7 +229,7 @@ impl Demo {
                 .find(|a| a.authority.as_deref() == Some(ONPREM) && a.on_fallback);
             if let Some(authority) = fallback.filter(|_| !said_fallback) {
                 said_fallback = true;
-                let active = self.narrator.server_name(&authority.active);
+                let active = self.narrator.server_name(&authority.active_uri);
                 self.say(&format!("{ONPREM} falls back to {active} (gRFC A71)"))?;
             }
             self.narrator.look(&status)?;
@@ -293,7 +293,10 @@ impl Demo {
             let origin = match entry {
                 Some(r) if r.status == ResourceStatus::FromDisk => "from disk".to_owned(),
                 Some(r) => {
-                    let server = r.source.as_ref().map_or(r.server.as_str(), |s| &s.server);
+                    let server = r
+                        .source
+                        .as_ref()
+                        .map_or(r.server_uri.as_str(), |s| &s.server_uri);
                     format!("from {}", self.narrator.server_name(server))
                 }
                 None => "from nowhere the client says".to_owned(),

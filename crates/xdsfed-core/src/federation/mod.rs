@@ -363,6 +363,11 @@ impl Federation {
                     .get(a.active)
                     .map(ToString::to_string)
                     .unwrap_or_default(),
+                active_uri: a
+                    .servers
+                    .get(a.active)
+                    .map(|key| key.server_uri.clone())
+                    .unwrap_or_default(),
                 on_fallback: a.active > 0,
             })
             .collect();
