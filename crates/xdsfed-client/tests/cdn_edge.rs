@@ -231,3 +231,71 @@ async fn cdn_files_share_a_bounded_number_of_connections() {
         "{connections} connections for {FILES} files"
     );
 }
+
+/// Whether the file host of [`one_file_failing`] answers `503` for the
+/// file `bad`.
+static BAD_FILE_FAILS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A file host whose files validate by ETag, and whose file `bad` answers
+/// `503` while [`BAD_FILE_FAILS`] is set.
+fn one_file_failing(request: &static_origin::Request) -> Response {
+    let id = request.path.rsplit('/').next().unwrap_or_default();
+    if id == "bad" && BAD_FILE_FAILS.load(std::sync::atomic::Ordering::SeqCst) {
+        return Response::status(503);
+    }
+    if request.header("if-none-match") == Some("\"1\"") {
+        return Response::status(304).with("etag", "\"1\"");
+    }
+    Response::ok(cluster_file(id, "1")).with("etag", "\"1\"")
+}
+
+/// The status row of the resource named `name`.
+fn status_of(client: &XdsClient, name: &str) -> xdsfed_core::status::ResourceStatusEntry {
+    let status = client.status();
+    let row = status.resources.into_iter().find(|r| r.name == name);
+    row.unwrap()
+}
+
+/// Rule: an answer that is no use for one file (here `503`) is that
+/// file's error alone: its watchers hear of it, naming its URL and type,
+/// and the other files' watchers hear nothing; its next answer, a `304`,
+/// ends the error while the copy keeps serving (rule 7 of the session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_file_error_names_its_own_file_and_reaches_only_its_watchers() {
+    let origin = StaticOrigin::start(one_file_failing).await;
+    let client = cdn_client(origin.uri(), "0.05s");
+    let mut good = client.watch::<ClusterType>(&cluster_name("good")).unwrap();
+    let mut bad = client.watch::<ClusterType>(&cluster_name("bad")).unwrap();
+    for watch in [&mut good, &mut bad] {
+        let first = tokio::time::timeout(PATIENCE, watch.next()).await.unwrap();
+        assert!(matches!(first, Some(WatchEvent::Changed(_))), "{first:?}");
+    }
+    BAD_FILE_FAILS.store(true, std::sync::atomic::Ordering::SeqCst);
+    let event = tokio::time::timeout(PATIENCE, bad.next()).await.unwrap();
+    let Some(WatchEvent::AmbientError(error)) = event else {
+        panic!("{event:?}");
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!(
+            "{}{}: HTTP status 503",
+            origin.uri(),
+            cluster_path("bad")
+        )) && text.contains("envoy.config.cluster.v3.Cluster xdstp://cdn.example/"),
+        "{text}"
+    );
+    // The other file's watcher hears nothing, over many polls.
+    until_requests(&origin, origin.requests().len() + 10).await;
+    let quiet = tokio::time::timeout(Duration::from_millis(100), good.next()).await;
+    assert!(quiet.is_err(), "{quiet:?}");
+    assert_eq!(status_of(&client, &cluster_name("good")).error, None);
+    BAD_FILE_FAILS.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(PATIENCE, async {
+        while status_of(&client, &cluster_name("bad")).error.is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(bad.current().is_some());
+}

@@ -39,12 +39,17 @@
 //! 6. `404` (or `410`) is the server's answer that the resource does not
 //!    exist: `Removed` at once, for a held copy and for a resource never
 //!    seen alike (no does-not-exist timer: the server answered), once.
-//! 7. No answer (refused, timed out, too large), any other status, a body
-//!    that is not a `DiscoveryResponse`, or a `304` to an unconditional
-//!    fetch is a failure of the source: the copy keeps serving, and
-//!    `StreamFailed` gives watchers an ambient error: once when the outage
-//!    begins, and once more for each resource first failing during it.
-//!    The server backs off as a whole (`pacing.rs`): no file of it is
+//! 7. No answer (refused, timed out, too large) is a failure of the
+//!    source: the copies keep serving, and `StreamFailed`, naming the
+//!    server's base URL (never one file: the outage is the server's), gives
+//!    watchers an ambient error once when the outage begins, and once more
+//!    for each resource first failing during it. An answer that is no use
+//!    for its file (any status but `200`, `304`, `404` and `410`, a body
+//!    that is not a `DiscoveryResponse`, a `304` to an unconditional fetch)
+//!    is that file's error alone: `ResourceError` (`UNAVAILABLE`) naming its
+//!    URL, once, so only its own watchers hear of it; its next usable answer
+//!    (`304` included) ends it by reporting the held copy again. Either way
+//!    the server backs off as a whole (`pacing.rs`): no file of it is
 //!    fetched until the backoff, never shorter than `refresh_delay` and
 //!    lengthened by `Retry-After`, has run out; the next answer ends it
 //!    and reports `StreamHealthy`.
@@ -63,6 +68,7 @@ use super::reply::{Answer, answer, is_json, parse};
 use super::url::resource_url;
 use crate::backoff::BackoffConfig;
 use crate::bootstrap::CdnTiming;
+use crate::error::GrpcCode;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::TypeRegistry;
 
@@ -204,6 +210,17 @@ struct Tracked {
     in_flight: Option<u64>,
     /// When the next fetch is due; `None` while one is in flight.
     due: Option<Instant>,
+    /// Its last answer was no use and was reported as its error (rule 7).
+    erring: bool,
+}
+
+/// Why a fetch did not give its file's answer (rule 7).
+#[derive(Debug)]
+enum Failure {
+    /// The server did not answer: the source's failure.
+    NoAnswer(String),
+    /// The server answered, but not with something usable for this file.
+    Unusable(String),
 }
 
 /// The source's health, for `StreamFailed` and `StreamHealthy` (rule 7).
@@ -300,6 +317,7 @@ impl CdnSession {
                 held: Held::Nothing,
                 in_flight: None,
                 due: None,
+                erring: false,
             },
         );
         self.fresh.push_back(key);
@@ -407,9 +425,14 @@ impl CdnSession {
         match self.outcome(key, fetched) {
             Ok(event) => {
                 self.answered(key, now, fresh_for);
+                let event = event.or_else(|| self.confirmation(key));
+                if let Some(t) = self.tracked.get_mut(key) {
+                    t.erring = false;
+                }
                 self.events.extend(event);
             }
-            Err(why) => self.failed(key, &why, now, retry_after),
+            Err(Failure::NoAnswer(why)) => self.failed(key, &why, now, retry_after),
+            Err(Failure::Unusable(why)) => self.unusable(key, why, now, retry_after),
         }
     }
 
@@ -418,12 +441,17 @@ impl CdnSession {
         &mut self,
         key: &ResourceKey,
         fetched: Fetched,
-    ) -> Result<Option<CoreEvent>, String> {
+    ) -> Result<Option<CoreEvent>, Failure> {
         let Some(t) = self.tracked.get_mut(key) else {
             return Ok(None);
         };
         let reply = match fetched {
-            Fetched::Failed(why) => return Err(format!("GET {}: {why}", t.url)),
+            Fetched::Failed(why) => {
+                return Err(Failure::NoAnswer(format!(
+                    "no answer from {}: {why}",
+                    self.cfg.base
+                )));
+            }
             Fetched::Reply(reply) => reply,
         };
         match reply.status {
@@ -433,10 +461,10 @@ impl CdnSession {
                 return Ok(None);
             }
             304 => {
-                return Err(format!(
+                return Err(Failure::Unusable(format!(
                     "GET {}: 304 to a fetch without If-None-Match or If-Modified-Since",
                     t.url
-                ));
+                )));
             }
             404 | 410 => {
                 t.etag = None;
@@ -447,12 +475,17 @@ impl CdnSession {
                     reason: RemovedReason::Deleted,
                 }));
             }
-            status => return Err(format!("GET {}: HTTP status {status}", t.url)),
+            status => {
+                return Err(Failure::Unusable(format!(
+                    "GET {}: HTTP status {status}",
+                    t.url
+                )));
+            }
         }
         let json = is_json(reply.content_type.as_deref());
         let response = match parse(&reply.body, json) {
             Ok(response) => response,
-            Err(why) => return Err(format!("GET {}: {why}", t.url)),
+            Err(why) => return Err(Failure::Unusable(format!("GET {}: {why}", t.url))),
         };
         let version: Arc<str> = match (&response.version_info, &reply.etag) {
             (v, Some(etag)) if v.is_empty() => Arc::clone(etag),
@@ -555,6 +588,57 @@ impl CdnSession {
         }
         let until = self.pacing.failed(now, retry_after);
         self.schedule(key, until);
+    }
+
+    /// An answer that is no use for `key`'s file: its own error, reported
+    /// once; the server backs off all the same (rule 7).
+    fn unusable(
+        &mut self,
+        key: &ResourceKey,
+        why: String,
+        now: Instant,
+        retry_after: Option<Duration>,
+    ) {
+        self.stats.failed += 1;
+        tracing::debug!(resource = %key, error = %why, "CDN answer not usable");
+        if let Some(t) = self.tracked.get_mut(key).filter(|t| !t.erring) {
+            t.erring = true;
+            self.events.push_back(CoreEvent::ResourceError {
+                key: key.clone(),
+                code: GrpcCode::Unavailable,
+                message: Arc::from(why),
+            });
+        }
+        let until = self.pacing.failed(now, retry_after);
+        self.schedule(key, until);
+    }
+
+    /// After the file's own error, its next usable answer reports what it
+    /// holds again, so the error is over for its watchers (rule 7). A copy
+    /// is decoded anew from its bytes: it passed validation when it came.
+    fn confirmation(&self, key: &ResourceKey) -> Option<CoreEvent> {
+        let t = self.tracked.get(key).filter(|t| t.erring)?;
+        match &t.held {
+            Held::Copy { version, raw } => {
+                let resource = self.types.get(&key.type_url)?.decode(raw.clone()).ok()?;
+                Some(CoreEvent::Upsert {
+                    key: key.clone(),
+                    resource,
+                    version: Arc::clone(version),
+                    ttl: None,
+                })
+            }
+            Held::Redirect { target, version } => Some(CoreEvent::Redirect {
+                key: key.clone(),
+                target: Arc::clone(target),
+                version: Arc::clone(version),
+            }),
+            Held::Absent => Some(CoreEvent::Removed {
+                key: key.clone(),
+                reason: RemovedReason::Deleted,
+            }),
+            Held::Nothing | Held::Invalid => None,
+        }
     }
 
     fn schedule(&mut self, key: &ResourceKey, at: Instant) {

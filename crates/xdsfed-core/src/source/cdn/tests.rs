@@ -122,6 +122,7 @@ fn kinds(events: &[CoreEvent]) -> Vec<&'static str> {
             CoreEvent::Redirect { .. } => "redirect",
             CoreEvent::NotRequested { .. } => "not requested",
             CoreEvent::StreamFailed { .. } => "failed",
+            CoreEvent::ResourceError { .. } => "file error",
             CoreEvent::StreamHealthy => "healthy",
             _ => "other",
         })
@@ -432,8 +433,9 @@ fn not_found_is_removed_at_once_and_once() {
     assert_eq!(s.poll_fetch(t3 + REFRESH).unwrap().etag, None);
 }
 
-/// Rule 7: a failure is `StreamFailed` once per outage (and once more per
-/// resource first failing in it); an answer reports `StreamHealthy`.
+/// Rule 7: no answer is `StreamFailed` once per outage (and once more per
+/// resource first failing in it), naming the server, not a file; an
+/// answer reports `StreamHealthy`.
 #[test]
 fn failures_report_once_per_outage_and_an_answer_ends_it() {
     let mut s = session();
@@ -443,16 +445,17 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
     s.subscribe(b.clone());
     let fa = s.poll_fetch(t0).unwrap();
     let fb = s.poll_fetch(t0).unwrap();
-    s.handle_fetched(fa.id, &a, reply(503, None, Bytes::new()), t0);
+    s.handle_fetched(fa.id, &a, Fetched::Failed(Arc::from("refused")), t0);
     let got = events(&mut s);
     let Some(CoreEvent::StreamFailed { failure }) = got.first() else {
         panic!("{got:?}");
     };
     let error = failure.to_string();
     assert!(
-        error.contains("HTTP status 503") && error.contains("/cdn.example/"),
+        error.contains("refused") && error.contains("http://cdn.test/base"),
         "{error}"
     );
+    assert!(!error.contains("/cdn.example/"), "names a file: {error}");
     // Another resource failing in the same outage gets its own report.
     s.handle_fetched(fb.id, &b, Fetched::Failed(Arc::from("timed out")), t0);
     assert_eq!(kinds(&events(&mut s)), ["failed"]);
@@ -475,6 +478,71 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
     );
     assert_eq!(kinds(&events(&mut s)), ["healthy", "upsert"]);
     assert!(s.is_healthy());
+}
+
+/// Rule 7: an answer that is no use for one file is that file's error
+/// alone, naming its URL, reported once; no other resource hears of it,
+/// and the file's next usable answer (a `304`) reports its copy again.
+#[test]
+fn unusable_answer_is_the_error_of_its_file_alone_until_it_is_answered() {
+    let mut s = session();
+    let t0 = Instant::now();
+    let (a, b) = (key("a"), key("b"));
+    let fa = first_answer(
+        &mut s,
+        &a,
+        t0,
+        ok(Some("ea"), &response("1", vec![collection(&["m"])])),
+    );
+    assert_eq!(fa.key, a);
+    let fb = first_answer(
+        &mut s,
+        &b,
+        t0,
+        ok(Some("eb"), &response("1", vec![collection(&["n"])])),
+    );
+    assert_eq!(fb.key, b);
+    events(&mut s);
+    let got = round(&mut s, &a, || reply(503, None, Bytes::new()));
+    assert_eq!(kinds(&got), ["file error"], "{got:?}");
+    let CoreEvent::ResourceError { key, code, message } = &got[0] else {
+        unreachable!()
+    };
+    assert_eq!((key, *code), (&a, GrpcCode::Unavailable));
+    assert!(
+        message.ends_with("ClusterCollection/a: HTTP status 503"),
+        "{message}"
+    );
+    // Failing again is not news.
+    assert!(round(&mut s, &a, || reply(503, None, Bytes::new())).is_empty());
+    // The next usable answer, a 304, reports the held copy again.
+    let got = round(&mut s, &a, || reply(304, None, Bytes::new()));
+    assert_eq!(kinds(&got), ["upsert"], "{got:?}");
+    assert_eq!(members_of(&got[0]), [member("m")]);
+    // Once: the 304 after it is no event again.
+    assert!(round(&mut s, &a, || reply(304, None, Bytes::new())).is_empty());
+}
+
+/// Fetches whatever is due, from the next timeout on, until `key` has
+/// been fetched; `key` gets `answer`, everything else a `304`. The events
+/// that came of it.
+fn round(s: &mut CdnSession, key: &ResourceKey, answer: fn() -> Fetched) -> Vec<CoreEvent> {
+    loop {
+        let now = s.poll_timeout().unwrap();
+        let mut fetched_key = false;
+        while let Some(f) = s.poll_fetch(now) {
+            let reply_for = if f.key == *key {
+                fetched_key = true;
+                answer()
+            } else {
+                reply(304, None, Bytes::new())
+            };
+            s.handle_fetched(f.id, &f.key, reply_for, now);
+        }
+        if fetched_key {
+            return events(s);
+        }
+    }
 }
 
 /// Rule 7: after a failure the whole server backs off, from no less than
@@ -638,10 +706,11 @@ fn fetch_names_the_last_modified_date_and_not_modified_keeps_the_copy() {
     assert_eq!(s.stats().not_modified, 1);
 }
 
-/// Rule 7: a body that is not a `DiscoveryResponse`, and a `304` to a
-/// fetch without `If-None-Match`, are failures, not NACKs.
+/// Rule 7: a body that is not a `DiscoveryResponse`, a `304` to a fetch
+/// without `If-None-Match` and an error status are the file's errors, not
+/// NACKs.
 #[test]
-fn malformed_body_and_unconditional_not_modified_are_failures() {
+fn malformed_body_unconditional_not_modified_and_error_status_are_file_errors() {
     for (what, answer) in [
         (
             "garbage",
@@ -659,7 +728,7 @@ fn malformed_body_and_unconditional_not_modified_are_failures() {
     ] {
         let mut s = session();
         first_answer(&mut s, &key("x"), Instant::now(), answer);
-        assert_eq!(kinds(&events(&mut s)), ["failed"], "{what}");
+        assert_eq!(kinds(&events(&mut s)), ["file error"], "{what}");
     }
 }
 
