@@ -514,6 +514,35 @@ async fn cdn_over_https_trusts_only_the_configured_ca() {
     assert!(error.contains("certificate"), "{error}");
 }
 
+/// A CDN over HTTPS that offers HTTP/2 (ALPN `h2`) is spoken to in
+/// HTTP/2: the collection and its refreshes are requests multiplexed on
+/// one connection, as CDNs serve them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_over_https_speaks_http2_when_the_server_offers_it() {
+    let (ca, cert, key) = pki();
+    let tls = xdsfed_testbed::ServerTls {
+        cert_pem: cert,
+        key_pem: key,
+        client_ca_pem: None,
+    };
+    let (testbed, a) = https_setup(tls).await;
+    let (cdn, mesh) = (&testbed.servers()[0], testbed.servers()[1].uri());
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca).unwrap();
+    let client = https_client(
+        &mesh,
+        &cdn.uri(),
+        &format!(r#""ca_certificate_file": "{}""#, ca_file.display()),
+    );
+    assert_eq!(member_or_error(&client, &a).await, Ok(()));
+    let requests = cdn.cdn_requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        assert_eq!(request.version, http::Version::HTTP_2, "{request:?}");
+    }
+}
+
 /// mTLS: a CDN that requires client certificates serves a client that
 /// presents one its CA signed, and refuses one that presents none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,8 @@
 //! answered with that status, empty) and `cdn_malformed_body` (a `200`
 //! whose body is not a `DiscoveryResponse`). Every request is logged:
 //! [`crate::Server::cdn_requests`]. With [`crate::ServerTls`] it serves
-//! HTTPS (and with a client CA, requires client certificates).
+//! HTTPS, HTTP/2 to a client that offers `h2` by ALPN and HTTP/1.1 to
+//! others (and with a client CA, requires client certificates).
 
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +57,8 @@ pub struct CdnRequest {
     pub if_none_match: Option<String>,
     /// The status answered.
     pub status: u16,
+    /// The HTTP version it came over: HTTP/2 when a TLS client chose `h2`.
+    pub version: http::Version,
 }
 
 /// The requests a CDN server answered, oldest first.
@@ -76,7 +79,8 @@ impl CdnLog {
     }
 }
 
-/// TLS for a CDN server from its PEM credentials (HTTP/1.1 by ALPN); with
+/// TLS for a CDN server from its PEM credentials (HTTP/2 or HTTP/1.1, as
+/// the client chooses by ALPN, as CDNs offer both); with
 /// a client CA, clients must present a certificate it signed.
 pub(crate) fn tls_acceptor(tls: &ServerTls) -> Result<TlsAcceptor, String> {
     let certs = CertificateDer::pem_slice_iter(tls.cert_pem.as_bytes())
@@ -109,7 +113,7 @@ pub(crate) fn tls_acceptor(tls: &ServerTls) -> Result<TlsAcceptor, String> {
     let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| e.to_string())?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
@@ -163,21 +167,37 @@ pub(crate) fn serve(
                         Ok(answer(&shared, request).await)
                     }
                 });
-                let http = hyper::server::conn::http1::Builder::new();
                 match tls {
-                    None => {
-                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
-                    }
+                    None => serve_http1(stream, service).await,
                     // A failed handshake is the client's to report.
                     Some(tls) => {
                         if let Ok(stream) = tls.accept(stream).await {
-                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                            if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                let http = hyper::server::conn::http2::Builder::new(
+                                    hyper_util::rt::TokioExecutor::new(),
+                                );
+                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                            } else {
+                                serve_http1(stream, service).await;
+                            }
                         }
                     }
                 }
             });
         }
     })
+}
+
+/// Serves one HTTP/1.1 connection until it closes.
+async fn serve_http1<S, F>(stream: S, service: F)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    F: hyper::service::Service<Request<Incoming>, Response = Response<Full<Bytes>>> + Send,
+    F::Future: Send + 'static,
+    F::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let http = hyper::server::conn::http1::Builder::new();
+    let _ = http.serve_connection(TokioIo::new(stream), service).await;
 }
 
 /// The answer to one request, logged.
@@ -195,6 +215,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let version = request.version();
     let json = request
         .headers()
         .get(header::ACCEPT)
@@ -218,6 +239,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
         path,
         if_none_match,
         status: response.status().as_u16(),
+        version,
     });
     response
 }
