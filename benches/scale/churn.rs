@@ -50,7 +50,7 @@ pub struct Churn {
 /// its endpoints (LEDS: 100 000 endpoint resources a second).
 fn per_cluster(mode: Mode) -> usize {
     match mode {
-        Mode::Eds => 1,
+        Mode::Eds | Mode::Listener => 1,
         Mode::Leds => fleet::ENDPOINTS,
     }
 }
@@ -124,7 +124,7 @@ async fn update(
                 remote::report_sample(i, port);
             }
             let stored = match shape.mode {
-                Mode::Eds => {
+                Mode::Eds | Mode::Listener => {
                     let cla = fleet::assignment(&shape, i, port);
                     server.set_message(&cla.cluster_name, &cla)
                 }

@@ -24,6 +24,9 @@ pub enum Mode {
     Eds,
     /// One `LbEndpoint` resource each, in a glob the assignment names.
     Leds,
+    /// EDS, and one listener whose route configuration has a route to
+    /// every cluster: what `xdsfed watch --listener` follows.
+    Listener,
 }
 
 /// `clusters` clusters over `authorities` authorities over `servers`
@@ -89,7 +92,7 @@ pub fn cluster(shape: &Shape, i: usize) -> Cluster {
 /// its glob (LEDS).
 pub fn assignment(shape: &Shape, i: usize, port: u32) -> ClusterLoadAssignment {
     match shape.mode {
-        Mode::Eds => {
+        Mode::Eds | Mode::Listener => {
             let hosts: Vec<String> = (0..ENDPOINTS).map(|e| host(i, e)).collect();
             let addrs: Vec<(&str, u32)> = hosts.iter().map(|h| (h.as_str(), port)).collect();
             resources::endpoints(&cla_name(shape, i), &addrs)
@@ -118,7 +121,7 @@ impl Encoded {
             .map(|i| assignment(shape, i, 8080).encode_to_vec())
             .collect();
         let endpoints = match shape.mode {
-            Mode::Eds => Vec::new(),
+            Mode::Eds | Mode::Listener => Vec::new(),
             Mode::Leds => (0..shape.clusters)
                 .flat_map(|i| (0..ENDPOINTS).map(move |e| endpoint(i, e, 8080).encode_to_vec()))
                 .collect(),
@@ -172,6 +175,9 @@ pub async fn serve(shape: &Shape) -> Testbed {
             .recording()
             .set_limits(RecordingLimits::streams_only());
     }
+    if shape.mode == Mode::Listener {
+        store_listener(&testbed, shape);
+    }
     for i in 0..shape.clusters {
         let server = server_of(&testbed, shape, i);
         let c = cluster(shape, i);
@@ -188,6 +194,37 @@ pub async fn serve(shape: &Shape) -> Testbed {
         }
     }
     testbed
+}
+
+/// The listener of [`Mode::Listener`], on authority 0.
+pub fn listener_name() -> String {
+    format!(
+        "xdstp://{}/envoy.config.listener.v3.Listener/edge",
+        authority(0)
+    )
+}
+
+/// Its route configuration: a route `/svc/i` to cluster `i`, for every
+/// cluster.
+fn store_listener(testbed: &Testbed, shape: &Shape) {
+    let rc_name = format!(
+        "xdstp://{}/envoy.config.route.v3.RouteConfiguration/edge",
+        authority(0)
+    );
+    let listener = resources::api_listener(&listener_name(), &rc_name);
+    let prefixes: Vec<(String, String)> = (0..shape.clusters)
+        .map(|i| (format!("/svc/{i}"), cluster_name(shape, i)))
+        .collect();
+    let routes: Vec<(&str, &str)> = prefixes
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let rc = resources::route_config(&rc_name, &routes);
+    let server = &testbed.servers()[0];
+    server
+        .set_message(&listener.name, &listener)
+        .expect("stored");
+    server.set_message(&rc.name, &rc).expect("stored");
 }
 
 pub fn server_of<'t>(testbed: &'t Testbed, shape: &Shape, i: usize) -> &'t Arc<Server> {

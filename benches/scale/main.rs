@@ -11,12 +11,14 @@
 //! 4. ingest in process of 1 000 … 1 000 000 clusters;
 //! 5. heap held by cache + graph per cluster and per endpoint (counting
 //!    allocator);
-//! 6. 100 authorities over 10 servers.
+//! 6. 100 authorities over 10 servers;
+//! 7. peak RSS of `xdsfed watch --listener`, a process of its own, on 1
+//!    listener → N routes → N clusters × 10 endpoints (module `watch_rss`).
 //!
 //! It also writes docs/scale.svg: cold start, client CPU and heap from
 //! 1 000 to 1 000 000 endpoints.
 //!
-//! Run: `cargo bench --bench scale` (all six; `-- curve|eds|leds|leds-tenth|ingest|authorities`
+//! Run: `cargo bench --bench scale` (all seven; `-- curve|eds|leds|leds-tenth|ingest|authorities|watch`
 //! runs only those groups, for profiling). The testbed and its load generator
 //! run in a child process (module `remote`), so this process's memory and CPU
 //! are the client's and the graph's; the client runs on a runtime whose
@@ -34,6 +36,7 @@ mod fleet;
 mod ingest;
 mod probe;
 mod remote;
+mod watch_rss;
 
 use std::time::Duration;
 
@@ -107,7 +110,7 @@ fn print_churn(c: &churn::Churn) {
             .unwrap_or_default()
     };
     let label = match c.mode {
-        Mode::Eds => "churn EDS (ClusterLoadAssignments/s)",
+        Mode::Eds | Mode::Listener => "churn EDS (ClusterLoadAssignments/s)",
         Mode::Leds => "churn LEDS (LbEndpoints/s)",
     };
     let target = format!("{:.0}/s", c.target_rate);
@@ -294,6 +297,26 @@ fn chart(points: &[Cold]) {
     }
 }
 
+/// Scenario 7: `xdsfed watch --listener`'s peak RSS, beside its targets.
+fn watch_rows() {
+    for (clusters, target) in [
+        (1_000, "≤ 16 MB"),
+        (10_000, "≤ 90 MB"),
+        (100_000, "≤ 600 MB"),
+    ] {
+        let w = watch_rss::measure(clusters);
+        row(
+            &format!(
+                "`xdsfed watch --listener`, 1 listener → {clusters} routes → {clusters} clusters × 10: peak RSS; time to the whole graph on stdout"
+            ),
+            &format!("{}; {}", mb(w.peak_rss), ms(w.ready)),
+            target,
+            "",
+            probe::load(),
+        );
+    }
+}
+
 /// Whether scenario group `name` runs: all of them without arguments, or
 /// those named (`cargo bench --bench scale -- eds`, for profiling one).
 fn wanted(name: &str) -> bool {
@@ -343,6 +366,9 @@ fn main() {
         };
         let c = cold::measure(&client, many, &mut kept);
         print_cold("100 authorities on 10 servers, 100 000 × 10", &c);
+    }
+    if wanted("watch") {
+        watch_rows();
     }
     if curve.len() == 4 {
         chart(&curve);

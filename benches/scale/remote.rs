@@ -169,6 +169,7 @@ fn shape_args(shape: &Shape) -> [String; 4] {
     let mode = match shape.mode {
         Mode::Eds => "eds",
         Mode::Leds => "leds",
+        Mode::Listener => "listener",
     };
     [
         shape.clusters.to_string(),
@@ -186,6 +187,7 @@ fn parse_shape(args: &[String]) -> Shape {
     };
     let mode = match args.get(3).map(String::as_str) {
         Some("leds") => Mode::Leds,
+        Some("listener") => Mode::Listener,
         _ => Mode::Eds,
     };
     Shape {

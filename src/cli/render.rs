@@ -47,6 +47,9 @@ pub(crate) struct Model {
     ok: bool,
     nodes: Vec<Node>,
     edges: Vec<Edge>,
+    /// Each node's outgoing edges, as indices into `edges`: the tree walks
+    /// them once per node, so finding them must not scan every edge.
+    out_edges: Vec<Vec<usize>>,
     roots: Vec<usize>,
     index: HashMap<(&'static str, String), usize>,
 }
@@ -208,11 +211,16 @@ impl Model {
     }
 
     fn edge(&mut self, from: usize, to: usize, weight: Option<u32>) {
+        if self.out_edges.len() <= from {
+            self.out_edges.resize_with(from + 1, Vec::new);
+        }
+        self.out_edges[from].push(self.edges.len());
         self.edges.push(Edge { from, to, weight });
     }
 
     fn children(&self, id: usize) -> impl Iterator<Item = &Edge> {
-        self.edges.iter().filter(move |e| e.from == id)
+        let out = self.out_edges.get(id).map_or(&[][..], Vec::as_slice);
+        out.iter().map(|&e| &self.edges[e])
     }
 
     /// The indented tree, one line per resource, endpoints as leaves.
