@@ -24,7 +24,8 @@ pub(crate) mod rest;
 
 // The tests run with every source kind (the crate's dev-dependency on
 // itself turns them on).
-#[cfg(all(test, feature = "rest", feature = "policy-stream"))]
+#[cfg(test)]
+#[cfg(all(feature = "rest", feature = "policy-stream"))]
 mod connection_failure_tests;
 
 pub(crate) use handle::SourceHandle;
