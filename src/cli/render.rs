@@ -190,7 +190,7 @@ impl Model {
                 node.authority = Some(authority.to_string());
             }
             node.version = Some(v.provenance.version.to_string());
-            node.ambient_error = v.ambient_error.as_deref().map(str::to_owned);
+            node.ambient_error = v.ambient_error.as_deref().map(ToString::to_string);
         }
         id
     }

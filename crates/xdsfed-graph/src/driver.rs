@@ -111,7 +111,7 @@ use crate::cell::{PublisherGone, SnapshotCell, SnapshotReader};
 use crate::edges::Via;
 use crate::engine::{GraphEngine, WatchChange};
 use crate::options::{ConfigSourceTrust, GraphOptions, KnownAuthorities, Roots};
-use crate::resource::{CollectionUpdate, ResourceKind};
+use crate::resource::ResourceKind;
 use crate::snapshot::Snapshot;
 use inputs::{CollectionFollowed, Followed, Input, collection_stream, wildcard_stream};
 use sets::Sets;
@@ -449,13 +449,7 @@ impl Driver {
             }
             Err(e) => {
                 tracing::debug!(%kind, %name, error = %e, "collection watch refused");
-                let input = match kind {
-                    ResourceKind::Listener => {
-                        Input::ListenerCollection(name, CollectionUpdate::Error(e.to_string()))
-                    }
-                    _ => Input::ClusterCollection(name, CollectionUpdate::Error(e.to_string())),
-                };
-                input.feed(&mut self.engine, now());
+                Input::collection_refused(kind, name, &e).feed(&mut self.engine, now());
             }
         }
     }
@@ -497,7 +491,7 @@ impl Driver {
         };
         if let Err(e) = watched {
             tracing::debug!(%kind, %name, error = %e, "watch refused");
-            Input::error(kind, name, e.to_string()).feed(&mut self.engine, now());
+            Input::refused(kind, name, &e).feed(&mut self.engine, now());
         }
     }
 

@@ -6,11 +6,18 @@
 //! endpoint problems stay on their [`ClusterSnapshot`] and leave every other
 //! cluster serving.
 //!
+//! An error that came from the xDS client (a rejected resource, a server
+//! error, a lost server quoted by a warming timeout) keeps the client's typed
+//! [`XdsError`]; [`GraphError::source_error`] hands it to a data plane that
+//! acts on its kind or cause.
+//!
 //! [`Snapshot::errors`]: crate::Snapshot::errors
 //! [`ClusterSnapshot`]: crate::ClusterSnapshot
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use xdsfed_core::error::XdsError;
 
 use crate::resource::ResourceKind;
 
@@ -29,14 +36,17 @@ pub enum GraphError {
     },
     /// The client reported the resource unusable (for instance, every version
     /// it received was rejected) and no earlier copy exists.
-    #[error("{kind} {name:?}: {message}")]
+    // Not `#[source]`: the message already quotes the client's error, and a
+    // reporter walking the chain would print it twice.
+    #[error("{kind} {name:?}: {error}")]
     Resource {
         /// The resource's type.
         kind: ResourceKind,
         /// The resource's name.
         name: Arc<str>,
-        /// The client's description.
-        message: Arc<str>,
+        /// The client's error, as it reported it. Shared: every snapshot
+        /// that shows the error holds the same one.
+        error: Arc<XdsError>,
     },
     /// The resource did not arrive within the warming timeout.
     #[error("{kind} {name:?} did not arrive within {after:?}{}", last_error_suffix(.last_error))]
@@ -48,7 +58,7 @@ pub enum GraphError {
         /// The configured warming timeout.
         after: Duration,
         /// The last ambient error the client reported while it waited.
-        last_error: Option<Arc<str>>,
+        last_error: Option<Arc<XdsError>>,
     },
     /// A name found in a resource is not a valid resource name.
     #[error("{kind} name {name:?} is invalid: {why}")]
@@ -158,7 +168,38 @@ pub enum GraphError {
     },
 }
 
-fn last_error_suffix(last: &Option<Arc<str>>) -> String {
+impl GraphError {
+    /// The xDS client's error behind this one, when the client reported it:
+    /// the error of [`Resource`](GraphError::Resource), or the last ambient
+    /// error a [`WarmingTimeout`](GraphError::WarmingTimeout) quotes. A data
+    /// plane reads its [`kind`](XdsError::kind) (gRFC A88: transient or about
+    /// the data), [`cause`](XdsError::cause) and [`server`](XdsError::server)
+    /// instead of parsing the message. `None` for the graph's own findings (a
+    /// missing resource, an invalid name, an aggregate cycle).
+    ///
+    /// ```
+    /// use xdsfed_core::error::{ErrorKind, XdsError};
+    /// use xdsfed_graph::{GraphError, ResourceKind};
+    ///
+    /// let rejected = XdsError::new(ErrorKind::Nacked, "every version of c was rejected");
+    /// let error = GraphError::Resource {
+    ///     kind: ResourceKind::Cluster,
+    ///     name: "c".into(),
+    ///     error: rejected.into(),
+    /// };
+    /// assert_eq!(error.to_string(), "Cluster \"c\": every version of c was rejected");
+    /// assert_eq!(error.source_error().map(XdsError::kind), Some(ErrorKind::Nacked));
+    /// ```
+    pub fn source_error(&self) -> Option<&XdsError> {
+        match self {
+            GraphError::Resource { error, .. } => Some(error),
+            GraphError::WarmingTimeout { last_error, .. } => last_error.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+fn last_error_suffix(last: &Option<Arc<XdsError>>) -> String {
     match last {
         Some(e) => format!(" (last error: {e})"),
         None => String::new(),

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use xdsfed_core::error::XdsError;
+
 /// The xDS resource types the graph follows.
 ///
 /// The order is the order of the graph's edges: a listener points at route
@@ -85,7 +87,8 @@ impl Provenance {
 ///
 /// This mirrors the client's watch events (gRFC A88's split): `Error` means
 /// the resource cannot be used and no earlier copy is kept; `AmbientError`
-/// means a problem occurred but the last good copy keeps serving.
+/// means a problem occurred but the last good copy keeps serving. Both carry
+/// the client's typed [`XdsError`] as it was reported.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Update<T> {
     /// A new validated version of the resource.
@@ -93,10 +96,10 @@ pub enum Update<T> {
     /// The server says the resource does not exist (or it was deleted).
     DoesNotExist,
     /// The resource is unusable and there is no cached copy.
-    Error(String),
+    Error(XdsError),
     /// A problem that does not invalidate the cached copy (a NACKed update,
     /// a lost connection); the last good version keeps serving.
-    AmbientError(String),
+    AmbientError(XdsError),
 }
 
 /// A resource as it appears in a snapshot: the value, where it came from,
@@ -108,8 +111,10 @@ pub struct Versioned<T> {
     /// Its authority, server and version.
     pub provenance: Provenance,
     /// The latest ambient error (a rejected update, a lost server) while this
-    /// version kept serving; cleared by the next good version.
-    pub ambient_error: Option<Arc<str>>,
+    /// version kept serving; cleared by the next good version. The client's
+    /// error as it reported it (its kind, cause, server and message), shared
+    /// by every snapshot that shows it.
+    pub ambient_error: Option<Arc<XdsError>>,
 }
 
 // A derive would demand `T: Clone`; only the `Arc` is cloned.
@@ -145,5 +150,5 @@ pub enum CollectionUpdate<T> {
     /// The collection itself could not be fetched or was rejected. Its
     /// members so far keep serving; the error is shown on the collection
     /// until its next good update.
-    Error(String),
+    Error(XdsError),
 }

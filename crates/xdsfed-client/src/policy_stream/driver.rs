@@ -19,7 +19,7 @@ use tonic::transport::Endpoint;
 use tonic::{Code, Status, Streaming};
 
 use super::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
-use crate::source::driving::now;
+use crate::source::driving::{initiator_of, now};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use crate::transport::{EventSink, TransportError, TransportOptions};
@@ -29,7 +29,7 @@ use xdsfed_core::policy_stream::wire::{
     HealthCheckRequest, PolicyDiscoveryRequest, PolicyDiscoveryResponse,
 };
 use xdsfed_core::policy_stream::{PolicySession, PolicyTransmit, PolicyWarning};
-use xdsfed_core::protocol::StreamEnd;
+use xdsfed_core::protocol::{Initiator, StreamEnd};
 use xdsfed_core::types::VALIDATING_POLICY_TYPE_URL;
 
 type Call =
@@ -101,18 +101,26 @@ impl Driver {
         }
     }
 
-    /// The stream ended with `code`: tell the session.
-    fn end(&mut self, code: Code, message: String, after_response: bool) -> AttemptEnd {
+    /// The stream ended with `code`, by `initiator`'s doing: tell the
+    /// session.
+    fn end(
+        &mut self,
+        initiator: Initiator,
+        code: Code,
+        message: String,
+        after_response: bool,
+    ) -> AttemptEnd {
         self.stats.lock().connected = false;
         if code == Code::Ok {
             tracing::debug!(server = %self.server.server_uri, "policy stream ended");
         } else {
             tracing::warn!(server = %self.server.server_uri, ?code, %message, "policy stream failed");
         }
-        let end = StreamEnd::new(
-            code as i32,
-            format!("{}: {message}", self.server.server_uri),
-        );
+        let end = StreamEnd {
+            initiator,
+            code: (code as i32).into(),
+            message: format!("{}: {message}", self.server.server_uri),
+        };
         self.session.handle_stream_end(now(), end);
         self.flush(None);
         AttemptEnd::Ended {
@@ -249,9 +257,11 @@ impl SourceDriver for Driver {
     fn open(&mut self) -> Result<Io, AttemptEnd> {
         let channel = match &self.endpoint {
             Ok(endpoint) => endpoint.connect_lazy(),
+            // No channel can be made (a TLS file, the target): the
+            // connection never opened.
             Err(e) => {
                 let message = e.to_string();
-                return Err(self.end(Code::Unavailable, message, false));
+                return Err(self.end(Initiator::Transport, Code::Unavailable, message, false));
             }
         };
         self.stats.lock().streams_opened += 1;
@@ -293,11 +303,12 @@ impl SourceDriver for Driver {
             }
             Wake::Accepted(Err(status)) | Wake::Message(Err(status)) => {
                 let message = status.message().to_owned();
-                return Some(self.end(status.code(), message, io.after_response));
+                let initiator = initiator_of(&status);
+                return Some(self.end(initiator, status.code(), message, io.after_response));
             }
             Wake::Message(Ok(None)) => {
                 let message = "stream closed by the server".to_owned();
-                return Some(self.end(Code::Ok, message, io.after_response));
+                return Some(self.end(Initiator::Server, Code::Ok, message, io.after_response));
             }
             Wake::Message(Ok(Some(response))) => {
                 io.after_response = true;
@@ -324,6 +335,7 @@ impl SourceDriver for Driver {
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         let end = self.session.poll_close()?;
         Some(self.end(
+            end.initiator,
             Code::from_i32(end.code.as_i32()),
             end.message,
             io.after_response,

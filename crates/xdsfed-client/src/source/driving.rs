@@ -1,17 +1,30 @@
 //! What the source kinds and the one reconnecting loop
 //! ([`reconnect`](super::reconnect)) share around their sessions: the clock
 //! they pass in, the sleep on the session's next deadline, the idle
-//! deadline after the last subscription goes, and the publishing of a
-//! protocol session's counters.
+//! deadline after the last subscription goes, the publishing of a
+//! protocol session's counters, and who ended a failed gRPC call.
 
 use std::time::{Duration, Instant};
 
 use crate::transport::ConnectionStats;
-use xdsfed_core::protocol::SessionStats;
+use xdsfed_core::protocol::{Initiator, SessionStats};
 
 /// The clock: tokio's, so that paused-time tests control it.
 pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
+}
+
+/// Who ended a gRPC call (ADS, the policy stream) that failed with
+/// `status`. tonic attaches the error it made a status from as the
+/// status's source: a refused connection, a TLS handshake that failed, a
+/// connection reset, a connect deadline, the transport's ends. A status
+/// the server sent is read off the wire and has none.
+pub(crate) fn initiator_of(status: &tonic::Status) -> Initiator {
+    if std::error::Error::source(status).is_some() {
+        Initiator::Transport
+    } else {
+        Initiator::Server
+    }
 }
 
 /// Sleeps until `at`, or forever without one (a `select!` branch that

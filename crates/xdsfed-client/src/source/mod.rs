@@ -22,6 +22,12 @@ pub(crate) mod reconnect;
 #[cfg(feature = "rest")]
 pub(crate) mod rest;
 
+// The tests run with every source kind (the crate's dev-dependency on
+// itself turns them on).
+#[cfg(test)]
+#[cfg(all(feature = "rest", feature = "policy-stream"))]
+mod connection_failure_tests;
+
 pub(crate) use handle::SourceHandle;
 
 use std::sync::Arc;

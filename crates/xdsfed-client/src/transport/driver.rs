@@ -6,8 +6,10 @@
 //! Each attempt opens a fresh channel, so that a connection to a server
 //! that never answered is dropped, not reused. When the session asks for
 //! the stream to be closed ([`Session::poll_close`]: the handshake or
-//! first-response deadline passed), the stream ends as the server's
-//! failure. A delta refusal switches the session to SotW, and the next
+//! first-response deadline passed), the stream ends as the session says:
+//! the connection's failure or the server's. A connection that never
+//! opened (refused, a failed TLS handshake) ends as the transport's, a
+//! status the server sent as the server's. A delta refusal switches the session to SotW, and the next
 //! stream opens at once ([`AttemptEnd::Switched`]).
 //!
 //! Events go to the sink, which must not block.
@@ -29,11 +31,13 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 
 use super::{TransportError, TransportOptions};
-use crate::source::driving::{now, publish_session_stats};
+use crate::source::driving::{initiator_of, now, publish_session_stats};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig};
-use xdsfed_core::protocol::{AuthorityFilter, Request, Session, SessionConfig, StreamEnd};
+use xdsfed_core::protocol::{
+    AuthorityFilter, Initiator, Request, Session, SessionConfig, StreamEnd,
+};
 use xdsfed_core::types::TypeRegistry;
 
 /// The sending half of an open stream.
@@ -276,18 +280,26 @@ impl Driver {
         }
     }
 
-    /// The stream ended with `code`: tell the session (unless it is the
-    /// delta→SotW fallback, which is not the server failing).
-    fn end(&mut self, code: Code, message: String, after_response: bool) -> AttemptEnd {
+    /// The stream ended with `code`, by `initiator`'s doing: tell the
+    /// session (unless it is the delta→SotW fallback, which is not the
+    /// server failing).
+    fn end(
+        &mut self,
+        initiator: Initiator,
+        code: Code,
+        message: String,
+        after_response: bool,
+    ) -> AttemptEnd {
         self.stats.lock().connected = false;
         let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
             StreamEnd::local(format!("delta ADS unimplemented: {message}"))
         } else {
-            StreamEnd::new(
-                code as i32,
-                format!("{}: {message}", self.server.server_uri),
-            )
+            StreamEnd {
+                initiator,
+                code: (code as i32).into(),
+                message: format!("{}: {message}", self.server.server_uri),
+            }
         };
         if code == Code::Ok {
             tracing::debug!(server = %self.server.server_uri, "ADS stream ended");
@@ -405,9 +417,11 @@ impl SourceDriver for Driver {
     fn open(&mut self) -> Result<Io, AttemptEnd> {
         let channel = match &self.endpoint {
             Ok(endpoint) => endpoint.connect_lazy(),
+            // No channel can be made (a TLS file, the target): the
+            // connection never opened.
             Err(e) => {
                 let message = e.to_string();
-                return Err(self.end(Code::Unavailable, message, false));
+                return Err(self.end(Initiator::Transport, Code::Unavailable, message, false));
             }
         };
         self.stats.lock().streams_opened += 1;
@@ -440,11 +454,12 @@ impl SourceDriver for Driver {
             }
             Wake::Connected(Err(status)) | Wake::Message(Err(status)) => {
                 let message = status.message().to_owned();
-                return Some(self.end(status.code(), message, io.after_response));
+                let initiator = initiator_of(&status);
+                return Some(self.end(initiator, status.code(), message, io.after_response));
             }
             Wake::Message(Ok(None)) => {
                 let message = "stream closed by the server".to_owned();
-                return Some(self.end(Code::Ok, message, io.after_response));
+                return Some(self.end(Initiator::Server, Code::Ok, message, io.after_response));
             }
             Wake::Message(Ok(Some(response))) => {
                 io.after_response = true;
@@ -455,9 +470,11 @@ impl SourceDriver for Driver {
     }
 
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
-        // The session's deadline: the server's failure, not ours.
+        // The session's deadline: the server's failure or the
+        // connection's (as the session says), not ours.
         let end = self.session.poll_close()?;
         Some(self.end(
+            end.initiator,
             Code::from_i32(end.code.as_i32()),
             end.message,
             io.after_response,

@@ -14,8 +14,11 @@ use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndp
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
+use xdsfed_client::WatchError;
 use xdsfed_client::cache::ResourceStatus;
 use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
+use xdsfed_core::error::{Cause, ErrorKind, XdsError};
+use xdsfed_core::protocol::ResourceKey;
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
 };
@@ -54,16 +57,49 @@ impl Input {
         }
     }
 
-    /// An error for resource `name` of `kind`, which could not be watched.
-    pub(crate) fn error(kind: ResourceKind, name: Arc<str>, message: String) -> Self {
+    /// The error of resource `name` of `kind`, which the client refused to
+    /// watch.
+    pub(crate) fn refused(kind: ResourceKind, name: Arc<str>, error: &WatchError) -> Self {
+        let error = refusal(kind, &name, error);
         match kind {
-            ResourceKind::Listener => Input::Listener(name, Update::Error(message)),
-            ResourceKind::RouteConfiguration => Input::RouteConfig(name, Update::Error(message)),
-            ResourceKind::Cluster => Input::Cluster(name, Update::Error(message)),
-            ResourceKind::ClusterLoadAssignment => Input::Endpoints(name, Update::Error(message)),
-            ResourceKind::LbEndpoint => Input::Leds(name, CollectionUpdate::Error(message)),
+            ResourceKind::Listener => Input::Listener(name, Update::Error(error)),
+            ResourceKind::RouteConfiguration => Input::RouteConfig(name, Update::Error(error)),
+            ResourceKind::Cluster => Input::Cluster(name, Update::Error(error)),
+            ResourceKind::ClusterLoadAssignment => Input::Endpoints(name, Update::Error(error)),
+            ResourceKind::LbEndpoint => Input::Leds(name, CollectionUpdate::Error(error)),
         }
     }
+
+    /// The error of collection `name` of `kind`, which the client refused
+    /// to watch.
+    pub(crate) fn collection_refused(
+        kind: ResourceKind,
+        name: Arc<str>,
+        error: &WatchError,
+    ) -> Self {
+        let error = refusal(kind, &name, error);
+        match kind {
+            ResourceKind::Listener => {
+                Input::ListenerCollection(name, CollectionUpdate::Error(error))
+            }
+            _ => Input::ClusterCollection(name, CollectionUpdate::Error(error)),
+        }
+    }
+}
+
+/// A watch the client refused, as the watch error (gRFC A88) a watcher of
+/// `name` would get: the refusal's message, the resource, and a cause a
+/// data plane can act on.
+fn refusal(kind: ResourceKind, name: &Arc<str>, error: &WatchError) -> XdsError {
+    let cause = match error {
+        WatchError::Authority(_) => Cause::UnknownAuthority,
+        WatchError::Unsupported(_) => Cause::NotRequested,
+        _ => Cause::Other,
+    };
+    let type_url = format!("type.googleapis.com/{}", kind.message_name());
+    XdsError::new(ErrorKind::Watch, error.to_string())
+        .with_cause(cause)
+        .with_resource(ResourceKey::new(type_url, Arc::clone(name)))
 }
 
 /// The client's resource types the graph follows, tied to its inputs.
@@ -175,7 +211,7 @@ fn collection_update<T: CollectionFollowed>(
         CollectionEvent::Error { name, error }
             if *name == *collection || *name == *watch.key().name =>
         {
-            CollectionUpdate::Error(error.to_string())
+            CollectionUpdate::Error(error)
         }
         CollectionEvent::Error { name, error } => {
             let state = watch.member_state(&name);
@@ -192,9 +228,9 @@ fn collection_update<T: CollectionFollowed>(
             }
             let kept = state.is_some_and(|s| s.resource.is_some());
             let update = if kept {
-                Update::AmbientError(error.to_string())
+                Update::AmbientError(error)
             } else {
-                Update::Error(error.to_string())
+                Update::Error(error)
             };
             CollectionUpdate::Member(name, update)
         }
@@ -267,7 +303,30 @@ pub(crate) fn update_of<R>(
     match event {
         WatchEvent::Changed(resource) => Update::Changed(resource, provenance()),
         WatchEvent::DoesNotExist => Update::DoesNotExist,
-        WatchEvent::Error(e) => Update::Error(e.to_string()),
-        WatchEvent::AmbientError(e) => Update::AmbientError(e.to_string()),
+        WatchEvent::Error(e) => Update::Error(e),
+        WatchEvent::AmbientError(e) => Update::AmbientError(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused watch reaches the graph as the client's typed watch error
+    /// (gRFC A88), its message the refusal's, unchanged.
+    #[test]
+    fn refused_watch_is_a_typed_watch_error_about_the_resource() {
+        let refused = WatchError::Unsupported("glob collections need delta xDS".into());
+        let error = refusal(ResourceKind::Cluster, &Arc::from("c"), &refused);
+        assert_eq!(error.kind(), ErrorKind::Watch);
+        assert_eq!(error.cause(), &Cause::NotRequested);
+        assert_eq!(error.to_string(), refused.to_string());
+        assert_eq!(
+            error.resource(),
+            Some(&ResourceKey::new(
+                "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+                "c"
+            ))
+        );
     }
 }

@@ -15,6 +15,7 @@ use xdsfed_client::cache::ResourceStatus;
 use xdsfed_client::watch::{SetEvent, WatchSet};
 use xdsfed_client::{WatchError, WatchEvent, XdsClient};
 use xdsfed_core::bootstrap::ServerConfig;
+use xdsfed_core::error::XdsError;
 use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
 
 use super::inputs::{Followed, Input, update_of};
@@ -26,7 +27,7 @@ struct Followers<T: Followed> {
     /// The ambient error last reported per member. While a server is down,
     /// every reconnection attempt reports the same failure, and each would
     /// otherwise cost a snapshot that differs in nothing.
-    last_ambient: HashMap<Arc<str>, String>,
+    last_ambient: HashMap<Arc<str>, XdsError>,
 }
 
 impl<T: Followed> Followers<T> {
@@ -80,11 +81,15 @@ impl<T: Followed> Followers<T> {
             (event, _) => event,
         };
         if let WatchEvent::AmbientError(e) = &event {
-            let message = e.to_string();
-            if self.last_ambient.get(&name) == Some(&message) {
+            // Compared by message: the same failure, seen again.
+            if self
+                .last_ambient
+                .get(&name)
+                .is_some_and(|last| last.message() == e.message())
+            {
                 return None;
             }
-            self.last_ambient.insert(Arc::clone(&name), message);
+            self.last_ambient.insert(Arc::clone(&name), e.clone());
         } else {
             self.last_ambient.remove(&name);
         }

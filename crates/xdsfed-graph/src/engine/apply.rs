@@ -7,6 +7,7 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use xdsfed_core::error::XdsError;
 
 use super::node::{Node, State, Value};
 use super::{GraphEngine, Listing};
@@ -170,19 +171,19 @@ impl GraphEngine {
                 kind,
                 name: Arc::clone(&key.name),
             }),
-            Update::Error(message) => State::Absent(GraphError::Resource {
+            Update::Error(error) => State::Absent(GraphError::Resource {
                 kind,
                 name: Arc::clone(&key.name),
-                message: Arc::from(message),
+                error: Arc::new(error),
             }),
-            Update::AmbientError(message) => {
-                self.on_ambient(key, Arc::from(message));
+            Update::AmbientError(error) => {
+                self.on_ambient(key, error);
                 return None;
             }
         })
     }
 
-    pub(super) fn on_ambient(&mut self, key: &Key, message: Arc<str>) {
+    pub(super) fn on_ambient(&mut self, key: &Key, error: XdsError) {
         let node = match self.nodes.get_mut(key) {
             Some(node) => node,
             None => match self.retired.get_mut(key) {
@@ -191,11 +192,11 @@ impl GraphEngine {
             },
         };
         match &mut node.state {
-            State::Present { ambient, .. } => *ambient = Some(message),
+            State::Present { ambient, .. } => *ambient = Some(Arc::new(error)),
             State::Cold { last_error, .. } => {
                 // Not definite: the resource may still arrive. Quoted if the
                 // warming timeout fires.
-                *last_error = Some(message);
+                *last_error = Some(Arc::new(error));
                 return;
             }
             State::Absent(_) => return,

@@ -120,11 +120,11 @@ impl GraphEngine {
                     self.leave(&name, kind, member);
                 }
             }
-            CollectionUpdate::Error(message) => {
+            CollectionUpdate::Error(error) => {
                 let error = GraphError::Resource {
                     kind,
                     name: Arc::clone(&name),
-                    message: Arc::from(message),
+                    error: Arc::new(error),
                 };
                 self.with_root(&name, |root| {
                     root.error = Some(error);
@@ -164,8 +164,8 @@ impl GraphEngine {
         let key = Key::new(kind, Arc::clone(member));
         let listed = self.collections.get(collection).is_some_and(|c| c.listed);
         let state = match update {
-            Update::AmbientError(message) => {
-                return self.on_ambient(&key, Arc::from(message));
+            Update::AmbientError(error) => {
+                return self.on_ambient(&key, error);
             }
             // A glob member the server deleted has left the glob; a listed
             // member that does not exist is still listed, and absent.

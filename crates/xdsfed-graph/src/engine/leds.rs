@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use imbl::OrdMap;
+use xdsfed_core::error::XdsError;
 
 use super::GraphEngine;
 use super::node::{State, Value};
@@ -118,7 +119,7 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LbEndpoint>) ->
         // First answer (or an answer after a definite failure).
         _ => (Members::new(), first_provenance(&key.name), None),
     };
-    let present = |members: Members, provenance: Provenance, ambient: Option<Arc<str>>| {
+    let present = |members: Members, provenance: Provenance, ambient: Option<Arc<XdsError>>| {
         Some(State::Present {
             value: Value::Leds { members },
             provenance,
@@ -143,17 +144,17 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LbEndpoint>) ->
                 None
             }
         }
-        CollectionUpdate::Member(_, Update::AmbientError(message))
-        | CollectionUpdate::Error(message)
+        CollectionUpdate::Member(_, Update::AmbientError(error))
+        | CollectionUpdate::Error(error)
             if was_present =>
         {
-            present(members, provenance, Some(Arc::from(message)))
+            present(members, provenance, Some(Arc::new(error)))
         }
         CollectionUpdate::Member(_, Update::AmbientError(_)) => None,
-        CollectionUpdate::Error(message) => Some(State::Absent(GraphError::Resource {
+        CollectionUpdate::Error(error) => Some(State::Absent(GraphError::Resource {
             kind: ResourceKind::LbEndpoint,
             name: Arc::clone(&key.name),
-            message: Arc::from(message),
+            error: Arc::new(error),
         })),
         CollectionUpdate::Empty => present(Members::new(), provenance, None),
         // Glob collections list no members.

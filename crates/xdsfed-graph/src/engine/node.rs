@@ -22,6 +22,7 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use xdsfed_core::error::XdsError;
 
 use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
 use crate::error::GraphError;
@@ -59,12 +60,12 @@ pub(super) enum State {
     Cold {
         deadline: Instant,
         /// An ambient error seen while waiting, quoted if the wait times out.
-        last_error: Option<Arc<str>>,
+        last_error: Option<Arc<XdsError>>,
     },
     Present {
         value: Value,
         provenance: Provenance,
-        ambient: Option<Arc<str>>,
+        ambient: Option<Arc<XdsError>>,
         /// The node's outgoing edges, read from `value`.
         edges: Arc<[Edge]>,
     },

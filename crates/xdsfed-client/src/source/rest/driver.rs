@@ -176,14 +176,18 @@ impl Driver {
         }
     }
 
-    /// A poll failed: the attempt ends as a stream the server ended.
+    /// A poll failed: the attempt ends as a stream the server (or the
+    /// connection to it) ended.
     fn fail(&mut self, failure: Failure, answered: bool) -> AttemptEnd {
         tracing::warn!(server = %self.server.server_uri, code = failure.code, message = %failure.message, "REST-JSON poll failed");
         self.stats.lock().connected = false;
         self.schedule.clear();
-        let message = format!("{}: {}", self.server.server_uri, failure.message);
-        self.session
-            .handle_stream_end(now(), StreamEnd::new(failure.code, message));
+        let end = StreamEnd {
+            initiator: failure.initiator,
+            code: failure.code.into(),
+            message: format!("{}: {}", self.server.server_uri, failure.message),
+        };
+        self.session.handle_stream_end(now(), end);
         self.flush(Cause::Interest);
         AttemptEnd::Ended {
             had_response: answered,
@@ -303,10 +307,9 @@ impl SourceDriver for Driver {
     fn open(&mut self) -> Result<Io, AttemptEnd> {
         let client = match &self.client {
             Ok(client) => client.clone(),
-            Err(e) => {
-                let message = e.to_string();
-                return Err(self.fail(Failure { code: 14, message }, false));
-            }
+            // No client can be made (a TLS file, the target): the
+            // connection never opened.
+            Err(e) => return Err(self.fail(Failure::transport(14, e.to_string()), false)),
         };
         self.stats.lock().streams_opened += 1;
         self.schedule.clear();
@@ -341,6 +344,7 @@ impl SourceDriver for Driver {
     fn poll_close(&mut self, io: &mut Io) -> Option<AttemptEnd> {
         let end = self.session.poll_close()?;
         let failure = Failure {
+            initiator: end.initiator,
             code: end.code.as_i32(),
             message: end.message,
         };

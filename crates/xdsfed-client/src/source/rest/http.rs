@@ -32,6 +32,7 @@ use crate::tls::{client_config, read_tls_files};
 use crate::transport::TransportError;
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
 use xdsfed_core::json::discovery_request_to_json;
+use xdsfed_core::protocol::Initiator;
 use xdsfed_core::source::rest::{Read, read};
 
 /// gRPC's `DEADLINE_EXCEEDED`.
@@ -52,17 +53,31 @@ pub(crate) enum Answer {
     NotModified,
 }
 
-/// Why a poll failed, as a gRPC status code (for the session's stream
-/// end) and a sentence naming the server.
+/// Why a poll failed, as a gRPC status code and who caused it (for the
+/// session's stream end) and a sentence naming the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Failure {
+    pub(crate) initiator: Initiator,
     pub(crate) code: i32,
     pub(crate) message: String,
 }
 
 impl Failure {
+    /// A failure the server answered with (an HTTP status, a body over the
+    /// bound), or one of the request itself.
     fn new(code: i32, message: impl Into<String>) -> Self {
         Failure {
+            initiator: Initiator::Server,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A connection that failed or never answered in time: refused, a
+    /// failed TLS handshake, a reset, the request deadline.
+    pub(crate) fn transport(code: i32, message: impl Into<String>) -> Self {
+        Failure {
+            initiator: Initiator::Transport,
             code,
             message: message.into(),
         }
@@ -143,10 +158,11 @@ impl HttpClient {
             .map_err(|e| Failure::new(INTERNAL, format!("{url}: {e}")))?;
         let exchange = self.exchange(&request.type_url, http_request);
         match tokio::time::timeout(self.request_timeout, exchange).await {
-            Ok(result) => {
-                result.map_err(|f| Failure::new(f.code, format!("POST {url}: {}", f.message)))
-            }
-            Err(_) => Err(Failure::new(
+            Ok(result) => result.map_err(|f| Failure {
+                message: format!("POST {url}: {}", f.message),
+                ..f
+            }),
+            Err(_) => Err(Failure::transport(
                 DEADLINE_EXCEEDED,
                 format!(
                     "POST {url}: no answer within {:?} (request_timeout)",
@@ -165,7 +181,7 @@ impl HttpClient {
             .client
             .request(request)
             .await
-            .map_err(|e| Failure::new(UNAVAILABLE, error_chain(&e)))?;
+            .map_err(|e| Failure::transport(UNAVAILABLE, error_chain(&e)))?;
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED {
             return Ok(Answer::NotModified);
@@ -201,7 +217,7 @@ impl HttpClient {
                 if e.is::<http_body_util::LengthLimitError>() {
                     too_large()
                 } else {
-                    Failure::new(UNAVAILABLE, format!("reading the body: {e}"))
+                    Failure::transport(UNAVAILABLE, format!("reading the body: {e}"))
                 }
             })?
             .to_bytes();

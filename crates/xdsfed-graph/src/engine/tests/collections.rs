@@ -201,12 +201,12 @@ fn collection_error_keeps_the_members_and_clears_on_the_next_update() {
 
     h.cluster_collection(
         CLUSTERS,
-        CollectionUpdate::Error("NACKed: bad entry".into()),
+        CollectionUpdate::Error(rejected("NACKed: bad entry")),
     );
     let s = h.ready();
     let entry = s.collection(CLUSTERS).map(|c| c.error.clone());
     assert!(
-        matches!(entry, Some(Some(GraphError::Resource { ref message, .. })) if message.contains("bad entry")),
+        matches!(entry, Some(Some(GraphError::Resource { ref error, .. })) if error.message().contains("bad entry")),
         "{entry:?}"
     );
     assert!(s.cluster(&bar).is_some_and(|c| c.is_ok()), "still serving");
@@ -259,21 +259,21 @@ fn member_errors_are_ambient_with_a_copy_and_definite_without() {
         CLUSTERS,
         CollectionUpdate::Member(
             Arc::from(bar.as_str()),
-            Update::AmbientError("server down".into()),
+            Update::AmbientError(transient("server down")),
         ),
     );
     h.cluster_collection(
         CLUSTERS,
         CollectionUpdate::Member(
             Arc::from(bad.as_str()),
-            Update::Error("redirect loop".into()),
+            Update::Error(rejected("redirect loop")),
         ),
     );
     let s = h.ready();
     let kept = s
         .cluster(&bar)
         .and_then(|c| c.cluster.as_ref().map(|v| v.ambient_error.clone()));
-    assert_eq!(kept, Some(Some(Arc::from("server down"))));
+    assert_eq!(kept, Some(Some(Arc::new(transient("server down")))));
     assert!(matches!(
         s.cluster(&bad).and_then(|c| c.error.clone()),
         Some(GraphError::Resource { .. })

@@ -2,7 +2,7 @@
 //! cluster and endpoint problems on their cluster.
 
 use super::*;
-use crate::GraphError;
+use crate::{ClusterEndpoints, GraphError};
 
 /// A root listener that does not exist makes the snapshot unusable.
 #[test]
@@ -24,8 +24,11 @@ fn missing_listener_is_a_snapshot_error() {
 fn route_config_error_is_a_snapshot_error_on_its_listener() {
     let mut h = Harness::new(Roots::new().listener("l"));
     h.listener(listener_rds("l", "r"), "1");
-    h.engine
-        .on_route_config(h.now, "r", Update::Error("every version was NACKed".into()));
+    h.engine.on_route_config(
+        h.now,
+        "r",
+        Update::Error(rejected("every version was NACKed")),
+    );
     let s = h.ready();
     assert!(!s.is_ok());
     assert_eq!(
@@ -33,7 +36,7 @@ fn route_config_error_is_a_snapshot_error_on_its_listener() {
         Some(GraphError::Resource {
             kind: ResourceKind::RouteConfiguration,
             name: Arc::from("r"),
-            message: Arc::from("every version was NACKed"),
+            error: Arc::new(rejected("every version was NACKed")),
         })
     );
     assert!(s.route_config("r").is_some_and(|r| r.error.is_some()));
@@ -78,7 +81,7 @@ fn error_without_cached_copy_fails_the_cluster() {
     let mut h = warm_graph(&["a", "b"]);
     h.ready();
     h.engine
-        .on_cluster(h.now, "a", Update::Error("rejected".into()));
+        .on_cluster(h.now, "a", Update::Error(rejected("rejected")));
     let s = h.ready();
     assert!(
         s.cluster("a")
@@ -98,4 +101,59 @@ fn update_for_an_unreached_resource_is_ignored() {
     h.cluster(static_cluster("stranger"), "1");
     assert!(h.snapshot().is_none());
     assert!(h.watch_changes().watched.is_empty());
+}
+
+/// "The graph hands out the client's typed `XdsError`": a data plane reads
+/// the kind, cause and server of a failed resource, of a kept copy's ambient
+/// error and of the error a warming timeout quotes, not only their text.
+#[test]
+fn snapshot_errors_carry_the_clients_typed_error() {
+    let nack = rejected("cluster a: every version was rejected")
+        .with_cause(Cause::Rejected {
+            version: Arc::from("7"),
+        })
+        .with_server("xds.example:443");
+    let lost = transient("server xds.example:443 unreachable").with_server("xds.example:443");
+    let mut h = warm_graph(&["a", "b"]);
+    h.ready();
+    h.engine.on_cluster(h.now, "a", Update::Error(nack.clone()));
+    h.engine
+        .on_endpoints(h.now, "b", Update::AmbientError(lost.clone()));
+    let s = h.ready();
+
+    let failed = s.cluster("a").and_then(|c| c.error.clone());
+    assert_eq!(
+        failed.as_ref().and_then(GraphError::source_error),
+        Some(&nack)
+    );
+    assert_eq!(
+        failed.map(|e| e.to_string()).as_deref(),
+        Some("Cluster \"a\": cluster a: every version was rejected"),
+        "the text is the client's message after the resource"
+    );
+    let kept = s.cluster("b").and_then(|c| match &c.endpoints {
+        ClusterEndpoints::Eds {
+            assignment: Some(assignment),
+            ..
+        } => assignment.ambient_error.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        kept.as_deref().map(XdsError::kind),
+        Some(ErrorKind::Transient)
+    );
+    assert_eq!(
+        kept.as_deref().and_then(XdsError::server),
+        Some("xds.example:443")
+    );
+
+    let mut h = Harness::new(Roots::new().cluster("c"));
+    h.engine
+        .on_cluster(h.now, "c", Update::AmbientError(lost.clone()));
+    h.advance(TIMEOUT);
+    let timed_out = h.ready().cluster("c").and_then(|c| c.error.clone());
+    assert_eq!(
+        timed_out.as_ref().and_then(GraphError::source_error),
+        Some(&lost)
+    );
 }

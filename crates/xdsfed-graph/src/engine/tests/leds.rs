@@ -131,7 +131,7 @@ fn empty_leds_collection_is_warm_with_no_endpoints() {
 #[test]
 fn leds_collection_failing_before_any_answer_is_the_cluster_error() {
     let mut h = leds_graph();
-    leds(&mut h, CollectionUpdate::Error("refused".into()));
+    leds(&mut h, CollectionUpdate::Error(rejected("refused")));
     let s = h.ready();
     let c = s.cluster("c1").unwrap();
     assert!(
@@ -152,7 +152,7 @@ fn leds_error_after_an_answer_is_ambient_and_members_keep_serving() {
     let mut h = leds_graph();
     leds(&mut h, changed("e1", 3));
     let _ = h.ready();
-    leds(&mut h, CollectionUpdate::Error("server gone".into()));
+    leds(&mut h, CollectionUpdate::Error(transient("server gone")));
     let s = h.ready();
     assert_eq!(leds_weights(&s), vec![3]);
     assert!(s.cluster("c1").unwrap().is_ok());

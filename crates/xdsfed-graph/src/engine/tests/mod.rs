@@ -38,12 +38,25 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use envoy_types::pb::xds::core::v3::Authority;
 use prost::Message;
+use xdsfed_core::error::{Cause, ErrorKind, XdsError};
 
 use crate::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
 };
 
 pub(super) const TIMEOUT: Duration = Duration::from_secs(15);
+
+// ---- the client's errors ----
+
+/// An error as the client reports a rejected resource.
+pub(super) fn rejected(message: &str) -> XdsError {
+    XdsError::new(ErrorKind::Nacked, message)
+}
+
+/// An error as the client reports a server it lost.
+pub(super) fn transient(message: &str) -> XdsError {
+    XdsError::new(ErrorKind::Transient, message).with_cause(Cause::StreamFailed)
+}
 
 // ---- resource builders ----
 
