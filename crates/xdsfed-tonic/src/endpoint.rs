@@ -63,6 +63,24 @@ impl EndpointAddress {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// The address as a plain [`SocketAddr`](std::net::SocketAddr) when its
+    /// host is an IP address (as EDS endpoints for gRPC are); `None` for a
+    /// host name, which a resolver must turn into addresses first.
+    ///
+    /// ```
+    /// use xdsfed_tonic::EndpointAddress;
+    ///
+    /// let ip = EndpointAddress::new("10.0.0.7", 8080);
+    /// assert_eq!(ip.socket_addr(), Some("10.0.0.7:8080".parse().unwrap()));
+    /// let v6 = EndpointAddress::new("::1", 443);
+    /// assert_eq!(v6.socket_addr(), Some("[::1]:443".parse().unwrap()));
+    /// assert_eq!(EndpointAddress::new("backend.internal", 80).socket_addr(), None);
+    /// ```
+    pub fn socket_addr(&self) -> Option<std::net::SocketAddr> {
+        let ip: std::net::IpAddr = self.host.parse().ok()?;
+        Some(std::net::SocketAddr::new(ip, self.port))
+    }
 }
 
 /// `host:port`, with an IPv6 host in brackets, as in a URI.
