@@ -1,7 +1,8 @@
 //! The policy-distribution stream (`kyverno.http.v1alpha1`): a second kind
 //! of source beside ADS, for control planes that push `ValidatingPolicy`
 //! snapshots to authorization sidecars
-//! (`shared/spec/policy-distribution-protocol.txt`).
+//! (the Kyverno Envoy plugin's xDS-like protocol (messages in
+//! `proto/xdsfed/policy/v1/policy.proto`)).
 //!
 //! A bootstrap server entry with `"protocol": "policy_stream"` (Envoy style:
 //! `api_type: POLICY_STREAM_GRPC`) gets a `PolicyConnection` (in xdsfed-client) instead of an

@@ -1,5 +1,6 @@
 //! A policy-distribution server (`kyverno.http.v1alpha1.ValidatingPolicyService`),
-//! as `shared/spec/policy-distribution-protocol.txt` describes it.
+//! as the Kyverno Envoy plugin's xDS-like protocol (messages in
+//! `proto/xdsfed/policy/v1/policy.proto`) describes it.
 //!
 //! A [`crate::Server`] started with [`crate::Protocol::PolicyStream`] serves
 //! this instead of ADS. Its policies are the `ValidatingPolicy` resources of
