@@ -1,13 +1,14 @@
 //! The client: watches by name, one ADS stream per server, one cache.
 //!
 //! ```text
-//! watch::<T>(name) ─► parse + check type ─► authority ─► servers ─► ServerKey
+//! watch::<T>(name) ─► parse + check type ─► authority ─► servers ─► ServerId
 //!                                                                    │
 //!      Watch<T> ◄── cache entry (latest value) ◄── CacheSink ◄── AdsConnection
 //! ```
 //!
-//! Authorities whose servers are equal ([`ServerKey`]) share one connection
-//! and one ADS stream. A connection is opened by the first subscription for
+//! Authorities whose servers are equal
+//! ([`ServerKey`](xdsfed_core::authority::ServerKey), interned as one
+//! [`ServerId`]) share one connection and one ADS stream. A connection is opened by the first subscription for
 //! its server; the transport closes an idle stream after a grace period.
 
 use std::collections::HashMap;
