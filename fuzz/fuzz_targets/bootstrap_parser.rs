@@ -40,8 +40,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = registry.listener_resource_name("xds:///svc/a b");
     let _ = bootstrap.node_proto();
-    for key in registry.server_keys() {
-        let _ = key.to_string();
-        let _ = registry.partitions_served_by(key).count();
+    for id in registry.server_ids() {
+        let _ = registry.key(id).to_string();
+        let _ = registry.partitions_served_by(id).count();
     }
 });

@@ -115,16 +115,18 @@ impl Report {
             });
         }
         let registry = AuthorityRegistry::new(bootstrap);
+        // Sorted by key, as `server_keys` gives them.
         let streams = registry
             .server_keys()
-            .map(|key| {
+            .filter_map(|key| registry.id_of(key))
+            .map(|id| {
                 let mut serves: Vec<String> = Vec::new();
-                if registry.serves_old_style(key) {
+                if registry.serves_old_style(id) {
                     serves.push("old-style names".to_owned());
                 }
-                serves.extend(registry.authorities_for(key).map(display_authority));
+                serves.extend(registry.authorities_for(id).map(display_authority));
                 StreamRow {
-                    server: key.to_string(),
+                    server: registry.name(id).to_string(),
                     serves,
                 }
             })

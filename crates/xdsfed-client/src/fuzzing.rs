@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::cache::{Cache, DataErrorPolicy, Provenance};
 use crate::client::apply_to_cache;
-use xdsfed_core::authority::{AuthorityRegistry, Partition, ServerKey};
+use xdsfed_core::authority::{AuthorityRegistry, Partition, ServerId};
 use xdsfed_core::bootstrap::Bootstrap;
 use xdsfed_core::federation::{Action, Federation, Home};
 use xdsfed_core::name::ResourceName;
@@ -19,7 +19,7 @@ use xdsfed_core::protocol::{CoreEvent, ResourceKey};
 pub struct Federated {
     federation: Federation,
     cache: Cache,
-    server: ServerKey,
+    server: ServerId,
     policy: DataErrorPolicy,
     /// What the core asked of the server, not yet taken: (subscribe?, key).
     asked: Vec<(bool, ResourceKey)>,
@@ -36,7 +36,7 @@ impl Federated {
     pub fn new(policy: DataErrorPolicy) -> Option<Self> {
         let bootstrap = Bootstrap::from_json_str(BOOTSTRAP).ok()?;
         let registry = AuthorityRegistry::new(&bootstrap);
-        let server = registry.server_keys().next()?.clone();
+        let server = registry.server_ids().next()?;
         Some(Federated {
             federation: Federation::new(registry, 8),
             cache: Cache::new(),
@@ -58,7 +58,7 @@ impl Federated {
         }
         let provenance = Provenance {
             authority: name.authority().map(Arc::from),
-            server: Arc::from(self.server.to_string()),
+            server: Arc::clone(self.federation.registry().name(self.server)),
         };
         let _ = self.cache.add_watcher(key, provenance, self.policy);
         let home = Home::Authority(partition);
@@ -77,7 +77,7 @@ impl Federated {
     /// What the server's session reported.
     pub fn handle_events(&mut self, events: Vec<CoreEvent>) {
         self.federation
-            .handle_events(&self.server, events, &self.cache);
+            .handle_events(self.server, events, &self.cache);
         self.run();
     }
 

@@ -3,7 +3,7 @@
 //! [`xdsfed_core`].
 //!
 //! ```text
-//! bootstrap ─► authority registry ─► ServerKey ─► one source per server
+//! bootstrap ─► authority registry ─► ServerKey ─► ServerId ─► one source per server
 //! watch(type, name) ─► name ─► authority ─► servers ─► subscribe on that source
 //! response ─► session (xdsfed-core) ─► decode + validate ─► cache ─► watchers
 //!                                   └─► ACK / NACK back on the stream

@@ -2,7 +2,7 @@
 //! and nothing it waits for.
 //!
 //! ```text
-//! bootstrap ─► authority registry ─► ServerKey ─► one session per server
+//! bootstrap ─► authority registry ─► ServerKey ─► ServerId ─► one session per server
 //! watch(type, name) ─► name ─► authority ─► servers ─► subscribe in that session
 //! response ─► protocol session ─► decode + validate ─► federation ─► entry states
 //!                              └─► ACK / NACK to send

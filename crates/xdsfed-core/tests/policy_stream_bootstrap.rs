@@ -52,7 +52,10 @@ authorities:
         "{policies}"
     );
     let registry = AuthorityRegistry::new(&bootstrap);
-    let served: Vec<&str> = registry.authorities_for(&policies).collect();
+    let policies = registry
+        .id_of(&policies)
+        .expect("the policy stream's server is interned");
+    let served: Vec<&str> = registry.authorities_for(policies).collect();
     assert_eq!(served, ["policies.onprem"]);
 }
 

@@ -103,7 +103,7 @@ use std::time::Instant;
 use futures::stream::{AbortHandle, BoxStream, SelectAll, StreamExt};
 use tokio::task::JoinHandle;
 use xdsfed_client::client::{WatchError, XdsClient};
-use xdsfed_core::authority::{AuthorityError, ServerKey};
+use xdsfed_core::authority::AuthorityError;
 use xdsfed_core::name::ResourceName;
 use xdsfed_core::types::{ClusterType, LbEndpointType, ListenerType};
 
@@ -566,7 +566,7 @@ fn bootstrap_authorities(client: &XdsClient) -> KnownAuthorities {
     let registry = client.registry();
     KnownAuthorities::only(
         registry
-            .server_keys()
+            .server_ids()
             .flat_map(|server| registry.authorities_for(server))
             .map(str::to_owned),
     )
@@ -577,28 +577,33 @@ fn bootstrap_authorities(client: &XdsClient) -> KnownAuthorities {
 fn bootstrap_trust(client: &XdsClient) -> ConfigSourceTrust {
     let registry = client.registry();
     let mut trust = ConfigSourceTrust::default();
-    for server in registry.server_keys() {
+    for server in registry.server_ids() {
         for authority in registry.authorities_for(server) {
             trust
                 .mapped
                 .entry(authority.to_owned())
                 .or_default()
-                .insert(server.server_uri.clone());
+                .insert(registry.uri(server).to_string());
         }
-        if server.features.contains(&features::TRUSTED_XDS_SERVER) {
-            trust.trusted_servers.insert(server.to_string());
+        if registry
+            .key(server)
+            .features
+            .contains(&features::TRUSTED_XDS_SERVER)
+        {
+            trust
+                .trusted_servers
+                .insert(registry.name(server).to_string());
         }
     }
     trust
 }
 
-/// The default server, as the client names it in provenances.
+/// The default server, as the client names it in provenances: the
+/// registry's shared name.
 fn default_server(client: &XdsClient) -> Arc<str> {
-    match client
-        .registry()
-        .resolve(&ResourceName::OldStyle(String::new()))
-    {
-        Ok([first, ..]) => Arc::from(ServerKey::new(first).to_string()),
+    let registry = client.registry();
+    match registry.resolve_ids(&ResourceName::OldStyle(String::new())) {
+        Ok([first, ..]) => Arc::clone(registry.name(*first)),
         _ => Arc::from(""),
     }
 }

@@ -163,15 +163,15 @@ impl Demo {
             client.node().id,
             registry.server_keys().count()
         ))?;
-        for key in registry.server_keys() {
+        for id in registry.server_keys().filter_map(|key| registry.id_of(key)) {
             let mut carries: Vec<String> =
-                registry.authorities_for(key).map(str::to_owned).collect();
-            if registry.serves_old_style(key) {
+                registry.authorities_for(id).map(str::to_owned).collect();
+            if registry.serves_old_style(id) {
                 carries.push("old-style names".to_owned());
             }
             emit(&format!(
                 "    {:<16} carries {}",
-                key.server_uri,
+                registry.uri(id),
                 carries.join(", ")
             ))?;
         }

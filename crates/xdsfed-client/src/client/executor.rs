@@ -8,7 +8,7 @@ use crate::cache::{Cache, DataErrorPolicy, Provenance, Source, WildcardQueue};
 use crate::source::{Opening, SourceConnection};
 use crate::transport::EventSink;
 use crate::watch::Release;
-use xdsfed_core::authority::ServerKey;
+use xdsfed_core::authority::{AuthorityRegistry, ServerId};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::federation::{Action, Federation};
 use xdsfed_core::protocol::{AuthorityFilter, CoreEvent, ResourceKey};
@@ -39,7 +39,7 @@ impl Inner {
     fn apply(&self, state: &mut State, action: Action, policy: DataErrorPolicy) {
         match action {
             Action::Subscribe { server, key } => {
-                if let Some(conn) = self.connection(state, &server) {
+                if let Some(conn) = self.connection(state, server) {
                     conn.subscribe(key);
                 }
             }
@@ -54,7 +54,7 @@ impl Inner {
                 }
             }
             Action::SubscribeWildcard { server, type_url } => {
-                if let Some(conn) = self.connection(state, &server) {
+                if let Some(conn) = self.connection(state, server) {
                     conn.subscribe_wildcard(type_url);
                 }
             }
@@ -65,7 +65,8 @@ impl Inner {
             }
             Action::Close { server } => {
                 if let Some(conn) = state.connections.remove(&server) {
-                    tracing::info!(%server, "closing the stream to a lower-priority server");
+                    let name = state.federation.registry().name(server);
+                    tracing::info!(server = %name, "closing the stream to a lower-priority server");
                     conn.shutdown();
                 }
             }
@@ -73,56 +74,37 @@ impl Inner {
         }
     }
 
-    /// The connection to `key`, opened on first use.
-    fn connection(&self, state: &mut State, key: &ServerKey) -> Option<Arc<dyn SourceConnection>> {
-        if let Some(conn) = state.connections.get(key) {
+    /// The connection to `id`, opened on first use.
+    fn connection(&self, state: &mut State, id: ServerId) -> Option<Arc<dyn SourceConnection>> {
+        if let Some(conn) = state.connections.get(&id) {
             return Some(Arc::clone(conn));
         }
-        let server = state.federation.server_config(key)?.clone();
+        let server = state.federation.server_config(id)?.clone();
+        let registry = state.federation.registry();
         let sink = Arc::new(RouterSink {
             client: Weak::clone(&self.this),
-            server_key: key.clone(),
+            server: id,
             policy: DataErrorPolicy::from_features(&server.server_features),
         });
         let opening = Opening {
             server,
-            authorities: self.authority_filter(key),
-            authority_names: self
-                .registry
-                .authorities_for(key)
-                .map(str::to_owned)
-                .collect(),
+            authorities: authority_filter(registry, id),
+            authority_names: registry.authorities_for(id).map(str::to_owned).collect(),
             types: Arc::clone(&self.types),
             sink,
             options: self.transport.clone(),
         };
         let _enter = self.runtime.enter();
         let conn = crate::source::open(opening);
-        state.connections.insert(key.clone(), Arc::clone(&conn));
+        state.connections.insert(id, Arc::clone(&conn));
         Some(conn)
-    }
-
-    /// The authorities whose names this server may deliver.
-    fn authority_filter(&self, key: &ServerKey) -> AuthorityFilter {
-        // A server the bootstrap does not list was named by a ConfigSource
-        // beside a name (`XdsClient::watch_on_server`), which authorised
-        // the names sent to it; it is asked for nothing else, and a session
-        // ignores what it did not ask for.
-        if !self.registry.server_keys().any(|known| known == key) {
-            return AuthorityFilter::any();
-        }
-        let mut filter = AuthorityFilter::new().with_old_style(self.registry.serves_old_style(key));
-        for authority in self.registry.authorities_for(key) {
-            filter = filter.with_authority(authority);
-        }
-        filter
     }
 
     /// One server's events, through the federation core into the cache,
     /// under the lock so that they cannot interleave with another server's.
-    fn deliver(&self, server: &ServerKey, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
+    fn deliver(&self, server: ServerId, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
         let mut state = self.lock();
-        self.note_answered(server, &events);
+        self.note_answered(state.federation.registry().name(server), &events);
         state
             .federation
             .handle_events(server, events, self.cache.as_ref());
@@ -130,20 +112,35 @@ impl Inner {
     }
 }
 
+/// The authorities whose names the server `id` may deliver.
+fn authority_filter(registry: &AuthorityRegistry, id: ServerId) -> AuthorityFilter {
+    // A server the bootstrap does not list was named by a ConfigSource
+    // beside a name (`XdsClient::watch_on_server`), which authorised
+    // the names sent to it; it is asked for nothing else, and a session
+    // ignores what it did not ask for.
+    if !registry.in_bootstrap(id) {
+        return AuthorityFilter::any();
+    }
+    let mut filter = AuthorityFilter::new().with_old_style(registry.serves_old_style(id));
+    for authority in registry.authorities_for(id) {
+        filter = filter.with_authority(authority);
+    }
+    filter
+}
+
 impl Inner {
-    /// Tells the cache whether `server`'s current stream has delivered a
-    /// response (only then may the does-not-exist timer drop a copy from
-    /// the state directory). Set before the events are applied, so a
-    /// timer in the same batch as the first response sees it.
-    fn note_answered(&self, server: &ServerKey, events: &[CoreEvent]) {
+    /// Tells the cache whether the stream of the server named `server` has
+    /// delivered a response (only then may the does-not-exist timer drop a
+    /// copy from the state directory). Set before the events are applied,
+    /// so a timer in the same batch as the first response sees it.
+    fn note_answered(&self, server: &Arc<str>, events: &[CoreEvent]) {
         for event in events {
             let answered = match event {
                 CoreEvent::StreamHealthy => true,
                 CoreEvent::StreamFailed { .. } => false,
                 _ => continue,
             };
-            self.cache
-                .set_answered(&Arc::from(server.to_string()), answered);
+            self.cache.set_answered(server, answered);
         }
     }
 }
@@ -169,14 +166,14 @@ impl Release for Inner {
 /// way round.
 struct RouterSink {
     client: Weak<Inner>,
-    server_key: ServerKey,
+    server: ServerId,
     policy: DataErrorPolicy,
 }
 
 impl EventSink for RouterSink {
     fn deliver(&self, _server: &ServerConfig, events: Vec<CoreEvent>) {
         if let Some(client) = self.client.upgrade() {
-            client.deliver(&self.server_key, self.policy, events);
+            client.deliver(self.server, self.policy, events);
         }
     }
 }
@@ -207,7 +204,7 @@ pub(crate) fn apply_to_cache(
             members,
         } => cache.set_list_members(&collection, members),
         Action::ForgetList { collection } => cache.forget_list(&collection),
-        Action::HoldEntry { key, server } => hold_entry(cache, federation, &key, server.as_ref()),
+        Action::HoldEntry { key, server } => hold_entry(cache, federation, &key, server),
         Action::ReleaseEntry { key } => cache.remove_watcher(&key),
         Action::Deliver { event, source } => cache.apply_routed(policy, vec![(event, source)]),
         Action::Subscribe { .. }
@@ -220,16 +217,14 @@ pub(crate) fn apply_to_cache(
 }
 
 /// An entry for a list collection's member, fetched from `server`.
-fn hold_entry(
-    cache: &Cache,
-    federation: &Federation,
-    key: &ResourceKey,
-    server: Option<&ServerKey>,
-) {
+fn hold_entry(cache: &Cache, federation: &Federation, key: &ResourceKey, server: Option<ServerId>) {
     let config = server.and_then(|s| federation.server_config(s));
     let provenance = Provenance {
         authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
-        server: Arc::from(server.map(ToString::to_string).unwrap_or_default()),
+        server: server.map_or_else(
+            || Arc::from(""),
+            |s| Arc::clone(federation.registry().name(s)),
+        ),
     };
     let policy = config
         .map(|c| DataErrorPolicy::from_features(&c.server_features))

@@ -1,13 +1,14 @@
 //! The client: watches by name, one ADS stream per server, one cache.
 //!
 //! ```text
-//! watch::<T>(name) ─► parse + check type ─► authority ─► servers ─► ServerKey
+//! watch::<T>(name) ─► parse + check type ─► authority ─► servers ─► ServerId
 //!                                                                    │
 //!      Watch<T> ◄── cache entry (latest value) ◄── CacheSink ◄── AdsConnection
 //! ```
 //!
-//! Authorities whose servers are equal ([`ServerKey`]) share one connection
-//! and one ADS stream. A connection is opened by the first subscription for
+//! Authorities whose servers are equal
+//! ([`ServerKey`](xdsfed_core::authority::ServerKey), interned as one
+//! [`ServerId`]) share one connection and one ADS stream. A connection is opened by the first subscription for
 //! its server; the transport closes an idle stream after a grace period.
 
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ use crate::transport::TransportOptions;
 use crate::watch::{
     CollectionGuard, CollectionWatch, Guard, Release, Watch, WildcardGuard, WildcardWatch,
 };
-use xdsfed_core::authority::{AuthorityError, AuthorityRegistry, Partition, ServerKey};
+use xdsfed_core::authority::{AuthorityError, AuthorityRegistry, Partition, ServerId};
 use xdsfed_core::bootstrap::{ApiVariant, Bootstrap, ServerConfig};
 use xdsfed_core::federation::{Federation, Home};
 use xdsfed_core::name::{NameError, ResourceName};
@@ -214,6 +215,9 @@ pub struct XdsClient {
 struct Inner {
     /// The client itself, for the connections' sinks, which hold it weakly.
     this: Weak<Inner>,
+    /// The bootstrap's registry. Its ids are the federation core's, whose
+    /// copy also interns the servers ConfigSources name: ids that come
+    /// out of the core are looked up there.
     registry: AuthorityRegistry,
     node: Node,
     types: Arc<TypeRegistry>,
@@ -231,7 +235,8 @@ struct Inner {
 /// What the client's lock guards.
 struct State {
     federation: Federation,
-    connections: HashMap<ServerKey, Arc<dyn crate::source::SourceConnection>>,
+    /// By the ids of the federation core's registry.
+    connections: HashMap<ServerId, Arc<dyn crate::source::SourceConnection>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -295,10 +300,10 @@ impl XdsClient {
             return self.watch_entry::<T>(&parsed, entry);
         }
         let parsed = self.inner.parse::<T>(name)?;
-        let (server_key, server) = self.inner.server_for(&parsed)?;
+        let (server_id, server) = self.inner.server_for(&parsed)?;
         let home = Home::Authority(Partition::of(&parsed));
         self.inner
-            .start_watch::<T>(&parsed, home, &server_key, &server)
+            .start_watch::<T>(&parsed, home, server_id, &server)
     }
 
     /// Watches `name` on `server`, whatever the bootstrap maps its authority
@@ -312,9 +317,9 @@ impl XdsClient {
         server: &ServerConfig,
     ) -> Result<Watch<T>, WatchError> {
         let parsed = self.inner.parse::<T>(name)?;
-        let key = self.inner.lock().federation.add_server(server);
-        let home = Home::Server(key.clone());
-        self.inner.start_watch::<T>(&parsed, home, &key, server)
+        let id = self.inner.lock().federation.add_server(server)?;
+        self.inner
+            .start_watch::<T>(&parsed, Home::Server(id), id, server)
     }
 
     /// Watches the glob collection `glob` (xDS TP1 §Glob), e.g.
@@ -332,7 +337,7 @@ impl XdsClient {
                 "{glob} is not a glob collection (xdstp://authority/type/path/*)"
             )));
         }
-        let (server_key, server) = self.inner.server_for(&parsed)?;
+        let (server_id, server) = self.inner.server_for(&parsed)?;
         if let Some(sotw) = self
             .inner
             .registry
@@ -356,7 +361,7 @@ impl XdsClient {
         let home = Home::Authority(Partition::of(&parsed));
         let glob = self
             .inner
-            .start_watch::<T>(&parsed, home, &server_key, &server)?;
+            .start_watch::<T>(&parsed, home, server_id, &server)?;
         Ok(CollectionWatch::new(collection, glob))
     }
 
@@ -405,13 +410,13 @@ impl XdsClient {
         let (parsed, collection) = self.inner.parse_list::<T>(&parsed.to_string())?;
         let held = self.inner.start_list::<T>(&collection)?.into_guard();
         let key = ResourceKey::new(T::TYPE_URL, entry_key(&collection.name, entry));
-        let (server_key, server) = self.inner.server_for(&parsed)?;
-        let provenance = Provenance {
-            authority: parsed.authority().map(Arc::from),
-            server: Arc::from(server_key.to_string()),
-        };
+        let (server_id, server) = self.inner.server_for(&parsed)?;
         let policy = DataErrorPolicy::from_features(&server.server_features);
         let mut state = self.inner.lock();
+        let provenance = Provenance {
+            authority: parsed.authority().map(Arc::from),
+            server: Arc::clone(state.federation.registry().name(server_id)),
+        };
         let (rx, _) = self
             .inner
             .cache
@@ -443,20 +448,18 @@ impl XdsClient {
         if self.inner.types.get(T::TYPE_URL).is_none() {
             return Err(WatchError::UnknownType(T::TYPE_URL));
         }
-        let (server_key, server) = self.inner.default_server()?;
-        let provenance = Provenance {
-            authority: None,
-            server: Arc::from(server_key.to_string()),
-        };
+        let (server_id, server) = self.inner.default_server()?;
         let policy = DataErrorPolicy::from_features(&server.server_features);
         let mut state = self.inner.lock();
+        let provenance = Provenance {
+            authority: None,
+            server: Arc::clone(state.federation.registry().name(server_id)),
+        };
         let (queue, _) = self
             .inner
             .cache
             .add_wildcard(T::TYPE_URL, provenance, policy);
-        state
-            .federation
-            .watch_wildcard(T::TYPE_URL, server_key, &server);
+        state.federation.watch_wildcard(T::TYPE_URL, server_id);
         self.inner.run(&mut state, policy);
         drop(state);
         let owner: Arc<dyn Release> = Arc::clone(&self.inner) as Arc<dyn Release>;
@@ -475,14 +478,15 @@ impl XdsClient {
         let uris = self.inner.lock().federation.server_uris();
         let resources = resources_of(&self.inner.cache, &uris);
         let state = self.inner.lock();
+        let registry = state.federation.registry();
         let mut servers: Vec<ServerStatus> = state
             .connections
             .iter()
-            .map(|(key, conn)| {
+            .map(|(id, conn)| {
                 let stats = conn.stats();
                 ServerStatus {
-                    server: key.to_string(),
-                    server_uri: key.server_uri.clone(),
+                    server: registry.name(*id).to_string(),
+                    server_uri: registry.uri(*id).to_string(),
                     connected: stats.connected,
                     server_failure: stats.server_failure,
                     resource_updates_valid: stats.resource_updates_valid,

@@ -6,7 +6,7 @@ use std::sync::{Arc, MutexGuard};
 use super::{Inner, State, WatchError};
 use crate::cache::{DataErrorPolicy, Provenance};
 use crate::watch::{Guard, Release, Watch};
-use xdsfed_core::authority::{AuthorityError, Partition, ServerKey};
+use xdsfed_core::authority::{AuthorityError, Partition, ServerId};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::federation::Home;
 use xdsfed_core::name::ResourceName;
@@ -57,24 +57,24 @@ impl Inner {
         // From the key: the collection is watched as itself, without
         // directives.
         let parsed = ResourceName::parse(&key.name)?;
-        let (server_key, server) = self.server_for(&parsed)?;
+        let (server_id, server) = self.server_for(&parsed)?;
         let home = Home::Authority(Partition::of(&parsed));
         let type_url: &'static str = self
             .types
             .get(&key.type_url)
             .map(|t| t.type_url())
             .ok_or(WatchError::UnknownType(T::TYPE_URL))?;
-        self.start_watch_as::<T>(type_url, &parsed, home, &server_key, &server)
+        self.start_watch_as::<T>(type_url, &parsed, home, server_id, &server)
     }
 
     pub(super) fn start_watch<T: ResourceType>(
         self: &Arc<Self>,
         parsed: &ResourceName,
         home: Home,
-        server_key: &ServerKey,
+        server_id: ServerId,
         server: &ServerConfig,
     ) -> Result<Watch<T>, WatchError> {
-        self.start_watch_as::<T>(T::TYPE_URL, parsed, home, server_key, server)
+        self.start_watch_as::<T>(T::TYPE_URL, parsed, home, server_id, server)
     }
 
     /// [`Self::start_watch`] of `parsed` as `type_url`: `T`'s own, or the
@@ -84,17 +84,18 @@ impl Inner {
         type_url: &'static str,
         parsed: &ResourceName,
         home: Home,
-        server_key: &ServerKey,
+        server_id: ServerId,
         server: &ServerConfig,
     ) -> Result<Watch<T>, WatchError> {
         let key = ResourceKey::new(type_url, parsed.canonical().as_ref());
         let alt = self.alt_of(type_url, parsed)?;
-        let provenance = Provenance {
-            authority: parsed.authority().map(Arc::from),
-            server: Arc::from(server_key.to_string()),
-        };
         let policy = DataErrorPolicy::from_features(&server.server_features);
         let mut state = self.lock();
+        // The core's registry: it also knows the servers ConfigSources named.
+        let provenance = Provenance {
+            authority: parsed.authority().map(Arc::from),
+            server: Arc::clone(state.federation.registry().name(server_id)),
+        };
         if let Home::Authority(partition) = &home {
             state.federation.ensure_authority(partition, parsed)?;
         }
@@ -140,16 +141,16 @@ impl Inner {
     pub(super) fn server_for(
         &self,
         name: &ResourceName,
-    ) -> Result<(ServerKey, ServerConfig), AuthorityError> {
+    ) -> Result<(ServerId, ServerConfig), AuthorityError> {
         let servers = self.registry.resolve(name)?;
-        let server = servers
-            .first()
-            .cloned()
-            .ok_or_else(|| AuthorityError::no_servers(name))?;
-        Ok((ServerKey::new(&server), server))
+        let ids = self.registry.resolve_ids(name)?;
+        match (ids.first(), servers.first()) {
+            (Some(id), Some(server)) => Ok((*id, server.clone())),
+            _ => Err(AuthorityError::no_servers(name)),
+        }
     }
 
-    pub(super) fn default_server(&self) -> Result<(ServerKey, ServerConfig), AuthorityError> {
+    pub(super) fn default_server(&self) -> Result<(ServerId, ServerConfig), AuthorityError> {
         self.server_for(&ResourceName::OldStyle(String::new()))
     }
 }

@@ -19,8 +19,11 @@
 //! A [`ServerKey`] is what makes two bootstrap entries "the same server":
 //! target URI, channel credentials, the server features that change
 //! behaviour, and the transport variant. Authorities whose servers have
-//! equal keys share one channel and one ADS stream. The registry remembers
-//! which [`Partition`]s each key serves, so the transport can refuse a name
+//! equal keys share one channel and one ADS stream. The registry interns
+//! each distinct key once as a [`ServerId`], a small copyable index that
+//! the federation core and the client pass around instead of the key, with
+//! the server's name and URI as shared strings. It remembers which
+//! [`Partition`]s each server serves, so the transport can refuse a name
 //! of another authority arriving on that stream
 //! ([`AuthorityRegistry::may_deliver`]).
 //!
@@ -41,22 +44,27 @@
 //! )?;
 //! let servers = registry.resolve(&name)?;
 //! assert_eq!(servers[0].server_uri, "127.0.0.1:18001");
-//! let key = xdsfed_core::authority::ServerKey::from(&servers[0]);
-//! assert!(registry.serves(&key, &Partition::Authority("cloud.example".into())));
-//! assert!(!registry.serves(&key, &Partition::OldStyle));
+//! let cloud = registry.resolve_ids(&name)?[0];
+//! assert_eq!(&**registry.name(cloud), "127.0.0.1:18001 (insecure)");
+//! assert_eq!(&**registry.uri(cloud), "127.0.0.1:18001");
+//! assert!(registry.serves(cloud, &Partition::Authority("cloud.example".into())));
+//! assert!(!registry.serves(cloud, &Partition::OldStyle));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod interned;
 mod target;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::bootstrap::{ApiVariant, Bootstrap, ChannelCreds, ServerConfig, ServerProtocol};
 use crate::name::{NameError, ResourceName, authority_of};
+use interned::Interned;
+pub use interned::ServerId;
 
 /// Why a name or target could not be mapped to servers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,6 +112,12 @@ pub enum AuthorityError {
         target: String,
         /// Why the name is invalid.
         source: NameError,
+    },
+    /// Every one of the `u32::MAX` server ids is taken.
+    #[error("cannot add server {server}: the client knows too many servers already")]
+    TooManyServers {
+        /// The server that found no id.
+        server: String,
     },
 }
 
@@ -229,57 +243,60 @@ struct AuthorityEntry {
     listener_template: String,
     /// Its own servers, or the top-level list when it has none.
     servers: Vec<ServerConfig>,
+    /// Their ids, in the same order.
+    ids: Vec<ServerId>,
 }
 
 /// Maps names to ordered server lists, and servers to the partitions they
-/// serve. Built once from a [`Bootstrap`]; immutable afterwards.
+/// serve. Built once from a [`Bootstrap`]; afterwards only servers a
+/// ConfigSource names are added ([`AuthorityRegistry::intern`]).
 #[derive(Debug, Clone)]
 pub struct AuthorityRegistry {
     top_level: Vec<ServerConfig>,
+    top_level_ids: Vec<ServerId>,
     authorities: BTreeMap<String, AuthorityEntry>,
     default_listener_template: String,
-    served: BTreeMap<ServerKey, BTreeSet<Partition>>,
+    /// Every distinct server, by id.
+    servers: Vec<Interned>,
+    ids: BTreeMap<ServerKey, ServerId>,
+    /// How many of `servers` are the bootstrap's.
+    bootstrap_servers: usize,
 }
 
 impl AuthorityRegistry {
     /// Builds the registry of `bootstrap`.
     pub fn new(bootstrap: &Bootstrap) -> Self {
-        let mut served: BTreeMap<ServerKey, BTreeSet<Partition>> = BTreeMap::new();
-        for server in &bootstrap.xds_servers {
-            served
-                .entry(ServerKey::from(server))
-                .or_default()
-                .insert(Partition::OldStyle);
-        }
-        let mut authorities = BTreeMap::new();
+        let mut registry = AuthorityRegistry {
+            top_level: bootstrap.xds_servers.clone(),
+            top_level_ids: Vec::new(),
+            authorities: BTreeMap::new(),
+            default_listener_template: bootstrap
+                .client_default_listener_resource_name_template
+                .clone(),
+            servers: Vec::new(),
+            ids: BTreeMap::new(),
+            bootstrap_servers: 0,
+        };
+        registry.top_level_ids =
+            registry.intern_serving(&bootstrap.xds_servers, &Partition::OldStyle);
         for (name, config) in &bootstrap.authorities {
             let servers = if config.xds_servers.is_empty() {
                 bootstrap.xds_servers.clone()
             } else {
                 config.xds_servers.clone()
             };
-            for server in &servers {
-                served
-                    .entry(ServerKey::from(server))
-                    .or_default()
-                    .insert(Partition::Authority(name.clone()));
-            }
-            authorities.insert(
+            let ids = registry.intern_serving(&servers, &Partition::Authority(name.clone()));
+            registry.authorities.insert(
                 name.clone(),
                 AuthorityEntry {
                     listener_template: config.client_listener_resource_name_template.clone(),
                     servers,
+                    ids,
                 },
             );
         }
-        AuthorityRegistry {
-            top_level: bootstrap.xds_servers.clone(),
-            authorities,
-            default_listener_template: bootstrap
-                .client_default_listener_resource_name_template
-                .clone(),
-            served,
-        }
+        registry.bootstrap_servers = registry.servers.len();
+        registry
     }
 
     /// The ordered servers for `name`: an `xdstp:` name's authority's
@@ -287,11 +304,24 @@ impl AuthorityRegistry {
     /// top-level servers for an old-style name. An authority the bootstrap
     /// does not configure is an error, never a fallback.
     pub fn resolve(&self, name: &ResourceName) -> Result<&[ServerConfig], AuthorityError> {
+        self.lists_for(name).map(|(servers, _)| servers)
+    }
+
+    /// [`AuthorityRegistry::resolve`] as server ids, in the same order.
+    /// Computed once per partition: resolving allocates nothing.
+    pub fn resolve_ids(&self, name: &ResourceName) -> Result<&[ServerId], AuthorityError> {
+        self.lists_for(name).map(|(_, ids)| ids)
+    }
+
+    fn lists_for(
+        &self,
+        name: &ResourceName,
+    ) -> Result<(&[ServerConfig], &[ServerId]), AuthorityError> {
         match name {
             ResourceName::Xdstp(n) => self
                 .authorities
                 .get(n.authority())
-                .map(|a| a.servers.as_slice())
+                .map(|a| (a.servers.as_slice(), a.ids.as_slice()))
                 .ok_or_else(|| AuthorityError::UnknownAuthority {
                     authority: n.authority().to_owned(),
                     name: n.to_string(),
@@ -300,55 +330,19 @@ impl AuthorityRegistry {
                 if self.top_level.is_empty() {
                     Err(AuthorityError::no_servers(name))
                 } else {
-                    Ok(&self.top_level)
+                    Ok((&self.top_level, &self.top_level_ids))
                 }
             }
         }
     }
 
-    /// [`AuthorityRegistry::resolve`] as stream keys, in the same order.
-    pub fn resolve_keys(&self, name: &ResourceName) -> Result<Vec<ServerKey>, AuthorityError> {
-        Ok(self.resolve(name)?.iter().map(ServerKey::from).collect())
-    }
-
-    /// Every distinct server, once per stream.
+    /// Every distinct server of the bootstrap, once per stream, sorted by
+    /// key.
     pub fn server_keys(&self) -> impl Iterator<Item = &ServerKey> {
-        self.served.keys()
-    }
-
-    /// The partitions whose names `server` may deliver (empty for a server
-    /// the bootstrap does not list).
-    pub fn partitions_served_by(&self, server: &ServerKey) -> impl Iterator<Item = &Partition> {
-        self.served.get(server).into_iter().flatten()
-    }
-
-    /// Whether `server` serves `partition`, as primary or fallback.
-    pub fn serves(&self, server: &ServerKey, partition: &Partition) -> bool {
-        self.served
-            .get(server)
-            .is_some_and(|set| set.contains(partition))
-    }
-
-    /// Whether a resource with canonical key `key` may arrive on the stream
-    /// to `server`: its partition must be one the server serves.
-    pub fn may_deliver(&self, server: &ServerKey, key: &str) -> bool {
-        self.serves(server, &Partition::of_key(key))
-    }
-
-    /// Whether `server` serves old-style names (it is one of the top-level
-    /// servers).
-    pub fn serves_old_style(&self, server: &ServerKey) -> bool {
-        self.serves(server, &Partition::OldStyle)
-    }
-
-    /// The (normalised) authorities whose names `server` may deliver,
-    /// without the old-style partition (see
-    /// [`AuthorityRegistry::serves_old_style`]).
-    pub fn authorities_for(&self, server: &ServerKey) -> impl Iterator<Item = &str> {
-        self.partitions_served_by(server).filter_map(|p| match p {
-            Partition::Authority(a) => Some(a.as_str()),
-            Partition::OldStyle => None,
-        })
+        self.ids
+            .iter()
+            .filter(|(_, id)| self.in_bootstrap(**id))
+            .map(|(key, _)| key)
     }
 
     /// Whether the bootstrap configures `authority` (normalised).

@@ -1,5 +1,7 @@
 //! Unit tests of the authority rules; each test names the rule it checks.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::bootstrap::Bootstrap;
 
@@ -116,16 +118,21 @@ fn authorities_with_equal_server_keys_share_one_stream_key() {
     }"#,
     );
     let registry = AuthorityRegistry::new(&b);
-    let key = |n: &str| registry.resolve_keys(&name(n)).unwrap_or_default();
-    let a = key("xdstp://a.example/T/x");
-    let b_key = key("xdstp://b.example/T/x");
-    let c = key("xdstp://c.example/T/x");
-    assert_eq!(a, b_key, "an unknown feature must not split the stream");
+    let ids = |n: &str| {
+        registry
+            .resolve_ids(&name(n))
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
+    };
+    let a = ids("xdstp://a.example/T/x");
+    let b_id = ids("xdstp://b.example/T/x");
+    let c = ids("xdstp://c.example/T/x");
+    assert_eq!(a, b_id, "an unknown feature must not split the stream");
     assert_ne!(a, c, "a behaviour-changing feature gives its own stream");
     assert_eq!(registry.server_keys().count(), 2);
     let served: Vec<_> = a
         .first()
-        .map(|k| registry.partitions_served_by(k).cloned().collect())
+        .map(|id| registry.partitions_served_by(*id).cloned().collect())
         .unwrap_or_default();
     assert_eq!(
         served,
@@ -134,6 +141,92 @@ fn authorities_with_equal_server_keys_share_one_stream_key() {
             Partition::Authority("a.example".into()),
             Partition::Authority("b.example".into())
         ]
+    );
+}
+
+/// Equal keys intern to one id however many authorities list them, ids
+/// follow the order servers first appear in the bootstrap, and each keeps
+/// one shared name and URI.
+#[test]
+fn equal_server_keys_intern_to_one_id_in_bootstrap_order() {
+    let b = bootstrap(
+        r#"{
+      "xds_servers": [{"server_uri": "default:1", "channel_creds": [{"type": "insecure"}]}],
+      "authorities": {
+        "a.example": {"xds_servers": [
+          {"server_uri": "z-primary:1", "channel_creds": [{"type": "insecure"}]},
+          {"server_uri": "default:1", "channel_creds": [{"type": "insecure"}]}]},
+        "b.example": {"xds_servers": [
+          {"server_uri": "default:1", "channel_creds": [{"type": "insecure"}], "server_features": ["unknown_feature"]},
+          {"server_uri": "z-primary:1", "channel_creds": [{"type": "insecure"}]},
+          {"server_uri": "a-backup:1", "channel_creds": [{"type": "insecure"}]}]},
+        "c.example": {}
+      }
+    }"#,
+    );
+    let registry = AuthorityRegistry::new(&b);
+    let id_of = |uri: &str| {
+        registry
+            .id_of(&ServerKey::new(&ServerConfig::insecure(uri)))
+            .unwrap_or_else(|| panic!("{uri} is interned"))
+    };
+    let (default, primary, backup) = (
+        id_of("default:1"),
+        id_of("z-primary:1"),
+        id_of("a-backup:1"),
+    );
+    assert_eq!(
+        registry.server_ids().collect::<Vec<_>>(),
+        [default, primary, backup],
+        "one id per distinct key, in the order the servers first appear"
+    );
+    assert!(default < primary && primary < backup);
+    let resolved = |n: &str| registry.resolve_ids(&name(n)).map(<[_]>::to_vec);
+    assert_eq!(
+        resolved("xdstp://a.example/T/x"),
+        Ok(vec![primary, default])
+    );
+    assert_eq!(
+        resolved("xdstp://b.example/T/x"),
+        Ok(vec![default, primary, backup])
+    );
+    assert_eq!(resolved("xdstp://c.example/T/x"), Ok(vec![default]));
+    assert_eq!(resolved("old"), Ok(vec![default]));
+    for id in [default, primary, backup] {
+        assert_eq!(registry.id_of(registry.key(id)), Some(id));
+        assert_eq!(&**registry.name(id), registry.key(id).to_string());
+        assert_eq!(&**registry.uri(id), registry.key(id).server_uri);
+    }
+    // One shared name: looking it up twice gives the same allocation.
+    assert!(Arc::ptr_eq(registry.name(default), registry.name(default)));
+    assert!(registry.in_bootstrap(backup));
+}
+
+/// A server a ConfigSource names joins the registry after the bootstrap's,
+/// serving none of their partitions; one the bootstrap lists keeps its id.
+#[test]
+fn interned_servers_follow_the_bootstrap_and_serve_no_partition() {
+    let mut registry = AuthorityRegistry::new(&bootstrap(FEDERATED));
+    let count = registry.server_ids().count();
+    let stranger = registry
+        .intern(&ServerConfig::insecure("stranger:1"))
+        .expect("an id");
+    assert_eq!(stranger.index(), count);
+    assert!(!registry.in_bootstrap(stranger));
+    assert_eq!(registry.partitions_served_by(stranger).count(), 0);
+    assert_eq!(&**registry.name(stranger), "stranger:1 (insecure)");
+    assert_eq!(
+        registry.intern(&ServerConfig::insecure("stranger:1")),
+        Ok(stranger)
+    );
+    let cloud = registry
+        .intern(&ServerConfig::insecure("cloud:1"))
+        .expect("an id");
+    assert!(registry.in_bootstrap(cloud));
+    assert_eq!(
+        registry.server_keys().count(),
+        count,
+        "the bootstrap's servers only"
     );
 }
 
@@ -159,26 +252,29 @@ fn server_key_differs_by_creds_and_api_variant() {
 #[test]
 fn may_deliver_refuses_names_of_other_authorities() {
     let registry = AuthorityRegistry::new(&bootstrap(FEDERATED));
-    let cloud = ServerKey::from(&ServerConfig::insecure("cloud:1"));
-    let default = ServerKey::from(&ServerConfig::insecure("default:1"));
-    assert!(registry.may_deliver(&cloud, "xdstp://cloud.example/T/x"));
-    assert!(!registry.may_deliver(&cloud, "xdstp://onprem.example/T/x"));
-    assert!(!registry.may_deliver(&cloud, "listener-a"));
-    assert!(registry.may_deliver(&default, "listener-a"));
-    assert!(registry.may_deliver(&default, "xdstp://onprem.example/T/x"));
-    assert!(registry.may_deliver(&default, "xdstp:///T/x"));
-    assert!(!registry.may_deliver(&default, "xdstp://cloud.example/T/x"));
+    let id = |uri: &str| {
+        registry
+            .id_of(&ServerKey::from(&ServerConfig::insecure(uri)))
+            .unwrap_or_else(|| panic!("{uri} is interned"))
+    };
+    let (cloud, default) = (id("cloud:1"), id("default:1"));
+    assert!(registry.may_deliver(cloud, "xdstp://cloud.example/T/x"));
+    assert!(!registry.may_deliver(cloud, "xdstp://onprem.example/T/x"));
+    assert!(!registry.may_deliver(cloud, "listener-a"));
+    assert!(registry.may_deliver(default, "listener-a"));
+    assert!(registry.may_deliver(default, "xdstp://onprem.example/T/x"));
+    assert!(registry.may_deliver(default, "xdstp:///T/x"));
+    assert!(!registry.may_deliver(default, "xdstp://cloud.example/T/x"));
     let stranger = ServerKey::from(&ServerConfig::insecure("stranger:1"));
-    assert!(!registry.may_deliver(&stranger, "listener-a"));
-    assert_eq!(registry.partitions_served_by(&stranger).count(), 0);
-    assert!(registry.serves_old_style(&default));
-    assert!(!registry.serves_old_style(&cloud));
+    assert_eq!(registry.id_of(&stranger), None);
+    assert!(registry.serves_old_style(default));
+    assert!(!registry.serves_old_style(cloud));
     assert_eq!(
-        registry.authorities_for(&cloud).collect::<Vec<_>>(),
+        registry.authorities_for(cloud).collect::<Vec<_>>(),
         ["cloud.example"]
     );
     assert_eq!(
-        registry.authorities_for(&default).collect::<Vec<_>>(),
+        registry.authorities_for(default).collect::<Vec<_>>(),
         ["", "onprem.example"]
     );
 }

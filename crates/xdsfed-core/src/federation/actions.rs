@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::authority::ServerKey;
+use crate::authority::ServerId;
 use crate::entry::Source;
 use crate::error::XdsError;
 use crate::protocol::{CoreEvent, ResourceKey};
@@ -15,14 +15,14 @@ pub enum Action {
     /// Ask `server` for `key`.
     Subscribe {
         /// The server to ask.
-        server: ServerKey,
+        server: ServerId,
         /// The resource.
         key: ResourceKey,
     },
     /// Stop asking `server` for `key`.
     Unsubscribe {
         /// The server asked so far.
-        server: ServerKey,
+        server: ServerId,
         /// The resource.
         key: ResourceKey,
     },
@@ -30,21 +30,21 @@ pub enum Action {
     /// serves will come from another server (gRFC A71 fallback).
     ForgetVersion {
         /// The server whose stream forgets.
-        server: ServerKey,
+        server: ServerId,
         /// The resource.
         key: ResourceKey,
     },
     /// Ask `server` for every resource of `type_url`.
     SubscribeWildcard {
         /// The server to ask.
-        server: ServerKey,
+        server: ServerId,
         /// The resource type.
         type_url: &'static str,
     },
     /// Stop the wildcard subscription of `type_url` on `server`.
     UnsubscribeWildcard {
         /// The server asked so far.
-        server: ServerKey,
+        server: ServerId,
         /// The resource type.
         type_url: &'static str,
     },
@@ -52,7 +52,7 @@ pub enum Action {
     /// is a lower-priority server the client switched back from (gRFC A71).
     Close {
         /// The server to close the stream to.
-        server: ServerKey,
+        server: ServerId,
     },
     /// An event for the watched entry its key names, with where it came from.
     Deliver {
@@ -113,7 +113,7 @@ pub enum Action {
         /// The member.
         key: ResourceKey,
         /// The server it is fetched from, if its authority is known.
-        server: Option<ServerKey>,
+        server: Option<ServerId>,
     },
     /// Give back the entry held for `key`.
     ReleaseEntry {

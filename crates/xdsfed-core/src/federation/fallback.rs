@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::state::Home;
 use super::{Action, Answers, Federation};
-use crate::authority::{Partition, ServerKey};
+use crate::authority::{Partition, ServerId};
 use crate::error::XdsError;
 use crate::protocol::ResourceKey;
 
@@ -14,8 +14,8 @@ impl Federation {
     /// gRFC A71: the first response from a server before an authority's
     /// active one makes it active again. The servers after it lose the
     /// authority's subscriptions, and one left with none is closed now.
-    pub(super) fn switch_back(&mut self, server: &ServerKey) {
-        let mut dropped: Vec<(ServerKey, ResourceKey)> = Vec::new();
+    pub(super) fn switch_back(&mut self, server: ServerId) {
+        let mut dropped: Vec<(ServerId, ResourceKey)> = Vec::new();
         for (partition, authority) in &mut self.authorities {
             let Some(index) = authority.index_of(server) else {
                 continue;
@@ -23,24 +23,25 @@ impl Federation {
             if index >= authority.active {
                 continue;
             }
-            tracing::info!(%partition, %server, "higher-priority server answers again; switching back to it");
+            let name = self.registry.name(server);
+            tracing::info!(%partition, server = %name, "higher-priority server answers again; switching back to it");
             let after = authority
                 .servers
                 .iter()
                 .take(authority.active + 1)
                 .skip(index + 1);
             for lower in after {
-                dropped.extend(authority.keys.iter().map(|k| (lower.clone(), k.clone())));
+                dropped.extend(authority.keys.iter().map(|k| (*lower, k.clone())));
             }
             authority.active = index;
         }
-        let mut lower: HashSet<ServerKey> = HashSet::new();
+        let mut lower: HashSet<ServerId> = HashSet::new();
         for (server, key) in dropped {
-            lower.insert(server.clone());
+            lower.insert(server);
             self.unsubscribe(server, key);
         }
         for server in lower {
-            if !self.has_subscriptions(&server) {
+            if !self.has_subscriptions(server) {
                 self.actions.push_back(Action::Close { server });
             }
         }
@@ -48,12 +49,7 @@ impl Federation {
 
     /// gRFC A57 failure of `server`: fall back, start alternatives, or
     /// report the failure, per authority for which it is the active server.
-    pub(super) fn on_failure(
-        &mut self,
-        server: &ServerKey,
-        error: &XdsError,
-        answers: &dyn Answers,
-    ) {
+    pub(super) fn on_failure(&mut self, server: ServerId, error: &XdsError, answers: &dyn Answers) {
         let mut affected: Vec<ResourceKey> = Vec::new();
         let mut transient: HashSet<ResourceKey> = HashSet::new();
         let mut fall_back: Vec<Partition> = Vec::new();
@@ -81,7 +77,7 @@ impl Federation {
         affected.extend(
             self.fetches
                 .iter()
-                .filter(|(_, f)| matches!(&f.home, Home::Server(k) if k == server))
+                .filter(|(_, f)| matches!(f.home, Home::Server(id) if id == server))
                 .map(|(k, _)| k.clone()),
         );
         for partition in fall_back {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use super::state::{Fetch, Home};
 use super::{Action, Federation};
-use crate::authority::{Partition, ServerKey};
+use crate::authority::{Partition, ServerId};
 use crate::name::ResourceName;
 use crate::protocol::{ResourceKey, glob_of};
 
@@ -19,15 +19,15 @@ impl Federation {
             }
             return;
         }
-        let servers: Vec<ServerKey> = match &home {
+        let servers: Vec<ServerId> = match &home {
             Home::Authority(partition) => match self.authorities.get_mut(partition) {
                 Some(authority) => {
                     authority.keys.insert(key.clone());
-                    authority.subscribed_on().cloned().collect()
+                    authority.subscribed_on().collect()
                 }
                 None => Vec::new(),
             },
-            Home::Server(server) => vec![server.clone()],
+            Home::Server(server) => vec![*server],
         };
         for server in servers {
             self.subscribe(server, key.clone());
@@ -54,11 +54,11 @@ impl Federation {
         let Some(fetch) = self.fetches.remove(key) else {
             return;
         };
-        let servers: Vec<ServerKey> = match fetch.home {
+        let servers: Vec<ServerId> = match fetch.home {
             Home::Authority(partition) => match self.authorities.get_mut(&partition) {
                 Some(authority) => {
                     authority.keys.remove(key);
-                    let servers = authority.subscribed_on().cloned().collect();
+                    let servers = authority.subscribed_on().collect();
                     if authority.keys.is_empty() {
                         // Nothing left to serve: the next watch starts on
                         // the primary, not on a fallback chosen long ago.
@@ -75,32 +75,32 @@ impl Federation {
         }
     }
 
-    pub(super) fn subscribe(&mut self, server: ServerKey, key: ResourceKey) {
-        *self.subscribed.entry(server.clone()).or_default() += 1;
+    pub(super) fn subscribe(&mut self, server: ServerId, key: ResourceKey) {
+        *self.subscribed.entry(server).or_default() += 1;
         self.actions.push_back(Action::Subscribe { server, key });
     }
 
-    pub(super) fn unsubscribe(&mut self, server: ServerKey, key: ResourceKey) {
-        self.release_subscription(&server);
+    pub(super) fn unsubscribe(&mut self, server: ServerId, key: ResourceKey) {
+        self.release_subscription(server);
         self.actions.push_back(Action::Unsubscribe { server, key });
     }
 
     /// One subscription fewer on `server`. Returns whether none is left.
-    pub(super) fn release_subscription(&mut self, server: &ServerKey) -> bool {
-        let Some(count) = self.subscribed.get_mut(server) else {
+    pub(super) fn release_subscription(&mut self, server: ServerId) -> bool {
+        let Some(count) = self.subscribed.get_mut(&server) else {
             return true;
         };
         *count = count.saturating_sub(1);
         if *count > 0 {
             return false;
         }
-        self.subscribed.remove(server);
+        self.subscribed.remove(&server);
         true
     }
 
     /// Whether anything is subscribed on `server`.
-    pub(super) fn has_subscriptions(&self, server: &ServerKey) -> bool {
-        self.subscribed.get(server).is_some_and(|n| *n > 0)
+    pub(super) fn has_subscriptions(&self, server: ServerId) -> bool {
+        self.subscribed.get(&server).is_some_and(|n| *n > 0)
     }
 
     /// gRFC A71: subscribes every fetch of `partition` on its (new) active
@@ -109,27 +109,28 @@ impl Federation {
         let Some(authority) = self.authorities.get(partition) else {
             return;
         };
-        let Some(server) = authority.servers.get(authority.active).cloned() else {
+        let Some(server) = authority.servers.get(authority.active).copied() else {
             return;
         };
         let keys: Vec<ResourceKey> = authority.keys.iter().cloned().collect();
-        let before: Vec<ServerKey> = authority
+        let before: Vec<ServerId> = authority
             .servers
             .iter()
             .take(authority.active)
-            .cloned()
+            .copied()
             .collect();
-        tracing::warn!(%partition, %server, "falling back to the next server of the authority");
+        let name = self.registry.name(server);
+        tracing::warn!(%partition, server = %name, "falling back to the next server of the authority");
         for key in keys {
             // What the servers before it sent will be replaced: when one
             // answers again, it must send everything, not only changes.
             for higher in &before {
                 self.actions.push_back(Action::ForgetVersion {
-                    server: higher.clone(),
+                    server: *higher,
                     key: key.clone(),
                 });
             }
-            self.subscribe(server.clone(), key);
+            self.subscribe(server, key);
         }
     }
 

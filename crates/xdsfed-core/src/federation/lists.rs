@@ -129,7 +129,7 @@ impl Federation {
         let server = self
             .authorities
             .get(&partition)
-            .and_then(|a| a.servers.first().cloned());
+            .and_then(|a| a.servers.first().copied());
         self.actions.push_back(Action::HoldEntry {
             key: member.clone(),
             server,

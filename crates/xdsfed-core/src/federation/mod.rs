@@ -116,7 +116,7 @@ pub use actions::{Action, Answers};
 pub use route::key_of;
 pub use state::Home;
 
-use crate::authority::{AuthorityError, AuthorityRegistry, Partition, ServerKey};
+use crate::authority::{AuthorityError, AuthorityRegistry, Partition, ServerId};
 use crate::bootstrap::ServerConfig;
 use crate::name::ResourceName;
 use crate::protocol::ResourceKey;
@@ -125,12 +125,12 @@ use state::{Alt, AuthorityState, Fetch, ListState, Redirect, Route};
 
 /// The federation core's state. See the [module docs](self).
 pub struct Federation {
+    /// The bootstrap's servers and those ConfigSources named since, each
+    /// interned once: everything below names servers by id.
     registry: AuthorityRegistry,
     max_redirects: usize,
-    /// Every server any fetch may use, by key.
-    servers: HashMap<ServerKey, ServerConfig>,
     /// How many keys (and wildcard types) are subscribed on each server.
-    subscribed: HashMap<ServerKey, usize>,
+    subscribed: HashMap<ServerId, usize>,
     authorities: HashMap<Partition, AuthorityState>,
     /// Boxed: a `Fetch` is over 500 bytes (its home and its last answer
     /// inline), so inline the table's empty slots alone would hold hundreds
@@ -145,7 +145,7 @@ pub struct Federation {
     /// `#entry=` watches and the collection each is an entry of.
     entry_of: HashMap<ResourceKey, ResourceKey>,
     /// Wildcard subscriptions: type → (server, watchers).
-    wildcard: HashMap<&'static str, (ServerKey, usize)>,
+    wildcard: HashMap<&'static str, (ServerId, usize)>,
     /// Readers that joined a fetch with an answer already: (reader, key).
     replays: VecDeque<(ResourceKey, ResourceKey)>,
     actions: VecDeque<Action>,
@@ -157,7 +157,6 @@ impl Federation {
         Federation {
             registry,
             max_redirects,
-            servers: HashMap::new(),
             subscribed: HashMap::new(),
             authorities: HashMap::new(),
             fetches: HashMap::new(),
@@ -178,8 +177,14 @@ impl Federation {
     }
 
     /// The configuration of a server some action names.
-    pub fn server_config(&self, key: &ServerKey) -> Option<&ServerConfig> {
-        self.servers.get(key)
+    pub fn server_config(&self, server: ServerId) -> Option<&ServerConfig> {
+        self.registry.config(server)
+    }
+
+    /// The registry the core's server ids index: the bootstrap's servers,
+    /// then those [`Federation::add_server`] interned.
+    pub fn registry(&self) -> &AuthorityRegistry {
+        &self.registry
     }
 
     /// Adds a watcher of the entry `key`, fetched at `home`, with its `#alt`
@@ -274,24 +279,14 @@ impl Federation {
 
     /// Adds a wildcard watcher of `type_url` on `server`; the first one
     /// subscribes.
-    pub fn watch_wildcard(
-        &mut self,
-        type_url: &'static str,
-        server: ServerKey,
-        config: &ServerConfig,
-    ) {
+    pub fn watch_wildcard(&mut self, type_url: &'static str, server: ServerId) {
         if let Some((_, watchers)) = self.wildcard.get_mut(type_url) {
             *watchers += 1;
             return;
         }
-        self.servers
-            .entry(server.clone())
-            .or_insert_with(|| config.clone());
-        *self.subscribed.entry(server.clone()).or_default() += 1;
-        self.actions.push_back(Action::SubscribeWildcard {
-            server: server.clone(),
-            type_url,
-        });
+        *self.subscribed.entry(server).or_default() += 1;
+        self.actions
+            .push_back(Action::SubscribeWildcard { server, type_url });
         self.wildcard.insert(type_url, (server, 1));
     }
 
@@ -305,7 +300,7 @@ impl Federation {
             return;
         }
         if let Some((type_url, (server, _))) = self.wildcard.remove_entry(type_url) {
-            self.release_subscription(&server);
+            self.release_subscription(server);
             self.actions
                 .push_back(Action::UnsubscribeWildcard { server, type_url });
         }
@@ -320,31 +315,20 @@ impl Federation {
         if self.authorities.contains_key(partition) {
             return Ok(());
         }
-        let servers = self.registry.resolve(name)?;
+        let servers = self.registry.resolve_ids(name)?;
         if servers.is_empty() {
             return Err(AuthorityError::no_servers(name));
         }
-        let mut keys = Vec::with_capacity(servers.len());
-        for server in servers {
-            let key = ServerKey::new(server);
-            self.servers
-                .entry(key.clone())
-                .or_insert_with(|| server.clone());
-            keys.push(key);
-        }
         self.authorities
-            .insert(partition.clone(), AuthorityState::new(keys));
+            .insert(partition.clone(), AuthorityState::new(servers.to_vec()));
         Ok(())
     }
 
     /// Registers the one server a ConfigSource names, for
-    /// [`Home::Server`] fetches.
-    pub fn add_server(&mut self, config: &ServerConfig) -> ServerKey {
-        let key = ServerKey::new(config);
-        self.servers
-            .entry(key.clone())
-            .or_insert_with(|| config.clone());
-        key
+    /// [`Home::Server`] fetches: its id (the bootstrap's, if the bootstrap
+    /// lists a server with its key).
+    pub fn add_server(&mut self, config: &ServerConfig) -> Result<ServerId, AuthorityError> {
+        self.registry.intern(config)
     }
 
     /// Each known authority's servers and which is active, sorted.
@@ -357,16 +341,20 @@ impl Federation {
                     Partition::Authority(name) => Some(name.clone()),
                     Partition::OldStyle => None,
                 },
-                servers: a.servers.iter().map(ToString::to_string).collect(),
+                servers: a
+                    .servers
+                    .iter()
+                    .map(|id| self.registry.name(*id).to_string())
+                    .collect(),
                 active: a
                     .servers
                     .get(a.active)
-                    .map(ToString::to_string)
+                    .map(|id| self.registry.name(*id).to_string())
                     .unwrap_or_default(),
                 active_uri: a
                     .servers
                     .get(a.active)
-                    .map(|key| key.server_uri.clone())
+                    .map(|id| self.registry.uri(*id).to_string())
                     .unwrap_or_default(),
                 on_fallback: a.active > 0,
             })
@@ -391,14 +379,14 @@ impl Federation {
     /// status and metrics label servers by URI without taking that name
     /// apart.
     pub fn server_uris(&self) -> HashMap<Arc<str>, Arc<str>> {
-        self.servers
-            .keys()
-            .map(|key| (server_name(key), Arc::from(key.server_uri.as_str())))
+        self.registry
+            .server_ids()
+            .map(|id| {
+                (
+                    Arc::clone(self.registry.name(id)),
+                    Arc::clone(self.registry.uri(id)),
+                )
+            })
             .collect()
     }
-}
-
-/// The name servers and messages give `server`.
-fn server_name(server: &ServerKey) -> Arc<str> {
-    Arc::from(server.to_string())
 }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::state::{Home, is_list_collection};
-use super::{Action, Answers, Federation, server_name};
-use crate::authority::ServerKey;
+use super::{Action, Answers, Federation};
+use crate::authority::ServerId;
 use crate::entry::Source;
 use crate::error::{Cause, ErrorKind, RedirectRefusal, XdsError};
 use crate::name::authority_of;
@@ -13,6 +13,7 @@ use crate::protocol::{CoreEvent, ResourceKey, glob_of, is_glob};
 
 /// Where an answer came from, before it is known whom it is for.
 pub(super) struct From<'a> {
+    /// The registry's shared name of the server.
     pub(super) server: &'a Arc<str>,
     /// The server is a fallback server of the fetch's authority.
     pub(super) fallback: bool,
@@ -41,11 +42,12 @@ impl Federation {
     /// cache holds, as of before these events.
     pub fn handle_events(
         &mut self,
-        server: &ServerKey,
+        server: ServerId,
         events: Vec<CoreEvent>,
         answers: &dyn Answers,
     ) {
-        let name = server_name(server);
+        // The registry's shared name: no delivery allocates one.
+        let name = Arc::clone(self.registry.name(server));
         for event in events {
             match &event {
                 CoreEvent::StreamHealthy => {
@@ -73,20 +75,20 @@ impl Federation {
 
     /// Whether events from `server` about fetches homed at `home` count,
     /// and whether `server` is a fallback server there.
-    fn gate(&self, home: &Home, server: &ServerKey) -> Option<bool> {
+    fn gate(&self, home: &Home, server: ServerId) -> Option<bool> {
         match home {
             Home::Authority(partition) => {
                 let authority = self.authorities.get(partition)?;
                 let index = authority.index_of(server)?;
                 (index <= authority.active).then_some(index > 0)
             }
-            Home::Server(key) => (key == server).then_some(false),
+            Home::Server(id) => (*id == server).then_some(false),
         }
     }
 
     fn route_keyed(
         &mut self,
-        server: &ServerKey,
+        server: ServerId,
         name: &Arc<str>,
         event: CoreEvent,
         answers: &dyn Answers,
@@ -117,7 +119,7 @@ impl Federation {
     /// glob collection (gated by the glob's servers), or a wildcard delivery.
     fn route_unfetched(
         &mut self,
-        server: &ServerKey,
+        server: ServerId,
         name: &Arc<str>,
         key: &ResourceKey,
         event: CoreEvent,

@@ -4,12 +4,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::authority::{Partition, ServerKey};
+use crate::authority::{Partition, ServerId};
 use crate::protocol::{CoreEvent, ResourceKey};
 
 /// One authority's servers, in priority order (gRFC A71).
 pub(crate) struct AuthorityState {
-    pub(crate) servers: Vec<ServerKey>,
+    pub(crate) servers: Vec<ServerId>,
     /// The server answers are taken from; fetches are subscribed on it and
     /// on every server before it.
     pub(crate) active: usize,
@@ -18,7 +18,7 @@ pub(crate) struct AuthorityState {
 }
 
 impl AuthorityState {
-    pub(crate) fn new(servers: Vec<ServerKey>) -> Self {
+    pub(crate) fn new(servers: Vec<ServerId>) -> Self {
         AuthorityState {
             servers,
             active: 0,
@@ -27,13 +27,13 @@ impl AuthorityState {
     }
 
     /// The priority of `server` in this authority, if it is one of its.
-    pub(crate) fn index_of(&self, server: &ServerKey) -> Option<usize> {
-        self.servers.iter().position(|k| k == server)
+    pub(crate) fn index_of(&self, server: ServerId) -> Option<usize> {
+        self.servers.iter().position(|id| *id == server)
     }
 
     /// The servers fetches are subscribed on.
-    pub(crate) fn subscribed_on(&self) -> impl Iterator<Item = &ServerKey> {
-        self.servers.iter().take(self.active + 1)
+    pub(crate) fn subscribed_on(&self) -> impl Iterator<Item = ServerId> + '_ {
+        self.servers.iter().take(self.active + 1).copied()
     }
 }
 
@@ -43,7 +43,7 @@ pub enum Home {
     /// On its authority's servers, with fallback.
     Authority(Partition),
     /// On the one server a ConfigSource names (no fallback).
-    Server(ServerKey),
+    Server(ServerId),
 }
 
 /// One key subscribed on the wire, and the watched entries it feeds.
@@ -62,6 +62,7 @@ pub(crate) struct Fetch {
 #[derive(Clone)]
 pub(crate) struct Answer {
     pub(crate) event: CoreEvent,
+    /// The registry's shared name of the server.
     pub(crate) server: Arc<str>,
     pub(crate) fallback: bool,
 }

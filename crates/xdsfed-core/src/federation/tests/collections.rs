@@ -36,9 +36,9 @@ fn glob_members_are_gated_by_the_globs_servers() {
 fn unrouted_keys_pass_through_as_sent() {
     let mut h = Harness::new();
     let stranger = cluster("a", "wildcard-only");
-    let server = h.server("a1");
+    let server = h.id("a1");
     h.fed
-        .handle_events(&server, vec![upsert(&stranger, "x")], &h.model);
+        .handle_events(server, vec![upsert(&stranger, "x")], &h.model);
     let action = h.fed.poll_action();
     assert!(matches!(
         action,

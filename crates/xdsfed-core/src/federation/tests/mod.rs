@@ -6,5 +6,6 @@ mod alt;
 mod collections;
 mod fallback;
 mod redirects;
+mod servers;
 mod sim;
 mod support;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::super::{Action, Answers, Federation, Home};
-use crate::authority::{AuthorityRegistry, Partition, ServerKey};
+use crate::authority::{AuthorityRegistry, Partition, ServerId, ServerKey};
 use crate::bootstrap::Bootstrap;
 use crate::entry::{Context, ReportedNack};
 use crate::entry::{DataErrorPolicy, ResourceState, Source};
@@ -127,7 +127,7 @@ pub(crate) struct Harness {
     pub(crate) wire: BTreeMap<String, BTreeSet<ResourceKey>>,
     /// Servers closed by the core, in order.
     pub(crate) closed: Vec<String>,
-    servers: HashMap<String, ServerKey>,
+    servers: HashMap<String, ServerId>,
 }
 
 impl Harness {
@@ -139,8 +139,8 @@ impl Harness {
         let bootstrap = Bootstrap::from_json_str(bootstrap).expect("a valid bootstrap");
         let registry = AuthorityRegistry::new(&bootstrap);
         let servers = registry
-            .server_keys()
-            .map(|k| (short(k), k.clone()))
+            .server_ids()
+            .map(|id| (short(registry.key(id)), id))
             .collect();
         Harness {
             fed: Federation::new(registry, max_redirects),
@@ -151,12 +151,22 @@ impl Harness {
         }
     }
 
-    /// The key of server `name` (`a1`, …).
-    pub(crate) fn server(&self, name: &str) -> ServerKey {
+    /// The id of server `name` (`a1`, …).
+    pub(crate) fn id(&self, name: &str) -> ServerId {
         self.servers
             .get(name)
-            .cloned()
+            .copied()
             .unwrap_or_else(|| panic!("no server {name}"))
+    }
+
+    /// The key of server `name` (`a1`, …).
+    pub(crate) fn server(&self, name: &str) -> ServerKey {
+        self.fed.registry().key(self.id(name)).clone()
+    }
+
+    /// The name (`a1`, …) of the server `id`.
+    fn label(&self, id: ServerId) -> String {
+        short(self.fed.registry().key(id))
     }
 
     /// Watches `key` (its name may carry `#alt=`).
@@ -185,8 +195,8 @@ impl Harness {
 
     /// `server` reports `events`.
     pub(crate) fn events(&mut self, server: &str, events: Vec<CoreEvent>) {
-        let server = self.server(server);
-        self.fed.handle_events(&server, events, &self.model);
+        let server = self.id(server);
+        self.fed.handle_events(server, events, &self.model);
         self.drain();
     }
 
@@ -235,14 +245,19 @@ impl Harness {
     fn apply(&mut self, action: Action) {
         match action {
             Action::Subscribe { server, key } => {
-                self.wire.entry(short(&server)).or_default().insert(key);
+                let label = self.label(server);
+                self.wire.entry(label).or_default().insert(key);
             }
             Action::Unsubscribe { server, key } => {
-                if let Some(keys) = self.wire.get_mut(&short(&server)) {
+                let label = self.label(server);
+                if let Some(keys) = self.wire.get_mut(&label) {
                     keys.remove(&key);
                 }
             }
-            Action::Close { server } => self.closed.push(short(&server)),
+            Action::Close { server } => {
+                let label = self.label(server);
+                self.closed.push(label);
+            }
             Action::Deliver { event, source } => self.model.apply(&event, source),
             Action::DataError { key, error } => {
                 self.model

@@ -12,7 +12,7 @@ use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 use super::rng::Rng;
 use super::server::{Body, ModelServer};
 use super::{MAX_REQUESTS_PER_SECOND, SETTLE};
-use crate::authority::{AuthorityRegistry, Partition, ServerKey};
+use crate::authority::{AuthorityRegistry, Partition, ServerId};
 use crate::bootstrap::{ApiVariant, Bootstrap};
 use crate::entry::{ResourceState, Source};
 use crate::federation::tests::support::{BOOTSTRAP, CDS};
@@ -33,7 +33,7 @@ fn name(authority: &str, id: &str) -> String {
 
 /// The client's side of one server, and the server.
 struct Peer {
-    key: ServerKey,
+    id: ServerId,
     label: Arc<str>,
     types: Arc<TypeRegistry>,
     session: Session,
@@ -75,8 +75,8 @@ impl World {
         let types = Arc::new(TypeRegistry::with_builtin());
         let t0 = Instant::now();
         let mut peers = BTreeMap::new();
-        for key in registry.server_keys() {
-            let short = super::super::support::short(key);
+        for id in registry.server_ids() {
+            let short = super::super::support::short(registry.key(id));
             let Some(label) = SERVERS.iter().find(|s| **s == short) else {
                 continue;
             };
@@ -90,8 +90,8 @@ impl World {
             peers.insert(
                 *label,
                 Peer {
-                    key: key.clone(),
-                    label: Arc::from(key.to_string()),
+                    id,
+                    label: Arc::clone(registry.name(id)),
                     types: Arc::clone(&types),
                     session: Session::new(config, Arc::clone(&types)),
                     server: ModelServer::default(),

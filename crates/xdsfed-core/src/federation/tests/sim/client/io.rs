@@ -181,14 +181,14 @@ impl World {
         if events.is_empty() {
             return false;
         }
-        let key = peer.key.clone();
+        let server = peer.id;
         if self.trace {
             for event in &events {
                 self.log(|| format!("{label} -> {}", summary(event)));
             }
         }
         let answers = super::checks::Answers(&self.entries);
-        self.fed.handle_events(&key, events, &answers);
+        self.fed.handle_events(server, events, &answers);
         self.drain();
         true
     }
@@ -224,16 +224,16 @@ impl World {
     fn apply(&mut self, action: Action) {
         match action {
             Action::Subscribe { server, key } => {
-                self.peer_of(&server).session.subscribe(key);
+                self.peer_of(server).session.subscribe(key);
             }
             Action::Unsubscribe { server, key } => {
-                self.peer_of(&server).session.unsubscribe(&key);
+                self.peer_of(server).session.unsubscribe(&key);
             }
             Action::ForgetVersion { server, key } => {
-                self.peer_of(&server).session.forget_version(&key);
+                self.peer_of(server).session.forget_version(&key);
             }
             Action::Close { server } => {
-                let label = self.label_of(&server);
+                let label = self.label_of(server);
                 self.log(|| format!("{label}: closed by the client (switch-back)"));
                 let peer = self.peer(label);
                 assert!(
@@ -256,14 +256,14 @@ impl World {
         }
     }
 
-    fn label_of(&self, server: &crate::authority::ServerKey) -> &'static str {
+    fn label_of(&self, server: crate::authority::ServerId) -> &'static str {
         SERVERS
             .into_iter()
-            .find(|l| self.peers[l].key == *server)
+            .find(|l| self.peers[l].id == server)
             .expect("a known server")
     }
 
-    fn peer_of(&mut self, server: &crate::authority::ServerKey) -> &mut Peer {
+    fn peer_of(&mut self, server: crate::authority::ServerId) -> &mut Peer {
         let label = self.label_of(server);
         self.peer(label)
     }
