@@ -1,7 +1,7 @@
 //! The status dump's resource list, read from the cache.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+use xdsfed_core::hash::HashMap;
 
 use xdsfed_core::status::ResourceStatusEntry;
 

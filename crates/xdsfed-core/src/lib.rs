@@ -49,6 +49,7 @@ pub mod entry;
 pub mod error;
 pub mod federation;
 pub mod file;
+pub mod hash;
 pub mod json;
 pub mod name;
 pub mod policy_stream;

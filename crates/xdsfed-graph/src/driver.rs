@@ -94,11 +94,11 @@
 mod inputs;
 mod sets;
 
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
+use xdsfed_core::hash::HashMap;
 
 use futures::stream::{AbortHandle, BoxStream, SelectAll, StreamExt};
 use tokio::task::JoinHandle;
@@ -248,9 +248,9 @@ impl ConfigGraphBuilder {
             cell,
             sets,
             streams: SelectAll::new(),
-            leds: HashMap::new(),
-            wildcards: HashMap::new(),
-            collections: HashMap::new(),
+            leds: HashMap::default(),
+            wildcards: HashMap::default(),
+            collections: HashMap::default(),
             wildcard_server,
         };
         ConfigGraph {

@@ -1,8 +1,8 @@
 //! Wildcard and collection watchers (xDS TP1 globs and lists): which
 //! entries they hold, and the queues of names changed since they looked.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use xdsfed_core::hash::HashSet;
 
 use std::time::SystemTime;
 
@@ -234,7 +234,7 @@ impl Cache {
     /// Forgets that `collection` was ever listed: it is no longer fetched,
     /// and a later watch must wait for its members afresh.
     pub(crate) fn forget_list(&self, collection: &ResourceKey) {
-        self.set_list_members(collection, HashSet::new());
+        self.set_list_members(collection, HashSet::default());
         self.lock().listed.remove(collection);
     }
 
@@ -368,8 +368,9 @@ impl Inner {
 
 /// A small insertion-ordered set of names without duplicates.
 pub(crate) mod indexmap_lite {
-    use std::collections::{HashSet, VecDeque};
+    use std::collections::VecDeque;
     use std::sync::Arc;
+    use xdsfed_core::hash::HashSet;
 
     /// Names in the order they first changed.
     #[derive(Debug, Default)]

@@ -10,9 +10,9 @@
 //! (gRFC A88) is decided by the federation core's pure transitions, which
 //! the cache runs on each entry's state.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
+use xdsfed_core::hash::{HashMap, HashSet};
 
 use tokio::sync::watch;
 

@@ -17,11 +17,11 @@ fn list_members_are_unknown_until_set_and_after_the_list_is_forgotten() {
     );
     assert_eq!(cache.list_members(&list), None);
 
-    cache.set_list_members(&list, HashSet::new());
+    cache.set_list_members(&list, HashSet::default());
     assert_eq!(cache.list_members(&list), Some(Vec::new()));
 
     let member = ResourceKey::new(CDS, "xdstp://a/envoy.config.cluster.v3.Cluster/m");
-    cache.set_list_members(&list, HashSet::from([member.clone()]));
+    cache.set_list_members(&list, HashSet::from_iter([member.clone()]));
     assert_eq!(
         cache.list_members(&list),
         Some(vec![Arc::clone(&member.name)])

@@ -11,8 +11,8 @@
 //! [`ServerId`]) share one connection and one ADS stream. A connection is opened by the first subscription for
 //! its server; the transport closes an idle stream after a grace period.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use xdsfed_core::hash::HashMap;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 
@@ -186,7 +186,7 @@ impl XdsClientBuilder {
                 runtime,
                 state: Mutex::new(State {
                     federation,
-                    connections: HashMap::new(),
+                    connections: HashMap::default(),
                 }),
             }),
         })

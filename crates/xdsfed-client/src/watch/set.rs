@@ -13,11 +13,11 @@
 //! Delivery is latest-value, as for a [`Watch`]: a member's event is its
 //! state when the set reads it.
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
+use xdsfed_core::hash::HashMap;
 
 use futures::Stream;
 
@@ -91,7 +91,7 @@ impl<T: ResourceType> WatchSet<T> {
             client,
             cache,
             queue: Arc::new(WildcardQueue::default()),
-            members: HashMap::new(),
+            members: HashMap::default(),
             woken: None,
             _type: PhantomData,
         }

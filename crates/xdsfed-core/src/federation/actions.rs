@@ -1,7 +1,7 @@
 //! What the federation core asks its executor to do, and what it asks of
 //! the cache it cannot hold itself.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::sync::Arc;
 
 use crate::authority::ServerId;

@@ -2,12 +2,11 @@
 //! fails with resources unanswered, and switching back when a
 //! higher-priority server answers again.
 
-use std::collections::HashSet;
-
 use super::state::Home;
 use super::{Action, Answers, Federation};
 use crate::authority::{Partition, ServerId};
 use crate::error::XdsError;
+use crate::hash::HashSet;
 use crate::protocol::ResourceKey;
 
 impl Federation {
@@ -35,7 +34,7 @@ impl Federation {
             }
             authority.active = index;
         }
-        let mut lower: HashSet<ServerId> = HashSet::new();
+        let mut lower: HashSet<ServerId> = HashSet::default();
         for (server, key) in dropped {
             lower.insert(server);
             self.unsubscribe(server, key);
@@ -51,7 +50,7 @@ impl Federation {
     /// report the failure, per authority for which it is the active server.
     pub(super) fn on_failure(&mut self, server: ServerId, error: &XdsError, answers: &dyn Answers) {
         let mut affected: Vec<ResourceKey> = Vec::new();
-        let mut transient: HashSet<ResourceKey> = HashSet::new();
+        let mut transient: HashSet<ResourceKey> = HashSet::default();
         let mut fall_back: Vec<Partition> = Vec::new();
         for (partition, authority) in &self.authorities {
             if authority.index_of(server) != Some(authority.active) {

@@ -1,11 +1,10 @@
 //! What is subscribed where: fetches by key, per-server subscription
 //! counts, and gRFC A71's subscribing on a new active server.
 
-use std::collections::HashSet;
-
 use super::state::{Fetch, Home};
 use super::{Action, Federation};
 use crate::authority::{Partition, ServerId};
+use crate::hash::HashSet;
 use crate::name::ResourceName;
 use crate::protocol::{ResourceKey, glob_of};
 

@@ -1,6 +1,6 @@
 //! List collections (xDS TP1): a body's members, watched or delivered.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::sync::Arc;
 
 use super::state::Home;
@@ -165,8 +165,8 @@ impl Members {
         source: &Source,
     ) -> Self {
         let mut members = Members {
-            all: HashSet::new(),
-            locators: HashSet::new(),
+            all: HashSet::default(),
+            locators: HashSet::default(),
             inline: Vec::new(),
         };
         for (index, entry) in entries.iter().enumerate() {

@@ -104,7 +104,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use crate::hash::{HashMap, HashSet};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use crate::entry::short_type;
@@ -157,15 +158,15 @@ impl Federation {
         Federation {
             registry,
             max_redirects,
-            subscribed: HashMap::new(),
-            authorities: HashMap::new(),
-            fetches: HashMap::new(),
-            routes: HashMap::new(),
-            redirects: HashMap::new(),
-            glob_redirects: HashMap::new(),
-            lists: HashMap::new(),
-            entry_of: HashMap::new(),
-            wildcard: HashMap::new(),
+            subscribed: HashMap::default(),
+            authorities: HashMap::default(),
+            fetches: HashMap::default(),
+            routes: HashMap::default(),
+            redirects: HashMap::default(),
+            glob_redirects: HashMap::default(),
+            lists: HashMap::default(),
+            entry_of: HashMap::default(),
+            wildcard: HashMap::default(),
             replays: VecDeque::new(),
             actions: VecDeque::new(),
         }

@@ -1,7 +1,7 @@
 //! What the federation core holds: authorities and their servers, what is
 //! fetched where, and what feeds each watched entry.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::sync::Arc;
 
 use crate::authority::{Partition, ServerId};
@@ -22,7 +22,7 @@ impl AuthorityState {
         AuthorityState {
             servers,
             active: 0,
-            keys: HashSet::new(),
+            keys: HashSet::default(),
         }
     }
 
@@ -107,8 +107,8 @@ impl ListState {
     pub(crate) fn new(member_type: &'static str) -> Self {
         ListState {
             member_type,
-            locators: HashSet::new(),
-            wanted: HashSet::new(),
+            locators: HashSet::default(),
+            wanted: HashSet::default(),
             last: None,
         }
     }

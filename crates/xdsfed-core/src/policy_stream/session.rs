@@ -1,7 +1,8 @@
 //! [`PolicySession`]: the state machine of the policy stream to one
 //! control plane, across its reconnects.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -172,7 +173,7 @@ impl PolicySession {
             held: None,
             subscribed: BTreeSet::new(),
             wildcard: false,
-            told: HashMap::new(),
+            told: HashMap::default(),
             nacked: BTreeSet::new(),
             last_nack: None,
             stats: PolicyStats::default(),

@@ -1,7 +1,7 @@
 //! How a [`Session`](super::Session) is set up: variant, node, timers, and
 //! which authorities' names its server may deliver.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
@@ -48,7 +48,7 @@ impl AuthorityFilter {
     /// trusted with everything (tests, a single-server bootstrap).
     pub fn any() -> Self {
         AuthorityFilter {
-            authorities: HashSet::new(),
+            authorities: HashSet::default(),
             any_authority: true,
             old_style: true,
         }

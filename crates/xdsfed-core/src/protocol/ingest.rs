@@ -34,7 +34,7 @@
 //!    inline collection entry (its entry name is a key local to the
 //!    collection, TP1, not a resource name).
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -230,13 +230,14 @@ impl Session {
         rejected: &mut Vec<Rejected>,
         mut present: Option<&mut HashSet<Arc<str>>>,
     ) {
-        let mut counts: HashMap<Arc<str>, usize> = HashMap::with_capacity(items.len());
+        let mut counts: HashMap<Arc<str>, usize> =
+            HashMap::with_capacity_and_hasher(items.len(), Default::default());
         for item in &items {
             if let Ok(key) = &item.key {
                 *counts.entry(Arc::clone(key)).or_default() += 1;
             }
         }
-        let mut duplicates_reported: HashSet<Arc<str>> = HashSet::new();
+        let mut duplicates_reported: HashSet<Arc<str>> = HashSet::default();
         for item in items {
             let key = match item.key.clone() {
                 Ok(key) => key,

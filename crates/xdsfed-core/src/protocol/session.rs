@@ -1,7 +1,8 @@
 //! [`Session`]: the state machine of one ADS stream to one server, across
 //! its reconnects.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -169,7 +170,7 @@ impl Session {
             cfg,
             types,
             phase: Phase::Idle,
-            states: HashMap::new(),
+            states: HashMap::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: SessionStats::default(),
@@ -645,7 +646,7 @@ impl Session {
         if let Some(timeout) = self.cfg.first_response_timeout {
             self.timers.set(Timer::FirstResponse, now + timeout);
         }
-        let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
+        let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::default();
         for (type_url, name) in std::mem::take(&mut self.stream.written_early) {
             let wanted = self
                 .states

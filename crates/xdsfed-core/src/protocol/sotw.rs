@@ -15,7 +15,7 @@
 //! been removed" (xds-protocol-v3, "Deleting Resources"); for other types
 //! absence means nothing.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -143,7 +143,7 @@ impl Session {
             }
         }
         let full_state = self.full_state(&type_url);
-        let mut present = full_state.then(HashSet::new);
+        let mut present = full_state.then(HashSet::default);
         self.ingest(
             now,
             &type_url,

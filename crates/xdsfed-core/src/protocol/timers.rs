@@ -8,7 +8,8 @@
 //! cancelling and popping are all `O(log n)`, and
 //! [`Session::poll_timeout`](super::Session::poll_timeout) is the minimum.
 
-use std::collections::{BTreeSet, HashMap};
+use crate::hash::HashMap;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use super::event::ResourceKey;

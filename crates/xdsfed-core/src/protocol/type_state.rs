@@ -17,7 +17,8 @@
 //! against what was sent, so a delta request carries only the change and the
 //! work per change is `O(1)`, whatever the number of subscriptions.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The wildcard name.

@@ -17,7 +17,7 @@
 //!   is the state of all of them). The server answered: the stream is
 //!   healthy.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -29,7 +29,8 @@
 //! only, full, the directory replaced by a file) thus costs a bounded
 //! number of calls per key, never a spin.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use crate::hash::{HashMap, HashSet};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::backoff::BackoffConfig;
@@ -151,17 +152,17 @@ impl WritePlan {
     /// bytes each and `max_total` bytes in all.
     pub fn new(max_record: u64, max_total: u64) -> Self {
         WritePlan {
-            pending: HashMap::new(),
+            pending: HashMap::default(),
             order: VecDeque::new(),
-            failures: HashMap::new(),
-            waiting: HashMap::new(),
+            failures: HashMap::default(),
+            waiting: HashMap::default(),
             retries: BTreeSet::new(),
             retry: RetryPolicy::default(),
-            sizes: HashMap::new(),
+            sizes: HashMap::default(),
             total: 0,
             max_record,
             max_total,
-            reported: HashSet::new(),
+            reported: HashSet::default(),
             reports: VecDeque::new(),
         }
     }

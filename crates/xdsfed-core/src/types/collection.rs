@@ -2,7 +2,7 @@
 //! whose body is a list of `xds.core.v3.CollectionEntry`, each a locator of
 //! a resource fetched on its own, or a resource inlined.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -74,7 +74,7 @@ impl ErasedType for ListCollectionType {
         let message: envoy_types::pb::envoy::config::listener::v3::ListenerCollection =
             decode_message(&raw, short(self.type_url))?;
         let member_url = self.member.type_url();
-        let mut names = HashSet::new();
+        let mut names = HashSet::default();
         let mut entries = Vec::with_capacity(message.entries.len());
         for (i, entry) in message.entries.into_iter().enumerate() {
             let field = |f: &str| format!("entries[{i}]{f}");

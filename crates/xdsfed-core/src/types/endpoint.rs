@@ -1,8 +1,7 @@
 //! `envoy.config.endpoint.v3.ClusterLoadAssignment`, validated as gRPC
 //! validates it (gRFC A27).
 
-use std::collections::HashSet;
-
+use crate::hash::HashSet;
 use envoy_types::pb::envoy::config::core::v3::{address::Address, socket_address::PortSpecifier};
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, lb_endpoint::HostIdentifier,
@@ -43,7 +42,7 @@ impl ResourceType for EndpointType {
 /// path of the bad field below the load assignment.
 pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<(), ValidationError> {
     let mut priorities = Vec::new();
-    let mut seen_localities = HashSet::new();
+    let mut seen_localities = HashSet::default();
     for (l, locality) in cla.endpoints.iter().enumerate() {
         // A locality with weight 0 is ignored by gRPC, not rejected; but the
         // same locality twice in one priority is ambiguous.

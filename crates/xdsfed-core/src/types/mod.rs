@@ -6,8 +6,9 @@
 //! core works with type-erased [`ErasedType`]s looked up in a
 //! [`TypeRegistry`], so users can register types of their own.
 
+use crate::hash::HashMap;
 use std::any::Any;
-use std::collections::HashMap;
+
 use std::fmt;
 use std::sync::Arc;
 

@@ -201,7 +201,7 @@ fn check_named<'a>(
     field: &str,
     entries: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Result<(), ValidationError> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = crate::hash::HashSet::default();
     for (i, (name, expression)) in entries.enumerate() {
         if name.is_empty() {
             return Err(ValidationError::field(

@@ -6,9 +6,9 @@
 //! costs the same however many resources are watched, and nothing is
 //! polled that did not change.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use xdsfed_core::hash::HashMap;
 
 use futures::StreamExt;
 use xdsfed_client::cache::ResourceStatus;
@@ -34,7 +34,7 @@ impl<T: Followed> Followers<T> {
     fn new(client: &XdsClient) -> Self {
         Followers {
             set: client.watch_set::<T>(),
-            last_ambient: HashMap::new(),
+            last_ambient: HashMap::default(),
         }
     }
 

@@ -10,8 +10,8 @@
 //! - Anything else (STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST, other
 //!   custom types): a leaf, with its inline `load_assignment` if it has one.
 
-use std::collections::HashSet;
 use std::sync::Arc;
+use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
@@ -119,7 +119,7 @@ fn aggregate(
             });
         }
     };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut children = Vec::with_capacity(config.clusters.len());
     let mut edges = Vec::with_capacity(config.clusters.len());
     for raw in &config.clusters {

@@ -8,8 +8,8 @@
 //! `rds.config_source` beside it) or inline in `route_config` (whose clusters
 //! become edges of the listener itself).
 
-use std::collections::HashSet;
 use std::sync::Arc;
+use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::listener::v3::{FilterChain, Listener, filter::ConfigType};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
@@ -49,7 +49,7 @@ pub(crate) fn parse_listener(
         provenance,
         shape: ListenerShape::default(),
         edges: Vec::new(),
-        seen: HashSet::new(),
+        seen: HashSet::default(),
         found_hcm: false,
     };
     if let Some(api) = &listener.api_listener {

@@ -8,8 +8,8 @@
 //! Cluster specifier plugins choose clusters by their own rules and are
 //! likewise not followed.
 
-use std::collections::HashSet;
 use std::sync::Arc;
+use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::config::route::v3::route::Action;

@@ -1,7 +1,7 @@
 //! Cutting a snapshot: rebuilding the dirty entries only.
 
-use std::collections::HashSet;
 use std::sync::Arc;
+use xdsfed_core::hash::HashSet;
 
 use super::GraphEngine;
 use super::node::{State, Value};
@@ -230,7 +230,7 @@ impl GraphEngine {
             engine: self,
             root,
             path: vec![Arc::clone(root)],
-            seen: HashSet::from([Arc::clone(root)]),
+            seen: HashSet::from_iter([Arc::clone(root)]),
             leaves: Vec::new(),
         };
         walk.children(children, 2)?;

@@ -15,9 +15,9 @@
 //! arrive together in the server's response, which the driver feeds as one
 //! batch.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
+use xdsfed_core::hash::HashSet;
 
 use imbl::OrdSet;
 

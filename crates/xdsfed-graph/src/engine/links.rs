@@ -13,9 +13,9 @@
 //! The walks use explicit work lists rather than recursion: a server could
 //! send an arbitrarily long chain of aggregate clusters.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
+use xdsfed_core::hash::HashSet;
 
 use super::GraphEngine;
 use crate::edges::{Edge, Key};
@@ -150,7 +150,7 @@ impl GraphEngine {
     /// `None` if `start` is reachable from a root; otherwise every node from
     /// which `start` can be reached (all of them unreachable).
     fn unanchored_set(&self, start: &Key) -> Option<HashSet<Key>> {
-        let mut seen = HashSet::from([start.clone()]);
+        let mut seen = HashSet::from_iter([start.clone()]);
         let mut queue = vec![start.clone()];
         while let Some(key) = queue.pop() {
             // A parent missing from the live graph would break an invariant;
@@ -174,7 +174,7 @@ impl GraphEngine {
     /// Marks cluster `key` and every aggregate cluster above it dirty: their
     /// leaf lists are computed through it.
     pub(super) fn mark_cluster_and_aggregate_ancestors(&mut self, key: &Key) {
-        let mut seen = HashSet::from([key.clone()]);
+        let mut seen = HashSet::from_iter([key.clone()]);
         let mut queue = vec![key.clone()];
         while let Some(k) = queue.pop() {
             self.mark_dirty(&k);

@@ -57,9 +57,10 @@ mod node;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
+use xdsfed_core::hash::{HashMap, HashSet};
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
@@ -169,13 +170,13 @@ impl GraphEngine {
             wildcard_listeners: wildcard(roots.all_listeners),
             wildcard_clusters: wildcard(roots.all_clusters),
             opts,
-            nodes: HashMap::new(),
-            retired: HashMap::new(),
+            nodes: HashMap::default(),
+            retired: HashMap::default(),
             timers: BTreeSet::new(),
             cold: 0,
-            collections: HashMap::new(),
-            dirty_collections: HashSet::new(),
-            dirty: HashSet::new(),
+            collections: HashMap::default(),
+            dirty_collections: HashSet::default(),
+            dirty: HashSet::default(),
             watch_changes: VecDeque::new(),
             out: Snapshot {
                 generation: 0,

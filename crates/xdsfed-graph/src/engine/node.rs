@@ -14,9 +14,9 @@
 //! the resource is known to be missing, unusable, or late past the warming
 //! timeout, and the snapshot reports it where A74 says.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
+use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
@@ -92,7 +92,7 @@ impl Node {
     pub(super) fn new(state: State) -> Self {
         Self {
             state,
-            parents: HashSet::new(),
+            parents: HashSet::default(),
             named_root: false,
             wildcard_member: false,
             collections: 0,

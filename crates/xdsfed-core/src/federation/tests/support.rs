@@ -2,7 +2,8 @@
 //! two servers each, a model of the cache's entries that runs the same
 //! gRFC A88 transitions as the cache, and what is subscribed where.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::hash::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 

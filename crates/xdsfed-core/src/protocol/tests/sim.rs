@@ -7,7 +7,8 @@
 //! only when it has something new, so a NACK loop or a request storm shows
 //! up as [`Sim::run_until_idle`] running out of steps.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::service::discovery::v3::{

@@ -57,7 +57,8 @@
 //!    flight for it is dropped (fetches carry an id, so a resubscription
 //!    does not take an old answer for its own).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use crate::hash::HashSet;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -577,7 +578,7 @@ impl CdnSession {
         let report = match &mut self.health {
             Health::Failing(reported) => reported.insert(key.clone()),
             _ => {
-                self.health = Health::Failing(HashSet::from([key.clone()]));
+                self.health = Health::Failing(HashSet::from_iter([key.clone()]));
                 true
             }
         };

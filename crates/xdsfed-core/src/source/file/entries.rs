@@ -9,7 +9,8 @@
 //! fails the whole file: nothing could carry its error, and deleting what
 //! it might have held would be a guess.
 
-use std::collections::{BTreeMap, HashMap};
+use crate::hash::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -78,7 +79,8 @@ pub(super) fn contents(
             .map_err(|e| format!("{field}: {wire:?} is not a valid resource name: {e}"))?;
         named.push((wire, ResourceKey::new(type_url, key), body));
     }
-    let mut counts: HashMap<ResourceKey, usize> = HashMap::with_capacity(named.len());
+    let mut counts: HashMap<ResourceKey, usize> =
+        HashMap::with_capacity_and_hasher(named.len(), Default::default());
     for (_, key, _) in &named {
         *counts.entry(key.clone()).or_default() += 1;
     }

@@ -1,7 +1,8 @@
 //! [`FileSession`]: what a filesystem source tells the cache, from each
 //! read of its file and each change of what is asked of it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -89,7 +90,7 @@ impl FileSession {
             held: None,
             last_digest: None,
             failing: None,
-            told: HashMap::new(),
+            told: HashMap::default(),
             events: VecDeque::new(),
             stats: FileStats::default(),
         }

@@ -1,7 +1,8 @@
 //! The simulated world: the client (one protocol session per server, the
 //! federation core, the model cache) and the four model servers.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,7 +103,7 @@ impl World {
                 },
             );
         }
-        let mut servers_of: HashMap<String, Vec<Arc<str>>> = HashMap::new();
+        let mut servers_of: HashMap<String, Vec<Arc<str>>> = HashMap::default();
         for label in SERVERS {
             let label_key = Arc::clone(&peers[label].label);
             servers_of

@@ -1,7 +1,8 @@
 //! A model delta-xDS management server for the whole-client simulation:
 //! the truth it holds, one stream at a time, and the faults it can show.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use crate::hash::HashSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
