@@ -275,6 +275,9 @@ impl Inner {
     /// has its answer (CSDS shows it `ACKED`; gRFC A71 counts it as cached,
     /// so a failing server with the members held causes no fallback).
     pub(super) fn answer_glob_of(&mut self, member: &ResourceKey) {
+        if self.glob_entries == 0 {
+            return;
+        }
         let Some(glob) = glob_of(&member.name) else {
             return;
         };

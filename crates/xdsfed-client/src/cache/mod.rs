@@ -29,7 +29,7 @@ pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, Resourc
 use xdsfed_core::entry::{self, Context, ReportedNack};
 use xdsfed_core::error::XdsError;
 use xdsfed_core::federation::Answers;
-use xdsfed_core::protocol::{CoreEvent, ResourceKey, StreamFailure, glob_of};
+use xdsfed_core::protocol::{CoreEvent, ResourceKey, StreamFailure, glob_of, is_glob};
 
 struct Entry {
     /// The state, in a channel while single watchers hold receivers.
@@ -68,6 +68,10 @@ struct Inner {
     /// glob watcher finds the members already cached without walking every
     /// entry (a graph following LEDS watches a glob per cluster).
     by_glob: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// How many entries are glob collections: with none, an arriving
+    /// member has no glob to answer, and working its glob out (three
+    /// allocations) is skipped.
+    glob_entries: usize,
     /// List collection members (xDS TP1): each member's collections, and
     /// each collection's members.
     member_of: HashMap<ResourceKey, HashSet<ResourceKey>>,
@@ -387,7 +391,8 @@ impl Inner {
             policy: entry.policy,
             now: SystemTime::now(),
         };
-        let source = source.unwrap_or_else(|| Source::direct(server, key));
+        let source = source
+            .unwrap_or_else(|| Source::direct_under(server, entry.provenance.authority.clone()));
         let answered = self.answered.contains(&source.server);
         let reported = &mut entry.reported_nack;
         let mut persist = None;
@@ -452,6 +457,9 @@ impl Inner {
             let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
             self.by_glob.entry(glob).or_default().insert(key.clone());
         }
+        if is_glob(&key.name) {
+            self.glob_entries += 1;
+        }
         self.entries.insert(key.clone(), Box::new(entry));
     }
 
@@ -460,6 +468,9 @@ impl Inner {
         let Some(entry) = self.entries.remove(key) else {
             return;
         };
+        if is_glob(&key.name) {
+            self.glob_entries = self.glob_entries.saturating_sub(1);
+        }
         if let Some(keys) = self.by_server.get_mut(&entry.provenance.server) {
             keys.remove(key);
         }

@@ -132,15 +132,30 @@ impl Source {
     /// A copy `server` sent under `key`'s own name, with no fallback, `#alt`
     /// or redirect known to have been in between.
     pub fn direct(server: &Arc<str>, key: &ResourceKey) -> Self {
+        let authority = crate::name::authority_of(&key.name).map(Arc::from);
+        Self::direct_under(server, authority)
+    }
+
+    /// [`Source::direct`] with the name's `authority` already at hand (a
+    /// cache entry holds it), so that recording where a copy came from
+    /// allocates nothing.
+    pub fn direct_under(server: &Arc<str>, authority: Option<Arc<str>>) -> Self {
         Source {
             server: Arc::clone(server),
-            authority: crate::name::authority_of(&key.name).map(Arc::from),
-            fetched_as: Arc::from(""),
+            authority,
+            fetched_as: own_name(),
             fallback: false,
             alt: false,
             redirected: false,
         }
     }
+}
+
+/// The empty `fetched_as` of a copy fetched under its own name: one shared
+/// allocation for the process, not one per copy.
+fn own_name() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    Arc::clone(EMPTY.get_or_init(|| Arc::from("")))
 }
 
 impl ResourceState {

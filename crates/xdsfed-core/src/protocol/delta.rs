@@ -92,6 +92,9 @@ impl Session {
         let Some(type_url) = self.requested_type(&r.type_url) else {
             return;
         };
+        let known = self.states.get(&type_url).map(|s| &s.durable);
+        // Resources of one response mostly share a version: one copy of it.
+        let mut last_version: Option<Arc<str>> = None;
         let items = r
             .resources
             .into_iter()
@@ -102,7 +105,11 @@ impl Session {
                     res.name
                 };
                 let body = res.resource.map_or(Body::Heartbeat, Body::Raw);
-                Item::new(name, body, Arc::from(res.version), res.ttl)
+                let version = match &last_version {
+                    Some(v) if **v == *res.version => Arc::clone(v),
+                    _ => Arc::clone(last_version.insert(Arc::from(res.version))),
+                };
+                Item::named(name, body, version, res.ttl, known)
             })
             .collect();
         let mut rejected = Vec::new();

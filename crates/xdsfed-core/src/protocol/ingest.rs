@@ -148,7 +148,22 @@ impl Item {
         version: Arc<str>,
         ttl: Option<PbDuration>,
     ) -> Self {
-        let key = canonical_key(&raw_name).map(Arc::from);
+        Self::named(raw_name, body, version, ttl, None)
+    }
+
+    /// An item named `raw_name`, whose key is the session's own copy when
+    /// `known` (the type's durable state) has one.
+    pub(super) fn named(
+        raw_name: String,
+        body: Body,
+        version: Arc<str>,
+        ttl: Option<PbDuration>,
+        known: Option<&super::type_state::Durable>,
+    ) -> Self {
+        let key = match known.and_then(|d| d.shared_name(&raw_name)) {
+            Some(shared) => Ok(shared),
+            None => canonical_key(&raw_name).map(Arc::from),
+        };
         Item {
             raw_name,
             key,
@@ -412,7 +427,15 @@ impl Session {
     /// collection, of its glob: a member answers the glob.
     fn cancel_does_not_exist(&mut self, key: &ResourceKey) {
         self.timers.cancel(&Timer::DoesNotExist(key.clone()));
-        if let Some(glob) = super::type_state::glob_of(&key.name) {
+        // Working out a glob costs allocations: only when one is subscribed.
+        let globs = self
+            .states
+            .get(&key.type_url)
+            .is_some_and(|s| s.durable.globs > 0);
+        if let Some(glob) = globs
+            .then(|| super::type_state::glob_of(&key.name))
+            .flatten()
+        {
             self.timers.cancel(&Timer::DoesNotExist(ResourceKey::new(
                 Arc::clone(&key.type_url),
                 glob,

@@ -58,6 +58,18 @@ pub(crate) struct Durable {
     pub(crate) globs: usize,
 }
 
+impl Durable {
+    /// The session's own copy of `name` (subscribed or held), so that a
+    /// name the server echoes byte for byte is neither parsed again nor
+    /// allocated again: a canonical key is its own canonical form.
+    pub(crate) fn shared_name(&self, name: &str) -> Option<Arc<str>> {
+        self.subscribed
+            .get(name)
+            .or_else(|| self.held.name(name))
+            .map(Arc::clone)
+    }
+}
+
 /// The resources a session holds, with their versions, and an index of
 /// the held members of each glob collection, so that releasing a glob costs
 /// its members, not every resource of the type.
@@ -71,6 +83,11 @@ pub(crate) struct Held {
 }
 
 impl Held {
+    /// The session's own copy of `name`, when it holds it.
+    pub(crate) fn name(&self, name: &str) -> Option<&Arc<str>> {
+        self.versions.get_key_value(name).map(|(held, _)| held)
+    }
+
     /// The version held for `name`.
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<str>> {
         self.versions.get(name)
