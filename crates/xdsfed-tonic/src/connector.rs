@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint, Uri};
 use tower::ServiceExt;
+use xdsfed_core::types::UpstreamTls;
 
 use crate::endpoint::{EndpointAddress, EndpointService};
 use crate::error::BoxError;
@@ -45,6 +46,9 @@ pub struct ConnectTarget<'a> {
     pub authority: &'a str,
     /// The cluster's `connect_timeout`, if it sets one.
     pub connect_timeout: Option<Duration>,
+    /// The cluster's TLS (its `UpstreamTlsContext`, gRFC A29), if it has
+    /// one; `None` is plaintext.
+    pub tls: Option<&'a UpstreamTls>,
 }
 
 /// Connects to one endpoint. Called when the endpoint joins a cluster's

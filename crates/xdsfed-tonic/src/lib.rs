@@ -128,6 +128,7 @@ mod subchannel;
 #[cfg(test)]
 mod test_support;
 mod throttle;
+mod tls;
 
 pub use builder::{ChannelBuilder, DEFAULT_READY_TIMEOUT};
 pub use channel::{ResponseFuture, XdsChannel};

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
+use xdsfed_core::types::UpstreamTls;
 
 use crate::connector::{ConnectTarget, Connector};
 use crate::endpoint::{EndpointAddress, EndpointService};
@@ -174,6 +175,7 @@ pub(crate) struct Dial {
     pub(crate) cluster: Arc<str>,
     pub(crate) authority: Arc<str>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) tls: Option<Arc<UpstreamTls>>,
 }
 
 impl Dial {
@@ -183,6 +185,7 @@ impl Dial {
             cluster: &self.cluster,
             authority: &self.authority,
             connect_timeout: self.connect_timeout,
+            tls: self.tls.as_deref(),
         })
     }
 
