@@ -162,7 +162,8 @@ fn certificates_from_anything_but_a_provider_instance_are_rejected() {
 /// gRPC does not make is NACKed, naming the field.
 #[test]
 fn validation_context_with_unsupported_checks_is_rejected() {
-    let cases: [(&str, fn(&mut CertificateValidationContext)); 4] = [
+    type Set = fn(&mut CertificateValidationContext);
+    let cases: [(&str, Set); 4] = [
         ("verify_certificate_spki", |vc| {
             vc.verify_certificate_spki = vec!["x".into()]
         }),
