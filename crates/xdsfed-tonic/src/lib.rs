@@ -47,8 +47,8 @@
 //!   failed ones retried with gRPC's connection backoff (1 s × 1.6ⁿ up to
 //!   120 s, ±20 %). Only endpoints whose connection is up are picked: a
 //!   request waits while some endpoint is still connecting and fails at
-//!   once, `UNAVAILABLE` naming the cluster, when every one is failing
-//!   ([`Unservable::Unreachable`]). A call that fails with a transport
+//!   once, `UNAVAILABLE` naming the cluster and the latest attempt's
+//!   error, when every one is failing ([`Unservable::Unreachable`]). A call that fails with a transport
 //!   error takes its endpoint out of the picks until it reconnects.
 //! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
 //!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares

@@ -16,8 +16,10 @@
 //! established connection keeps the certificates it was made with. A
 //! provider instance that is not in the bootstrap, a plugin other than
 //! `file_watcher`, a file that is missing or not PEM, or a failed
-//! handshake fails that attempt with an error naming the cluster and the
-//! instance, file or reason; the channel retries with its backoff.
+//! handshake fails that attempt with an error naming the instance, file or
+//! reason (logged with the cluster, and in the `UNAVAILABLE` of calls that
+//! fail while every endpoint is failing); the channel retries with its
+//! backoff.
 
 mod files;
 mod verifier;
@@ -60,14 +62,15 @@ impl Connector for XdsConnector {
         let Some(tls) = target.tls else {
             return PlaintextConnector.connect(target);
         };
-        let cluster = shown(target.cluster);
+        // Errors leave the cluster out: the subchannel logs them with it,
+        // and a call that fails on them names it.
         let files = match ProviderFiles::resolve(tls, &self.providers) {
             Ok(files) => files,
             // A failed attempt, not a refused endpoint: the endpoint stays
-            // in the balancer, failing, so that calls fail at once naming
-            // the cluster, and a later attempt sees a fixed bootstrap.
+            // in the balancer, failing, so that calls fail at once with
+            // this reason, and the attempts go on with backoff.
             Err(why) => {
-                let error: BoxError = format!("cluster {cluster}: {why}").into();
+                let error: BoxError = why.into();
                 return Ok(Box::pin(std::future::ready(Err(error))));
             }
         };
@@ -75,10 +78,8 @@ impl Connector for XdsConnector {
         let address = target.address.clone();
         let matchers = tls.san_matchers.clone();
         Ok(Box::pin(async move {
-            let in_cluster =
-                |why: String| -> BoxError { format!("cluster {cluster}: {why}").into() };
-            let config = files.client_config(matchers).map_err(in_cluster)?;
-            let stream = handshake(&address, config).await.map_err(in_cluster)?;
+            let config = files.client_config(matchers)?;
+            let stream = handshake(&address, config).await?;
             let mut stream = Some(stream);
             // tonic's channel takes the established stream once; a later
             // reconnection goes through the subchannel, and so through a

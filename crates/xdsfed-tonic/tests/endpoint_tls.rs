@@ -283,7 +283,7 @@ async fn mtls_to_endpoints_uses_the_clusters_provider_certificates() {
 
 /// gRFC A29: the SAN matchers replace the hostname check. A backend whose
 /// certificate has no matching SAN is refused (UNAVAILABLE naming the
-/// cluster); once the cluster matches its SAN, calls succeed.
+/// cluster and, from the last connection error, the SAN); once the cluster matches its SAN, calls succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_certificate_whose_san_does_not_match_is_refused() {
     let ca = Ca::new("ca");
@@ -309,6 +309,12 @@ async fn server_certificate_whose_san_does_not_match_is_refused() {
     let refused = hello(&mut greeter).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert!(refused.message().contains("\"secure\""), "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("match_subject_alt_names: [other.example]"),
+        "the last connection error names the SAN: {refused:?}"
+    );
 
     server
         .set_message(
@@ -355,7 +361,8 @@ async fn server_certificate_from_another_ca_is_refused_until_the_ca_file_trusts_
 }
 
 /// gRFC A29: a provider instance the bootstrap does not have fails the
-/// cluster's connections (UNAVAILABLE naming the cluster); a cluster
+/// cluster's connections (UNAVAILABLE naming the cluster and the
+/// instance); a cluster
 /// naming one it has is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_naming_an_unknown_provider_instance_is_not_served() {
@@ -382,6 +389,10 @@ async fn cluster_naming_an_unknown_provider_instance_is_not_served() {
     let refused = hello(&mut greeter).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert!(refused.message().contains("\"secure\""), "{refused:?}");
+    assert!(
+        refused.message().contains("instance \"missing\""),
+        "{refused:?}"
+    );
 
     server
         .set_message("secure", &tls_cluster("secure", "roots", None, &[]))

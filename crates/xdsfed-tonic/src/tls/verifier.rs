@@ -46,8 +46,9 @@ impl SanVerifier {
             return Ok(());
         }
         let listed: Vec<String> = sans.iter().map(ToString::to_string).collect();
+        // The names last: a long list is elided, not the reason.
         Err(rustls::Error::General(format!(
-            "no subject alternative name of the server certificate [{}] matches the cluster's match_subject_alt_names",
+            "no SAN of the server certificate matches match_subject_alt_names: [{}]",
             cleaned(&listed.join(", "))
         )))
     }
