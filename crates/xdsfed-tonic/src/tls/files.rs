@@ -119,3 +119,94 @@ fn certificates(role: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>,
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{role} file {}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use xdsfed_core::types::ProviderRef;
+
+    use super::*;
+
+    fn provider(name: &str) -> ProviderRef {
+        ProviderRef {
+            instance_name: name.into(),
+            certificate_name: String::new(),
+        }
+    }
+
+    fn watcher(ca: Option<&str>, identity: Option<(&str, &str)>) -> CertificateProvider {
+        CertificateProvider::FileWatcher(FileWatcherConfig {
+            certificate_file: identity.map(|(c, _)| c.into()),
+            private_key_file: identity.map(|(_, k)| k.into()),
+            ca_certificate_file: ca.map(PathBuf::from),
+            spiffe_trust_bundle_map_file: None,
+            refresh_interval: Duration::from_secs(600),
+        })
+    }
+
+    fn tls(root: &str, identity: Option<&str>) -> UpstreamTls {
+        UpstreamTls {
+            root: provider(root),
+            identity: identity.map(provider),
+            san_matchers: Vec::new(),
+        }
+    }
+
+    /// gRFC A29: instance names are looked up in the bootstrap; one that is
+    /// missing, of another plugin, or without the files its role needs is
+    /// an error naming it.
+    #[test]
+    fn provider_instances_that_cannot_serve_their_role_are_named() {
+        let providers: Providers = Arc::new(BTreeMap::from([
+            ("roots".to_owned(), watcher(Some("/ca.pem"), None)),
+            (
+                "no-ca".to_owned(),
+                watcher(None, Some(("/c.pem", "/k.pem"))),
+            ),
+            (
+                "vault".to_owned(),
+                CertificateProvider::Unsupported {
+                    plugin_name: "vault".into(),
+                },
+            ),
+        ]));
+        let error = |t: UpstreamTls| ProviderFiles::resolve(&t, &providers).unwrap_err();
+        assert!(
+            error(tls("missing", None)).contains("instance \"missing\" is not in the bootstrap")
+        );
+        assert!(error(tls("vault", None)).contains("plugin \"vault\""));
+        assert!(
+            error(tls("no-ca", None)).contains("instance \"no-ca\" has no ca_certificate_file")
+        );
+        assert!(
+            error(tls("roots", Some("roots"))).contains("no certificate_file and private_key_file")
+        );
+        assert!(ProviderFiles::resolve(&tls("roots", Some("no-ca")), &providers).is_ok());
+    }
+
+    /// A file that is missing or not PEM fails the attempt naming the file.
+    #[test]
+    fn unreadable_certificate_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let files = ProviderFiles {
+            ca: missing.clone(),
+            identity: None,
+        };
+        let error = files.client_config(Vec::new()).unwrap_err();
+        assert!(error.contains(&missing.display().to_string()), "{error}");
+        let not_pem = dir.path().join("ca.pem");
+        std::fs::write(&not_pem, "not a certificate").unwrap();
+        let files = ProviderFiles {
+            ca: not_pem.clone(),
+            identity: None,
+        };
+        let error = files.client_config(Vec::new()).unwrap_err();
+        assert!(
+            error.starts_with(&format!("CA certificate file {}", not_pem.display())),
+            "{error}"
+        );
+    }
+}

@@ -118,3 +118,32 @@ fn leaf_subject_alt_names_reads_dns_uri_email_and_ip() {
     assert!(leaf_subject_alt_names(&cert.der()[..40]).is_err());
     assert!(leaf_subject_alt_names(b"\x30\x84\xff\xff\xff\xff").is_err());
 }
+
+proptest::proptest! {
+    /// The SANs are read from a server's certificate, outside input: any
+    /// bytes give names or an error, never a panic.
+    #[test]
+    fn leaf_subject_alt_names_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+        let _ = leaf_subject_alt_names(&bytes);
+    }
+
+    /// The same for a real certificate with one byte changed.
+    #[test]
+    fn leaf_subject_alt_names_never_panics_on_a_damaged_certificate(at in 0usize..2048, value in proptest::prelude::any::<u8>()) {
+        let mut der = sample_certificate();
+        let at = at % der.len();
+        der[at] = value;
+        let _ = leaf_subject_alt_names(&der);
+    }
+}
+
+fn sample_certificate() -> Vec<u8> {
+    use rcgen::{CertificateParams, KeyPair};
+    let params =
+        CertificateParams::new(vec!["a.example".to_owned(), "b.example".to_owned()]).unwrap();
+    params
+        .self_signed(&KeyPair::generate().unwrap())
+        .unwrap()
+        .der()
+        .to_vec()
+}
