@@ -78,7 +78,11 @@ impl Connector for XdsConnector {
         let address = target.address.clone();
         let matchers = tls.san_matchers.clone();
         Ok(Box::pin(async move {
-            let config = files.client_config(matchers)?;
+            // Small bounded files, but still blocking reads: off the
+            // runtime's workers.
+            let config = tokio::task::spawn_blocking(move || files.client_config(matchers))
+                .await
+                .map_err(|e| format!("reading the certificate files: {e}"))??;
             let stream = handshake(&address, config).await?;
             let mut stream = Some(stream);
             // tonic's channel takes the established stream once; a later
