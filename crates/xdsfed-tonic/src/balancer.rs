@@ -126,6 +126,7 @@ impl ClusterBalancer {
                 return Err(Unservable::Unreachable {
                     cluster: Arc::clone(&self.shown_name),
                     endpoints: self.connectivity.failing(),
+                    last_error: self.connectivity.last_error(),
                 }
                 .into_box_error());
             }

@@ -14,20 +14,24 @@
 //! path without its leading `/`, percent-decoded (`svc` above), as gRPC
 //! uses it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use tokio::sync::watch;
 use xdsfed_client::client::XdsClient;
-use xdsfed_core::bootstrap::Bootstrap;
+use xdsfed_core::bootstrap::{Bootstrap, CertificateProvider};
 use xdsfed_graph::{ConfigGraph, GraphOptions, SnapshotReader};
 
 use crate::channel::{Inner, XdsChannel};
-use crate::connector::{Connector, PlaintextConnector};
+use crate::connector::Connector;
+#[cfg(doc)]
+use crate::connector::PlaintextConnector;
 use crate::error::ChannelError;
 use crate::follow::Follower;
 use crate::throttle::{RetryBucket, RetryThrottling};
+use crate::tls::{Providers, XdsConnector};
 
 /// How long a call waits for the first snapshot by default: longer than
 /// the graph's default warming timeout (15 s), after which the graph
@@ -60,7 +64,8 @@ pub struct ChannelBuilder {
     target: String,
     source: Source,
     ready_timeout: Duration,
-    connector: Arc<dyn Connector>,
+    connector: Option<Arc<dyn Connector>>,
+    certificate_providers: Option<Providers>,
     graph_options: Option<GraphOptions>,
     retry_throttling: Option<RetryThrottling>,
 }
@@ -110,7 +115,8 @@ impl ChannelBuilder {
             target,
             source,
             ready_timeout: DEFAULT_READY_TIMEOUT,
-            connector: Arc::new(PlaintextConnector),
+            connector: None,
+            certificate_providers: None,
             graph_options: None,
             retry_throttling: None,
         }
@@ -123,9 +129,26 @@ impl ChannelBuilder {
         self
     }
 
-    /// How endpoints are reached ([`PlaintextConnector`] unless set).
+    /// How endpoints are reached, replacing the default: TLS for clusters
+    /// with an `UpstreamTlsContext` (gRFC A29) and [`PlaintextConnector`]
+    /// for the others. The connector sees each cluster's TLS in
+    /// [`ConnectTarget::tls`](crate::ConnectTarget::tls).
     pub fn connector(mut self, connector: impl Connector) -> Self {
-        self.connector = Arc::new(connector);
+        self.connector = Some(Arc::new(connector));
+        self
+    }
+
+    /// The certificate provider instances that clusters' TLS contexts name
+    /// (a bootstrap's `certificate_providers`, gRFC A29). A channel built
+    /// with [`new`](Self::new) takes its bootstrap's unless set; one built
+    /// with [`with_client`](Self::with_client) or
+    /// [`with_graph`](Self::with_graph) has none unless set, and fails the
+    /// connections of TLS clusters naming the missing instance.
+    pub fn certificate_providers(
+        mut self,
+        providers: BTreeMap<String, CertificateProvider>,
+    ) -> Self {
+        self.certificate_providers = Some(Arc::new(providers));
         self
     }
 
@@ -155,9 +178,11 @@ impl ChannelBuilder {
     /// # Panics
     /// When called outside a tokio runtime, as `tokio::spawn` does.
     pub fn build(self) -> Result<XdsChannel, ChannelError> {
+        let mut providers = self.certificate_providers;
         let (reader, listener, graph, authority) = match self.source {
             Source::Graph { reader, listener } => (reader, listener, None, self.target.clone()),
             Source::Bootstrap(bootstrap) => {
+                providers.get_or_insert_with(|| Arc::new(bootstrap.certificate_providers.clone()));
                 let client = crate::shared::client_for(*bootstrap)?;
                 start_graph(&self.target, client, self.graph_options)?
             }
@@ -167,10 +192,13 @@ impl ChannelBuilder {
         let authority: Arc<str> = authority.into();
         let routing = Arc::new(ArcSwapOption::empty());
         let (generation, generation_rx) = watch::channel(0);
+        let connector = self
+            .connector
+            .unwrap_or_else(|| Arc::new(XdsConnector::new(providers.unwrap_or_default())));
         let follower = Follower::new(
             Arc::clone(&listener),
             Arc::clone(&authority),
-            self.connector,
+            connector,
             Arc::clone(&routing),
             generation,
         );

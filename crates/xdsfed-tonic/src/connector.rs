@@ -4,10 +4,12 @@
 //! A connector begins one connection attempt at a time; the channel runs
 //! each attempt with a deadline, retries failed ones with gRPC's connection
 //! backoff, and picks an endpoint only once its connection is up (the
-//! `subchannel` rules in the crate docs). The default,
-//! [`PlaintextConnector`], opens a tonic `Channel` over plaintext HTTP/2.
-//! TLS to endpoints is not read from the cluster (its `transport_socket`);
-//! a connector of your own can add it, or any other transport:
+//! `subchannel` rules in the crate docs). A channel's default connector
+//! reaches a cluster with an `UpstreamTlsContext` over TLS (gRFC A29, see
+//! the crate docs) and the others through [`PlaintextConnector`], which
+//! opens a tonic `Channel` over plaintext HTTP/2. A connector of your own
+//! replaces both (the cluster's TLS is in [`ConnectTarget::tls`]), for
+//! any other transport:
 //!
 //! ```
 //! use tonic::transport::Endpoint;
@@ -27,6 +29,7 @@ use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint, Uri};
 use tower::ServiceExt;
+use xdsfed_core::types::UpstreamTls;
 
 use crate::endpoint::{EndpointAddress, EndpointService};
 use crate::error::BoxError;
@@ -45,6 +48,9 @@ pub struct ConnectTarget<'a> {
     pub authority: &'a str,
     /// The cluster's `connect_timeout`, if it sets one.
     pub connect_timeout: Option<Duration>,
+    /// The cluster's TLS (its `UpstreamTlsContext`, gRFC A29), if it has
+    /// one; `None` is plaintext.
+    pub tls: Option<&'a UpstreamTls>,
 }
 
 /// Connects to one endpoint. Called when the endpoint joins a cluster's

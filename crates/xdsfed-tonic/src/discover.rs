@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::WatchStream;
 use tower::discover::Change;
+use xdsfed_core::types::UpstreamTls;
 use xdsfed_graph::SnapshotReader;
 
 use crate::connector::{ConnectTarget, Connector};
@@ -43,6 +44,8 @@ pub(crate) struct ClusterContext {
     /// The cluster's outlier detection (gRFC A50), if any.
     pub(crate) outlier: Option<OutlierConfig>,
     pub(crate) connector: Arc<dyn Connector>,
+    /// The cluster's TLS (gRFC A29), if any.
+    pub(crate) tls: Option<Arc<UpstreamTls>>,
 }
 
 /// The counters of a cluster's current endpoints, shared with its outlier
@@ -162,6 +165,7 @@ impl EndpointDiscover {
             policy,
             outlier: None,
             connector,
+            tls: None,
         };
         let mut discover = Self::new(context, rx);
         discover.follower = Some(follower);
@@ -197,6 +201,7 @@ impl EndpointDiscover {
                 cluster: &self.context.cluster,
                 authority: &self.context.authority,
                 connect_timeout: self.context.connect_timeout,
+                tls: self.context.tls.as_deref(),
             };
             match self.context.connector.connect(&target) {
                 Ok(first) => {
@@ -233,6 +238,7 @@ impl EndpointDiscover {
             cluster: Arc::clone(&self.context.cluster),
             authority: Arc::clone(&self.context.authority),
             connect_timeout: self.context.connect_timeout,
+            tls: self.context.tls.clone(),
         }
     }
 }

@@ -83,12 +83,18 @@ pub enum Unservable {
     #[error("cluster {0} has no healthy endpoints")]
     NoEndpoints(Arc<str>),
     /// Every endpoint of the cluster failed its last connection attempt.
-    #[error("cluster {cluster}: none of its {endpoints} endpoints accepts a connection")]
+    #[error(
+        "cluster {cluster}: none of its {endpoints} endpoints accepts a connection{}",
+        last_error_suffix(.last_error.as_deref())
+    )]
     Unreachable {
         /// The cluster's name, as shown.
         cluster: Arc<str>,
         /// How many endpoints are failing to connect.
         endpoints: usize,
+        /// Why the latest failed attempt failed (a refused certificate, a
+        /// missing file, a refused connection), cleaned for a message.
+        last_error: Option<Arc<str>>,
     },
 }
 
@@ -104,6 +110,11 @@ impl Unservable {
     pub(crate) fn into_box_error(self) -> BoxError {
         Box::new(self.to_status())
     }
+}
+
+fn last_error_suffix(why: Option<&str>) -> String {
+    why.map(|why| format!(" (last error: {why})"))
+        .unwrap_or_default()
 }
 
 /// Longest a name from a server is shown in a message.

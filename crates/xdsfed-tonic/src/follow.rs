@@ -26,6 +26,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use tokio::sync::watch;
+use xdsfed_core::types::UpstreamTls;
 use xdsfed_graph::{ConfigGraph, RouteBinding, Snapshot, SnapshotReader};
 
 use crate::balancer::ClusterBalancer;
@@ -53,11 +54,13 @@ pub(crate) struct Routing {
 }
 
 /// What a balancer is built with; a change builds a new one.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct BalancerConfig {
     policy: LbPolicy,
     connect_timeout: Option<Duration>,
     outlier: Option<OutlierConfig>,
+    /// A change of TLS makes new connections with the new certificates.
+    tls: Option<Arc<UpstreamTls>>,
 }
 
 struct ClusterState {
@@ -152,10 +155,21 @@ impl Follower {
             .and_then(|c| c.value.connect_timeout.as_ref())
             .and_then(xdsfed_core::types::std_duration);
         let outlier = OutlierConfig::of(cluster.and_then(|c| c.value.outlier_detection.as_ref()));
+        // Validated when the cluster was decoded; an error here would be a
+        // cluster from a graph built by hand.
+        let tls = match cluster.map(|c| xdsfed_core::types::upstream_tls(&c.value)) {
+            Some(Err(why)) => {
+                let message = format!("cluster {}: {}", shown(name), cleaned(&why.0));
+                return Target::Unavailable(Unservable::Route(message.into()));
+            }
+            Some(Ok(tls)) => tls.map(Arc::new),
+            None => None,
+        };
         let config = BalancerConfig {
             policy,
             connect_timeout,
             outlier,
+            tls: tls.clone(),
         };
         if let Some(state) = self.clusters.get(name).filter(|s| s.config == config) {
             state.endpoints.send_if_modified(|current| {
@@ -175,6 +189,7 @@ impl Follower {
             policy,
             outlier,
             connector: Arc::clone(&self.connector),
+            tls,
         };
         let balancer = Arc::new(ClusterBalancer::new(context, receiver));
         self.clusters.insert(

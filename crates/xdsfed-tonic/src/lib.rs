@@ -47,8 +47,8 @@
 //!   failed ones retried with gRPC's connection backoff (1 s × 1.6ⁿ up to
 //!   120 s, ±20 %). Only endpoints whose connection is up are picked: a
 //!   request waits while some endpoint is still connecting and fails at
-//!   once, `UNAVAILABLE` naming the cluster, when every one is failing
-//!   ([`Unservable::Unreachable`]). A call that fails with a transport
+//!   once, `UNAVAILABLE` naming the cluster and the latest attempt's
+//!   error, when every one is failing ([`Unservable::Unreachable`]). A call that fails with a transport
 //!   error takes its endpoint out of the picks until it reconnects.
 //! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
 //!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares
@@ -84,6 +84,16 @@
 //!   are retried, and only while the request body (kept up to 256 KiB) can
 //!   be sent again. Throttling is per channel
 //!   ([`ChannelBuilder::retry_throttling`], gRPC's `retryThrottling`).
+//! - **TLS to endpoints** (gRFC A29): a cluster whose `transport_socket`
+//!   is an `UpstreamTlsContext` is reached over TLS (rustls, ALPN `h2`)
+//!   with the bootstrap's `file_watcher` `certificate_providers` it names:
+//!   roots from `ca_certificate_file`, the client certificate for mTLS
+//!   from `certificate_file`/`private_key_file`, all read again at each
+//!   connection attempt. The server's chain is checked against those
+//!   roots, not its hostname; `match_subject_alt_names` is applied to its
+//!   leaf certificate instead. An instance the bootstrap lacks, or a file
+//!   that cannot be read, fails the cluster's connections naming it.
+//!   Other clusters are plaintext.
 //! - **Failures stay per request**: a route to a missing or failed cluster,
 //!   a refused policy, a cluster without healthy endpoints or a route that
 //!   does not forward fails only the requests it takes, with
@@ -92,9 +102,11 @@
 //!   serving from the last snapshot.
 //!
 //! # Not done
-//! - **TLS to endpoints** is not read from the cluster: the default
-//!   [`PlaintextConnector`] speaks plaintext HTTP/2. A [`Connector`] of
-//!   your own can reach endpoints any way (TLS, a Unix socket, a proxy).
+//! - TLS certificate providers other than `file_watcher`,
+//!   `match_typed_subject_alt_names`, `sni` and system roots (refused or
+//!   ignored as the cluster docs say). A [`Connector`] of your own
+//!   replaces the default one and can reach endpoints any way (a Unix
+//!   socket, a proxy).
 //! - Hedging, `per_try_timeout`, fault injection, `cluster_header`, cluster
 //!   specifier plugins, LB policies other than the three above, and load
 //!   reporting are not applied.
@@ -128,6 +140,7 @@ mod subchannel;
 #[cfg(test)]
 mod test_support;
 mod throttle;
+mod tls;
 
 pub use builder::{ChannelBuilder, DEFAULT_READY_TIMEOUT};
 pub use channel::{ResponseFuture, XdsChannel};

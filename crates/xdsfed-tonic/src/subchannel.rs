@@ -31,10 +31,11 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
+use xdsfed_core::types::UpstreamTls;
 
 use crate::connector::{ConnectTarget, Connector};
 use crate::endpoint::{EndpointAddress, EndpointService};
-use crate::error::BoxError;
+use crate::error::{BoxError, cleaned};
 
 /// How long one connection attempt may take when the cluster sets no
 /// `connect_timeout` (gRPC's minimum connect timeout).
@@ -62,6 +63,9 @@ pub(crate) struct Connectivity {
     ready: AtomicUsize,
     failing: AtomicUsize,
     changed: Notify,
+    /// Why the latest failed attempt of any endpoint failed, for the
+    /// message of calls failed while every endpoint is failing.
+    last_error: Mutex<Option<Arc<str>>>,
 }
 
 impl Connectivity {
@@ -72,6 +76,19 @@ impl Connectivity {
         self.failing.load(Ordering::Acquire) > 0
             && self.ready.load(Ordering::Acquire) == 0
             && self.connecting.load(Ordering::Acquire) == 0
+    }
+
+    /// Why the latest failed connection attempt failed, if one did.
+    pub(crate) fn last_error(&self) -> Option<Arc<str>> {
+        // A plain value replaced whole: a panic cannot leave it torn.
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn record_error(&self, why: &str) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(cleaned(why).into());
     }
 
     /// How many endpoints are in transient failure.
@@ -174,6 +191,7 @@ pub(crate) struct Dial {
     pub(crate) cluster: Arc<str>,
     pub(crate) authority: Arc<str>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) tls: Option<Arc<UpstreamTls>>,
 }
 
 impl Dial {
@@ -183,6 +201,7 @@ impl Dial {
             cluster: &self.cluster,
             authority: &self.authority,
             connect_timeout: self.connect_timeout,
+            tls: self.tls.as_deref(),
         })
     }
 
@@ -262,11 +281,14 @@ async fn keep_connected(
                 tracing::debug!(endpoint = %dial.address, "connection to endpoint failed; reconnecting");
             }
             outcome => {
+                let why = match outcome {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => format!("no connection within {:?}", dial.deadline()),
+                };
+                // Before the phase changes, so that a call failed by this
+                // change reads this reason.
+                phase.cluster.record_error(&why);
                 if failures == 0 {
-                    let why = match outcome {
-                        Ok(Err(error)) => error.to_string(),
-                        _ => format!("no connection within {:?}", dial.deadline()),
-                    };
                     tracing::warn!(cluster = %dial.cluster, endpoint = %dial.address, error = %why, "cannot connect to endpoint; retrying with backoff");
                 }
                 phase.set(Phase::TransientFailure);

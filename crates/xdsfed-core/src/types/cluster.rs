@@ -10,6 +10,12 @@ use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 
 use super::{ResourceType, ValidationError, check_config_source, decode_message, unpack_any};
 
+mod san;
+mod upstream_tls;
+
+pub use san::{SanMatcher, SubjectAltName, leaf_subject_alt_names, san_matches};
+pub use upstream_tls::{ProviderRef, TLS_TRANSPORT_SOCKET, UpstreamTls, upstream_tls};
+
 /// The name of the aggregate cluster extension (gRFC A37).
 pub const AGGREGATE_CLUSTER_TYPE: &str = "envoy.clusters.aggregate";
 
@@ -67,6 +73,7 @@ fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
     if let Some(od) = &cluster.outlier_detection {
         validate_outlier_detection(od)?;
     }
+    upstream_tls(cluster)?;
     match &cluster.cluster_discovery_type {
         Some(ClusterDiscoveryType::ClusterType(custom)) => {
             if custom.name != AGGREGATE_CLUSTER_TYPE {

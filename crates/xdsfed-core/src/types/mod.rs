@@ -235,6 +235,10 @@ pub fn std_duration(
 }
 
 pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
+pub use cluster::{
+    ProviderRef, SanMatcher, SubjectAltName, TLS_TRANSPORT_SOCKET, UpstreamTls,
+    leaf_subject_alt_names, san_matches, upstream_tls,
+};
 pub(crate) use collection::anonymous_key;
 pub use collection::entry_key;
 pub use collection::{

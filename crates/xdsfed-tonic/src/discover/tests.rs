@@ -46,6 +46,7 @@ fn discover(
         policy: LbPolicy::RoundRobin,
         outlier: None,
         connector,
+        tls: None,
     };
     (EndpointDiscover::new(context, rx), tx, calls)
 }
@@ -113,6 +114,7 @@ async fn a_failed_connect_leaves_the_endpoint_out() {
         policy: LbPolicy::RoundRobin,
         outlier: None,
         connector: Arc::new(connector),
+        tls: None,
     };
     let mut d = EndpointDiscover::new(context, rx);
     assert!(drain(&mut d).is_empty());
