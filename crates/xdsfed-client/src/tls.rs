@@ -96,46 +96,26 @@ fn check_key(uri: &str, path: &Path, pem: &[u8]) -> Result<(), TransportError> {
 }
 
 /// rustls' client configuration for the server `uri` from its checked
-/// files, offering `alpn` (most preferred first).
+/// files, offering `alpn` (most preferred first): core's one builder,
+/// checking the server by its hostname.
 #[cfg(feature = "http-client")]
 pub(crate) fn client_config(
     uri: &str,
     files: TlsFiles,
     alpn: &[&[u8]],
 ) -> Result<rustls::ClientConfig, TransportError> {
-    use std::sync::Arc;
-
-    use rustls::pki_types::pem::PemObject as _;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let tls_error = |why: String| TransportError::Tls {
-        uri: uri.to_owned(),
-        why,
+    use xdsfed_core::tls::{ClientPem, ServerCheck};
+    let pem = ClientPem {
+        ca: &files.ca,
+        identity: files
+            .identity
+            .as_ref()
+            .map(|(chain, key)| (chain.as_slice(), key.as_slice())),
     };
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&files.ca) {
-        let cert = cert.map_err(|e| tls_error(format!("CA certificate: {e}")))?;
-        roots
-            .add(cert)
-            .map_err(|e| tls_error(format!("CA certificate: {e}")))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls_error(e.to_string()))?
-        .with_root_certificates(roots);
-    let mut config = match files.identity {
-        Some((chain, key)) => {
-            let chain = CertificateDer::pem_slice_iter(&chain)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| tls_error(format!("certificate: {e}")))?;
-            let key = PrivateKeyDer::from_pem_slice(&key)
-                .map_err(|e| tls_error(format!("private key: {e}")))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| tls_error(format!("certificate and key: {e}")))?
+    xdsfed_core::tls::client_config(pem, ServerCheck::Hostname, alpn).map_err(|e| {
+        TransportError::Tls {
+            uri: uri.to_owned(),
+            why: e.to_string(),
         }
-        None => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(config)
+    })
 }

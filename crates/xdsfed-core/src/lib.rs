@@ -59,6 +59,7 @@ pub mod source;
 pub mod state_dir;
 pub mod status;
 pub mod text_limits;
+pub mod tls;
 pub mod types;
 
 pub use bootstrap::Bootstrap;

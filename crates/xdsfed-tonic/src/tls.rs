@@ -22,7 +22,6 @@
 //! backoff.
 
 mod files;
-mod verifier;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

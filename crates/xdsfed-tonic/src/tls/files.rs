@@ -4,16 +4,13 @@
 //! reader, checked as PEM, every error naming the instance or the file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use xdsfed_core::bootstrap::{CertificateProvider, FileWatcherConfig};
 use xdsfed_core::file::{PEM_LIMIT, PemKind, check_pem, read_bounded};
+use xdsfed_core::tls::{ClientPem, ServerCheck, TlsBuildError, client_config};
 use xdsfed_core::types::{SanMatcher, UpstreamTls};
 
 use super::Providers;
-use super::verifier::SanVerifier;
 
 /// The files one cluster's TLS uses.
 #[derive(Debug, Clone)]
@@ -50,42 +47,38 @@ impl ProviderFiles {
         Ok(Self { ca, identity })
     }
 
-    /// Reads the files now and builds the client configuration: these
-    /// roots only, no hostname check, `matchers` on the server's leaf,
-    /// the identity for mTLS, ALPN `h2`.
+    /// Reads the files now and builds the client configuration with
+    /// core's one builder: these roots only, no hostname check, `matchers`
+    /// on the server's leaf, the identity for mTLS, ALPN `h2`.
     pub(super) fn client_config(
         &self,
         matchers: Vec<SanMatcher>,
     ) -> Result<rustls::ClientConfig, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in certificates("CA certificate", &self.ca)? {
-            roots
-                .add(cert)
-                .map_err(|e| format!("CA certificate file {}: {e}", self.ca.display()))?;
-        }
-        let verifier = SanVerifier::new(Arc::new(roots), matchers, Arc::clone(&provider));
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier));
-        let mut config = match &self.identity {
-            None => builder.with_no_client_auth(),
-            Some((cert, key)) => {
-                let chain = certificates("certificate", cert)?;
-                let key_pem = read("private key", key)?;
-                check_pem(&key_pem, PemKind::PrivateKey)
-                    .map_err(|why| format!("private key file {}: {why}", key.display()))?;
-                let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
-                    .map_err(|e| format!("private key file {}: {e}", key.display()))?;
-                builder
-                    .with_client_auth_cert(chain, key_der)
-                    .map_err(|e| format!("certificate file {} and its key: {e}", cert.display()))?
-            }
+        let ca = pem("CA certificate", &self.ca, PemKind::Certificates)?;
+        let identity = match &self.identity {
+            None => None,
+            Some((cert, key)) => Some((
+                pem("certificate", cert, PemKind::Certificates)?,
+                pem("private key", key, PemKind::PrivateKey)?,
+            )),
         };
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        Ok(config)
+        let files = ClientPem {
+            ca: &ca,
+            identity: identity.as_ref().map(|(c, k)| (c.as_slice(), k.as_slice())),
+        };
+        client_config(files, ServerCheck::SubjectAltNames(matchers), &[b"h2"]).map_err(|e| {
+            // Name the file the builder could not use.
+            let file = match &e {
+                TlsBuildError::CaCertificate(_) | TlsBuildError::Protocol(_) => &self.ca,
+                TlsBuildError::Certificate(_) | TlsBuildError::CertificateAndKey(_) => {
+                    self.identity.as_ref().map_or(&self.ca, |(cert, _)| cert)
+                }
+                TlsBuildError::PrivateKey(_) => {
+                    self.identity.as_ref().map_or(&self.ca, |(_, key)| key)
+                }
+            };
+            format!("{e} (file {})", file.display())
+        })
     }
 }
 
@@ -105,24 +98,19 @@ fn file_watcher<'p>(name: &str, providers: &'p Providers) -> Result<&'p FileWatc
     }
 }
 
-/// Reads a PEM file through the shared bounded reader (a regular file of
-/// at most [`PEM_LIMIT`] bytes).
-fn read(role: &str, path: &Path) -> Result<Vec<u8>, String> {
-    read_bounded(path, PEM_LIMIT).map_err(|e| format!("{role} file {}: {e}", path.display()))
-}
-
-fn certificates(role: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = read(role, path)?;
-    check_pem(&pem, PemKind::Certificates)
-        .map_err(|why| format!("{role} file {}: {why}", path.display()))?;
-    CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{role} file {}: {e}", path.display()))
+/// A PEM file of `kind`, read through the shared bounded reader (a
+/// regular file of at most [`PEM_LIMIT`] bytes) and checked.
+fn pem(role: &str, path: &Path, kind: PemKind) -> Result<Vec<u8>, String> {
+    let text = read_bounded(path, PEM_LIMIT)
+        .map_err(|e| format!("{role} file {}: {e}", path.display()))?;
+    check_pem(&text, kind).map_err(|why| format!("{role} file {}: {why}", path.display()))?;
+    Ok(text)
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use std::sync::Arc;
     use std::time::Duration;
 
     use xdsfed_core::types::ProviderRef;

@@ -5,25 +5,26 @@
 
 use std::sync::Arc;
 
+use crate::types::{SanMatcher, leaf_subject_alt_names, san_matches};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
-use xdsfed_core::types::{SanMatcher, leaf_subject_alt_names, san_matches};
 
-use crate::error::cleaned;
+/// How many of a certificate's names an error lists.
+const SANS_SHOWN: usize = 8;
 
 /// Chain against the roots, then SAN matchers instead of the hostname.
 #[derive(Debug)]
-pub(super) struct SanVerifier {
+pub(crate) struct SanVerifier {
     roots: Arc<RootCertStore>,
     matchers: Vec<SanMatcher>,
     provider: Arc<CryptoProvider>,
 }
 
 impl SanVerifier {
-    pub(super) fn new(
+    pub(crate) fn new(
         roots: Arc<RootCertStore>,
         matchers: Vec<SanMatcher>,
         provider: Arc<CryptoProvider>,
@@ -45,11 +46,19 @@ impl SanVerifier {
         if san_matches(&self.matchers, &sans) {
             return Ok(());
         }
-        let listed: Vec<String> = sans.iter().map(ToString::to_string).collect();
-        // The names last: a long list is elided, not the reason.
+        // A server's names are outside input on their way to a terminal:
+        // escaped, and only the first few, after the reason.
+        let mut listed: Vec<String> = sans
+            .iter()
+            .take(SANS_SHOWN)
+            .map(|san| san.to_string().escape_debug().to_string())
+            .collect();
+        if sans.len() > SANS_SHOWN {
+            listed.push("…".to_owned());
+        }
         Err(rustls::Error::General(format!(
             "no SAN of the server certificate matches match_subject_alt_names: [{}]",
-            cleaned(&listed.join(", "))
+            listed.join(", ")
         )))
     }
 }
