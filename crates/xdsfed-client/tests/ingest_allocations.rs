@@ -106,13 +106,14 @@ fn decode_allocations_per_resource() -> f64 {
     (after - before - 1) as f64 / RESOURCES as f64
 }
 
-/// Measured, not yet at its target of 2. A resource now costs about 5: its
+/// Measured, not yet at its target of 2. A resource now costs about 4: its
 /// prost decode (here 2: the `Cluster`'s strings), the shared pointer to
-/// the decoded value, the name inside it copied out, and the first clone
-/// of its bytes (which makes them shareable). A name the server echoes is
-/// the session's own copy, a response's version is shared by its
-/// resources, no glob is worked out unless one is watched, and where a
-/// copy came from is recorded without allocating (23 before those). The
+/// the decoded value, and the first clone of its bytes (which makes them
+/// shareable). A name the server echoes is the session's own copy (and so
+/// is the name inside the resource, when it is the same), a response's
+/// version is shared by its resources, no glob is worked out unless one is
+/// watched, and where a copy came from is recorded without allocating (23
+/// before those). The
 /// rest goes with the compact view that replaces the prost message; this
 /// bound keeps the count from growing meanwhile.
 #[test]

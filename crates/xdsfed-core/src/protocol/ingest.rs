@@ -212,12 +212,14 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
 
 /// Decodes and validates the bytes of an `Any` whose type URL is
 /// `any_type_url`, answering for `type_url`, with the type `types` has for
-/// it.
+/// it; `name`, the name the resource is expected to carry, is shared
+/// rather than copied when it does.
 pub(crate) fn decode_registered(
     types: &TypeRegistry,
     type_url: &str,
     any_type_url: &str,
     raw: Bytes,
+    name: Option<&Arc<str>>,
 ) -> Result<Decoded, ValidationError> {
     if any_type_url != type_url {
         return Err(ValidationError(format!(
@@ -229,7 +231,10 @@ pub(crate) fn decode_registered(
             "no resource type registered for {type_url}"
         )));
     };
-    ty.decode(raw)
+    match name {
+        Some(name) => ty.decode_named(raw, name),
+        None => ty.decode(raw),
+    }
 }
 
 impl Session {
@@ -334,7 +339,13 @@ impl Session {
             }
             Body::Decoded(decoded) => Ok(decoded),
             Body::Failed(error) => Err(error),
-            Body::Raw(any) => self.decode(type_url, any),
+            Body::Raw(any) => decode_registered(
+                &self.types,
+                type_url,
+                &any.type_url,
+                Bytes::from(any.value),
+                Some(&key),
+            ),
         };
         match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
             Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
@@ -373,7 +384,7 @@ impl Session {
         any_type_url: &str,
         raw: Bytes,
     ) -> Result<Decoded, ValidationError> {
-        decode_registered(&self.types, type_url, any_type_url, raw)
+        decode_registered(&self.types, type_url, any_type_url, raw, None)
     }
 
     /// A redirect: held like a resource (it answers the subscription, and

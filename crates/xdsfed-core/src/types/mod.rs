@@ -100,6 +100,13 @@ pub trait ErasedType: Send + Sync + fmt::Debug {
     fn sotw_full_state(&self) -> bool;
     /// Decodes and validates one resource.
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError>;
+    /// [`decode`](Self::decode) for a resource expected to carry the name
+    /// `name` inside: when it does, the [`Decoded`] shares `name` instead
+    /// of copying it out of the message.
+    fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
+        let _ = name;
+        self.decode(raw)
+    }
     /// See [`ResourceType::name_of_invalid`].
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String>;
 }
@@ -140,6 +147,18 @@ impl<T: ResourceType> ErasedType for Erased<T> {
             value: Arc::new(value),
             raw,
             name,
+        })
+    }
+    fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
+        let value = T::decode(&raw)?;
+        let inner = T::name(&value).map(|inner| match inner == &**name {
+            true => Arc::clone(name),
+            false => Arc::from(inner),
+        });
+        Ok(Decoded {
+            value: Arc::new(value),
+            raw,
+            name: inner,
         })
     }
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String> {
