@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
     AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
 };
@@ -18,7 +17,6 @@ use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use futures::Stream;
-use prost::Message as _;
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -30,7 +28,7 @@ use crate::source::rest::RestConnection;
 use crate::transport::{AdsConnection, EventSink, TransportOptions};
 use xdsfed_core::bootstrap::{ApiVariant, RestTiming, ServerConfig, ServerProtocol};
 use xdsfed_core::protocol::{AuthorityFilter, CoreEvent, Initiator, ResourceKey, StreamFailure};
-use xdsfed_core::types::{ResourceType, TypeRegistry, VALIDATING_POLICY_TYPE_URL, ValidationError};
+use xdsfed_core::types::{TypeRegistry, VALIDATING_POLICY_TYPE_URL};
 
 const CDS: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 /// Long enough for a loaded machine, short enough to fail fast.
@@ -39,23 +37,9 @@ const WAIT: Duration = Duration::from_secs(10);
 /// stream the test watches.
 const NEVER: Duration = Duration::from_secs(600);
 
-struct TestCluster;
-impl ResourceType for TestCluster {
-    const TYPE_URL: &'static str = CDS;
-    const SOTW_FULL_STATE: bool = true;
-    type Resource = Cluster;
-    fn decode(bytes: &[u8]) -> Result<Cluster, ValidationError> {
-        Cluster::decode(bytes).map_err(|e| ValidationError(e.to_string()))
-    }
-    fn name(c: &Cluster) -> Option<&str> {
-        Some(&c.name)
-    }
-}
-
+/// The built-in types: no resource ever arrives in these tests.
 fn types() -> Arc<TypeRegistry> {
-    let mut r = TypeRegistry::new();
-    r.register::<TestCluster>();
-    Arc::new(r)
+    Arc::new(TypeRegistry::with_builtin())
 }
 
 fn options() -> TransportOptions {
