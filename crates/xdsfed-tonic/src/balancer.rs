@@ -75,8 +75,14 @@ impl ClusterBalancer {
         let outlier = context.outlier;
         let cluster = std::sync::Arc::clone(&context.cluster);
         let discover = EndpointDiscover::new(context, endpoints.clone());
-        let outlier =
-            outlier.map(|config| crate::ejection::spawn(config, cluster, discover.registry()));
+        let outlier = outlier.map(|config| {
+            crate::ejection::spawn(
+                config,
+                cluster,
+                discover.registry(),
+                discover.connectivity(),
+            )
+        });
         Self {
             shown_name,
             endpoints,
@@ -105,31 +111,44 @@ impl ClusterBalancer {
     }
 
     /// Waits until the balancer has a ready endpoint, or fails when every
-    /// endpoint is in transient failure.
+    /// endpoint is in transient failure or ejected by outlier detection.
     async fn ready(&self, balance: &mut ChoiceBalance) -> Result<(), BoxError> {
         loop {
             let changed = self.connectivity.changed();
             tokio::pin!(changed);
             // Registers for the next change before reading the counts.
             changed.as_mut().enable();
-            tokio::select! {
-                biased;
-                ready = poll_fn(|cx| balance.poll_ready(cx)) => return ready,
-                () = &mut changed => {}
-            }
-            if self.connectivity.all_failing() {
+            if let Some(unservable) = self.unservable() {
                 // One more look: an endpoint that just came up wins.
                 if let Poll::Ready(ready) = poll_fn(|cx| Poll::Ready(balance.poll_ready(cx))).await
                 {
                     return ready;
                 }
-                return Err(Unservable::Unreachable {
-                    cluster: Arc::clone(&self.shown_name),
-                    endpoints: self.connectivity.failing(),
-                    last_error: self.connectivity.last_error(),
-                }
-                .into_box_error());
+                return Err(unservable.into_box_error());
+            }
+            tokio::select! {
+                biased;
+                ready = poll_fn(|cx| balance.poll_ready(cx)) => return ready,
+                () = &mut changed => {}
             }
         }
+    }
+
+    /// Why no call can be sent now: every endpoint failing to connect, or
+    /// every one ejected (gRPC's picker then sees only endpoints in
+    /// TRANSIENT_FAILURE, and fails the call).
+    fn unservable(&self) -> Option<Unservable> {
+        if self.connectivity.all_failing() {
+            return Some(Unservable::Unreachable {
+                cluster: Arc::clone(&self.shown_name),
+                endpoints: self.connectivity.failing(),
+                last_error: self.connectivity.last_error(),
+            });
+        }
+        let endpoints = self.connectivity.all_ejected()?;
+        Some(Unservable::AllEjected {
+            cluster: Arc::clone(&self.shown_name),
+            endpoints,
+        })
     }
 }

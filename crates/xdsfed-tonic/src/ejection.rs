@@ -2,7 +2,8 @@
 //! each endpoint's call counts, hands them to the sans-IO
 //! [`OutlierDetector`], and ejects or returns endpoints as it says. An
 //! ejected endpoint stays pending in the balancer, so it is not picked,
-//! until it returns.
+//! until it returns; when every endpoint is ejected, calls fail at once
+//! (the cluster's [`Connectivity`] says so) rather than wait for one.
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -10,6 +11,7 @@ use tokio::time::Instant;
 use crate::discover::{EndpointRegistry, registry_map};
 use crate::endpoint::EndpointAddress;
 use crate::outlier::{CallCounts, Ejection, OutlierConfig, OutlierDetector};
+use crate::subchannel::Connectivity;
 
 /// Starts the detection of one cluster; the task runs until aborted (its
 /// balancer aborts it when dropped).
@@ -17,6 +19,7 @@ pub(crate) fn spawn(
     config: OutlierConfig,
     cluster: std::sync::Arc<str>,
     registry: EndpointRegistry,
+    connectivity: std::sync::Arc<Connectivity>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut detector = OutlierDetector::new(config);
@@ -24,7 +27,7 @@ pub(crate) fn spawn(
         loop {
             tokio::time::sleep_until(next).await;
             next += config.interval;
-            tick(&mut detector, &cluster, &registry);
+            tick(&mut detector, &cluster, &registry, &connectivity);
         }
     })
 }
@@ -34,6 +37,7 @@ fn tick(
     detector: &mut OutlierDetector<EndpointAddress>,
     cluster: &str,
     registry: &EndpointRegistry,
+    connectivity: &Connectivity,
 ) {
     let endpoints = registry_map(registry);
     let mut counts: Vec<(EndpointAddress, CallCounts)> = endpoints
@@ -62,4 +66,6 @@ fn tick(
             stats.set_ejected(ejected);
         }
     }
+    let ejected = endpoints.values().filter(|s| s.is_ejected()).count();
+    connectivity.set_ejected(ejected, endpoints.len());
 }

@@ -152,6 +152,11 @@ impl EndpointStats {
         }
     }
 
+    /// Whether outlier detection holds the endpoint out.
+    pub(crate) fn is_ejected(&self) -> bool {
+        self.ejected.load(Ordering::Acquire)
+    }
+
     /// Whether outlier detection holds the endpoint out, registering to be
     /// woken when it returns.
     fn poll_ejected(&self, cx: &Context<'_>) -> bool {

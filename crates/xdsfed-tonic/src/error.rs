@@ -96,6 +96,16 @@ pub enum Unservable {
         /// missing file, a refused connection), cleaned for a message.
         last_error: Option<Arc<str>>,
     },
+    /// Outlier detection holds every endpoint of the cluster out (gRFC A50
+    /// with `max_ejection_percent` 100): gRPC's picker sees only endpoints
+    /// in TRANSIENT_FAILURE and fails the call.
+    #[error("cluster {cluster}: outlier detection has ejected all of its {endpoints} endpoints")]
+    AllEjected {
+        /// The cluster's name, as shown.
+        cluster: Arc<str>,
+        /// How many endpoints are ejected.
+        endpoints: usize,
+    },
 }
 
 impl Unservable {

@@ -48,7 +48,9 @@
 //!   120 s, ±20 %). Only endpoints whose connection is up are picked: a
 //!   request waits while some endpoint is still connecting and fails at
 //!   once, `UNAVAILABLE` naming the cluster and the latest attempt's
-//!   error, when every one is failing ([`Unservable::Unreachable`]). A call that fails with a transport
+//!   error, when every one is failing ([`Unservable::Unreachable`]), or
+//!   when outlier detection has ejected every one
+//!   ([`Unservable::AllEjected`]). A call that fails with a transport
 //!   error takes its endpoint out of the picks until it reconnects.
 //! - **Balancing** ([`LbPolicy`]): a choice-of-N balancer per cluster (N
 //!   random ready endpoints, the least loaded wins); ROUND_ROBIN compares

@@ -66,6 +66,9 @@ pub(crate) struct Connectivity {
     /// Why the latest failed attempt of any endpoint failed, for the
     /// message of calls failed while every endpoint is failing.
     last_error: Mutex<Option<Arc<str>>>,
+    /// How many endpoints outlier detection holds out, when it holds out
+    /// every one of them; 0 otherwise.
+    all_ejected: AtomicUsize,
 }
 
 impl Connectivity {
@@ -76,6 +79,26 @@ impl Connectivity {
         self.failing.load(Ordering::Acquire) > 0
             && self.ready.load(Ordering::Acquire) == 0
             && self.connecting.load(Ordering::Acquire) == 0
+    }
+
+    /// Outlier detection's verdict after an interval: `ejected` of the
+    /// cluster's `endpoints` are held out. Wakes waiting calls when every
+    /// endpoint becomes ejected, or stops being.
+    pub(crate) fn set_ejected(&self, ejected: usize, endpoints: usize) {
+        let all = if endpoints > 0 && ejected == endpoints {
+            ejected
+        } else {
+            0
+        };
+        if self.all_ejected.swap(all, Ordering::AcqRel) != all {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// How many endpoints are ejected when outlier detection holds out
+    /// every one; `None` while any endpoint may be picked.
+    pub(crate) fn all_ejected(&self) -> Option<usize> {
+        Some(self.all_ejected.load(Ordering::Acquire)).filter(|n| *n > 0)
     }
 
     /// Why the latest failed connection attempt failed, if one did.

@@ -394,6 +394,72 @@ async fn outlier_detection_ejects_the_failing_backend() {
     assert_eq!(failing.calls(), reached, "an ejected backend is not picked");
 }
 
+/// gRFC A50 with `max_ejection_percent` 100: every backend answers every
+/// call with UNAVAILABLE, detection ejects them all, and from then on a
+/// call fails at once with UNAVAILABLE saying so, as gRPC's picker fails a
+/// call when every subchannel is in TRANSIENT_FAILURE; it does not wait
+/// for an ejection to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_whose_every_endpoint_is_ejected_fails_calls_at_once() {
+    use envoy_types::pb::envoy::config::cluster::v3::OutlierDetection;
+    use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
+
+    let (_testbed, server) = start().await;
+    let failing = Script {
+        failures: usize::MAX,
+        code: tonic::Code::Unavailable,
+        ..Script::default()
+    };
+    let b = [
+        Backend::scripted("bad-1", failing.clone()).await,
+        Backend::scripted("bad-2", failing.clone()).await,
+        Backend::scripted("bad-3", failing.clone()).await,
+    ];
+    serve_greeter(&server, &b.iter().collect::<Vec<_>>());
+    let value = |v| Some(UInt32Value { value: v });
+    let mut detected = cluster(CLUSTER, ENDPOINTS);
+    detected.outlier_detection = Some(OutlierDetection {
+        interval: Some(PbDuration {
+            seconds: 0,
+            nanos: 100_000_000,
+        }),
+        base_ejection_time: Some(PbDuration {
+            seconds: 600,
+            nanos: 0,
+        }),
+        max_ejection_percent: value(100),
+        enforcing_success_rate: value(0),
+        enforcing_failure_percentage: value(100),
+        failure_percentage_threshold: value(50),
+        failure_percentage_minimum_hosts: value(3),
+        failure_percentage_request_volume: value(2),
+        ..Default::default()
+    });
+    server.set_message(CLUSTER, &detected).unwrap();
+    let channel = channel("xds:///greeter", client(bootstrap(&server.uri(), &[])));
+    let mut greeter = GreeterClient::new(channel);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no call failed for the ejection"
+        );
+        // A call held until an ejection ends (600 s) would never return.
+        let status = tokio::time::timeout(PATIENCE, hello(&mut greeter))
+            .await
+            .expect("a call returns while every endpoint is ejected")
+            .expect_err("every backend fails");
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        if status
+            .message()
+            .contains("outlier detection has ejected all of its 3 endpoints")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// gRFC A42: a RING_HASH cluster with a route hashing the `x-user` header:
 /// calls with the same value reach the same backend, and different values
 /// spread over the backends.
