@@ -232,16 +232,16 @@ async fn cdn_files_share_a_bounded_number_of_connections() {
     );
 }
 
-/// Whether the file host of [`one_file_failing`] answers `503` for the
+/// Whether the file host of [`one_file_failing`] answers `403` for the
 /// file `bad`.
 static BAD_FILE_FAILS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A file host whose files validate by ETag, and whose file `bad` answers
-/// `503` while [`BAD_FILE_FAILS`] is set.
+/// `403` while [`BAD_FILE_FAILS`] is set.
 fn one_file_failing(request: &static_origin::Request) -> Response {
     let id = request.path.rsplit('/').next().unwrap_or_default();
     if id == "bad" && BAD_FILE_FAILS.load(std::sync::atomic::Ordering::SeqCst) {
-        return Response::status(503);
+        return Response::status(403);
     }
     if request.header("if-none-match") == Some("\"1\"") {
         return Response::status(304).with("etag", "\"1\"");
@@ -256,7 +256,7 @@ fn status_of(client: &XdsClient, name: &str) -> xdsfed_core::status::ResourceSta
     row.unwrap()
 }
 
-/// Rule: an answer that is no use for one file (here `503`) is that
+/// Rule: an answer that is no use for one file (here `403`) is that
 /// file's error alone: its watchers hear of it, naming its URL and type,
 /// and the other files' watchers hear nothing; its next answer, a `304`,
 /// ends the error while the copy keeps serving (rule 7 of the session).
@@ -278,7 +278,7 @@ async fn cdn_file_error_names_its_own_file_and_reaches_only_its_watchers() {
     let text = error.to_string();
     assert!(
         text.contains(&format!(
-            "{}{}: HTTP status 503",
+            "{}{}: HTTP status 403",
             origin.uri(),
             cluster_path("bad")
         )) && text.contains("envoy.config.cluster.v3.Cluster xdstp://cdn.example/"),

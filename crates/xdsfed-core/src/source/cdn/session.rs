@@ -39,15 +39,17 @@
 //! 6. `404` (or `410`) is the server's answer that the resource does not
 //!    exist: `Removed` at once, for a held copy and for a resource never
 //!    seen alike (no does-not-exist timer: the server answered), once.
-//! 7. No answer (refused, timed out, too large) is a failure of the
-//!    source: the copies keep serving, and `StreamFailed`, naming the
-//!    server's base URL (never one file: the outage is the server's), gives
-//!    watchers an ambient error once when the outage begins, and once more
-//!    for each resource first failing during it. An answer that is no use
-//!    for its file (any status but `200`, `304`, `404` and `410`, a body
-//!    that is not a `DiscoveryResponse`, a `304` to an unconditional fetch)
-//!    is that file's error alone: `ResourceError` (`UNAVAILABLE`) naming its
-//!    URL, once, so only its own watchers hear of it; its next usable answer
+//! 7. No answer (refused, timed out, too large), or an answer that the
+//!    server is failing (`5xx`, `429`), is a failure of the source: the
+//!    copies keep serving, and `StreamFailed`, naming the server's base URL
+//!    (never one file: the outage is the server's), gives watchers an
+//!    ambient error once when the outage begins, and once more for each
+//!    resource first failing during it; an authority with another server
+//!    falls back to it (gRFC A71). An answer that is no use for its file
+//!    (any other status but `200`, `304`, `404` and `410`, a body that is
+//!    not a `DiscoveryResponse`, a `304` to an unconditional fetch) is that
+//!    file's error alone: `ResourceError` (`UNAVAILABLE`) naming its URL,
+//!    once, so only its own watchers hear of it; its next usable answer
 //!    (`304` included) ends it by reporting the held copy again. Either way
 //!    the server backs off as a whole (`pacing.rs`): no file of it is
 //!    fetched until the backoff, never shorter than `refresh_delay` and
@@ -218,7 +220,8 @@ struct Tracked {
 /// Why a fetch did not give its file's answer (rule 7).
 #[derive(Debug)]
 enum Failure {
-    /// The server did not answer: the source's failure.
+    /// The server did not answer, or answered that it is failing (`5xx`,
+    /// `429`): the source's failure.
     NoAnswer(String),
     /// The server answered, but not with something usable for this file.
     Unusable(String),
@@ -475,6 +478,14 @@ impl CdnSession {
                     key: key.clone(),
                     reason: RemovedReason::Deleted,
                 }));
+            }
+            // The server says it is failing (or overloaded): the source's
+            // failure, named by the server, as a refused connection is.
+            status if status >= 500 || status == 429 => {
+                return Err(Failure::NoAnswer(format!(
+                    "{} answered HTTP status {status}",
+                    self.cfg.base
+                )));
             }
             status => {
                 return Err(Failure::Unusable(format!(

@@ -433,9 +433,9 @@ fn not_found_is_removed_at_once_and_once() {
     assert_eq!(s.poll_fetch(t3 + REFRESH).unwrap().etag, None);
 }
 
-/// Rule 7: no answer is `StreamFailed` once per outage (and once more per
-/// resource first failing in it), naming the server, not a file; an
-/// answer reports `StreamHealthy`.
+/// Rule 7: no answer, or a `5xx`, is `StreamFailed` once per outage (and
+/// once more per resource first failing in it), naming the server, not a
+/// file; an answer reports `StreamHealthy`.
 #[test]
 fn failures_report_once_per_outage_and_an_answer_ends_it() {
     let mut s = session();
@@ -456,9 +456,18 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
         "{error}"
     );
     assert!(!error.contains("/cdn.example/"), "names a file: {error}");
-    // Another resource failing in the same outage gets its own report.
-    s.handle_fetched(fb.id, &b, Fetched::Failed(Arc::from("timed out")), t0);
-    assert_eq!(kinds(&events(&mut s)), ["failed"]);
+    // Another resource failing in the same outage gets its own report; a
+    // 503 is the server's failure too, named by the server.
+    s.handle_fetched(fb.id, &b, reply(503, None, Bytes::new()), t0);
+    let got = events(&mut s);
+    let Some(CoreEvent::StreamFailed { failure }) = got.first() else {
+        panic!("{got:?}");
+    };
+    let error = failure.to_string();
+    assert!(
+        error.contains("http://cdn.test/base answered HTTP status 503"),
+        "{error}"
+    );
     let t1 = s.poll_timeout().unwrap();
     let f = s.poll_fetch(t1).unwrap();
     s.handle_fetched(f.id, &f.key, Fetched::Failed(Arc::from("refused")), t1);
@@ -480,9 +489,10 @@ fn failures_report_once_per_outage_and_an_answer_ends_it() {
     assert!(s.is_healthy());
 }
 
-/// Rule 7: an answer that is no use for one file is that file's error
-/// alone, naming its URL, reported once; no other resource hears of it,
-/// and the file's next usable answer (a `304`) reports its copy again.
+/// Rule 7: an answer that is no use for one file (here `403`) is that
+/// file's error alone, naming its URL, reported once; no other resource
+/// hears of it, and the file's next usable answer (a `304`) reports its
+/// copy again.
 #[test]
 fn unusable_answer_is_the_error_of_its_file_alone_until_it_is_answered() {
     let mut s = session();
@@ -503,18 +513,18 @@ fn unusable_answer_is_the_error_of_its_file_alone_until_it_is_answered() {
     );
     assert_eq!(fb.key, b);
     events(&mut s);
-    let got = round(&mut s, &a, || reply(503, None, Bytes::new()));
+    let got = round(&mut s, &a, || reply(403, None, Bytes::new()));
     assert_eq!(kinds(&got), ["file error"], "{got:?}");
     let CoreEvent::ResourceError { key, code, message } = &got[0] else {
         unreachable!()
     };
     assert_eq!((key, *code), (&a, GrpcCode::Unavailable));
     assert!(
-        message.ends_with("ClusterCollection/a: HTTP status 503"),
+        message.ends_with("ClusterCollection/a: HTTP status 403"),
         "{message}"
     );
     // Failing again is not news.
-    assert!(round(&mut s, &a, || reply(503, None, Bytes::new())).is_empty());
+    assert!(round(&mut s, &a, || reply(403, None, Bytes::new())).is_empty());
     // The next usable answer, a 304, reports the held copy again.
     let got = round(&mut s, &a, || reply(304, None, Bytes::new()));
     assert_eq!(kinds(&got), ["upsert"], "{got:?}");
@@ -707,8 +717,8 @@ fn fetch_names_the_last_modified_date_and_not_modified_keeps_the_copy() {
 }
 
 /// Rule 7: a body that is not a `DiscoveryResponse`, a `304` to a fetch
-/// without `If-None-Match` and an error status are the file's errors, not
-/// NACKs.
+/// without `If-None-Match` and a client error status are the file's
+/// errors, not NACKs.
 #[test]
 fn malformed_body_unconditional_not_modified_and_error_status_are_file_errors() {
     for (what, answer) in [
