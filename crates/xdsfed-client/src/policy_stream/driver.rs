@@ -223,14 +223,7 @@ impl SourceDriver for Driver {
     }
 
     fn apply(&mut self, command: Command) {
-        let session = &mut self.session;
-        match command {
-            Command::Subscribe(key) => session.subscribe(key),
-            Command::Unsubscribe(key) => session.unsubscribe(&key),
-            Command::ForgetVersion(key) => session.forget_version(&key),
-            Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
-            Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
-        }
+        command.apply_to(&mut self.session);
     }
 
     fn flush(&mut self, io: Option<&mut Io>) {

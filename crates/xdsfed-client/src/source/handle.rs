@@ -35,6 +35,57 @@ pub(crate) enum Command {
     UnsubscribeWildcard(String),
 }
 
+/// A sans-IO session that keeps subscriptions the way the ADS session
+/// does (the ADS and policy-stream sessions): a [`Command`] maps onto it
+/// one for one.
+pub(crate) trait Subscriptions {
+    fn subscribe(&mut self, key: ResourceKey);
+    fn unsubscribe(&mut self, key: &ResourceKey);
+    fn forget_version(&mut self, key: &ResourceKey);
+    fn subscribe_wildcard(&mut self, type_url: &str);
+    fn unsubscribe_wildcard(&mut self, type_url: &str);
+}
+
+impl Command {
+    /// Hands the command to `session`.
+    pub(crate) fn apply_to(self, session: &mut impl Subscriptions) {
+        match self {
+            Command::Subscribe(key) => session.subscribe(key),
+            Command::Unsubscribe(key) => session.unsubscribe(&key),
+            Command::ForgetVersion(key) => session.forget_version(&key),
+            Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
+            Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
+        }
+    }
+}
+
+/// Implements [`Subscriptions`] for a session type with those methods.
+macro_rules! subscriptions_of {
+    ($session:ty) => {
+        impl Subscriptions for $session {
+            fn subscribe(&mut self, key: ResourceKey) {
+                <$session>::subscribe(self, key)
+            }
+            fn unsubscribe(&mut self, key: &ResourceKey) {
+                <$session>::unsubscribe(self, key)
+            }
+            fn forget_version(&mut self, key: &ResourceKey) {
+                <$session>::forget_version(self, key)
+            }
+            fn subscribe_wildcard(&mut self, type_url: &str) {
+                <$session>::subscribe_wildcard(self, type_url)
+            }
+            fn unsubscribe_wildcard(&mut self, type_url: &str) {
+                <$session>::unsubscribe_wildcard(self, type_url)
+            }
+        }
+    };
+}
+
+subscriptions_of!(xdsfed_core::protocol::Session);
+#[cfg(feature = "policy-stream")]
+subscriptions_of!(xdsfed_core::policy_stream::PolicySession);
+
 /// What travels on the channel.
 #[derive(Debug)]
 enum Message {
