@@ -26,10 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
-use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed::client::client::XdsClient;
@@ -105,17 +102,11 @@ fn port_of(snapshot: &Snapshot, i: usize) -> Option<u32> {
     else {
         return None;
     };
-    let endpoint = assignment.value.endpoints.first()?.lb_endpoints.first()?;
-    let Some(HostIdentifier::Endpoint(endpoint)) = &endpoint.host_identifier else {
-        return None;
-    };
-    match endpoint.address.as_ref()?.address.as_ref()? {
-        AddressKind::SocketAddress(sa) => match sa.port_specifier {
-            Some(PortSpecifier::PortValue(port)) => Some(port),
-            _ => None,
-        },
-        _ => None,
-    }
+    assignment
+        .value
+        .endpoints()
+        .next()
+        .map(|e| u32::from(e.port))
 }
 
 fn server_of(testbed: &Testbed, i: usize) -> BenchResult<&Arc<Server>> {

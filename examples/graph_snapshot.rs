@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 assignment: Some(a),
                 ..
             } => {
-                let count: usize = a.value.endpoints.iter().map(|l| l.lb_endpoints.len()).sum();
+                let count = a.value.endpoint_count();
                 println!(": {count} endpoints, version {}", a.provenance.version);
             }
             _ => println!(": {:?}", cluster.error),

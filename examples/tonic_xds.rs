@@ -170,7 +170,7 @@ fn greeter_endpoints(channel: &xdsfed_tonic::XdsChannel) -> Option<usize> {
         ClusterEndpoints::Eds {
             assignment: Some(a),
             ..
-        } => Some(a.value.endpoints.iter().map(|l| l.lb_endpoints.len()).sum()),
+        } => Some(a.value.endpoint_count()),
         _ => None,
     }
 }

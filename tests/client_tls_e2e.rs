@@ -142,7 +142,7 @@ async fn mtls_client_presents_its_certificate() {
         ),
     );
     let mut watch = client.watch::<EndpointType>(EDS).unwrap();
-    assert_eq!(changed(&mut watch).await.cluster_name, EDS);
+    assert_eq!(changed(&mut watch).await.cluster_name(), EDS);
     assert_eq!(server.clients()[0].node_id, "tls-node");
 }
 

@@ -18,7 +18,7 @@ use xdsfed::client::watch::{SetEvent, WatchEvent};
 use xdsfed::core::types::EndpointType;
 use xdsfed::testbed::Server;
 
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use xdsfed::core::types::LoadAssignment;
 
 fn eds_name(id: &str) -> String {
     format!("xdstp://cloud.example/envoy.config.endpoint.v3.ClusterLoadAssignment/{id}")
@@ -31,28 +31,14 @@ fn serve(server: &Server, id: &str, port: u32) {
         .unwrap();
 }
 
-fn port_of(assignment: &ClusterLoadAssignment) -> u32 {
-    let endpoint = &assignment.endpoints[0].lb_endpoints[0];
-    let Some(envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier::Endpoint(
-        e,
-    )) = &endpoint.host_identifier
-    else {
-        panic!("no endpoint in {assignment:?}");
-    };
-    let Some(envoy_types::pb::envoy::config::core::v3::address::Address::SocketAddress(s)) =
-        e.address.as_ref().and_then(|a| a.address.as_ref())
-    else {
-        panic!("no socket address in {assignment:?}");
-    };
-    match s.port_specifier {
-        Some(
-            envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier::PortValue(p),
-        ) => p,
-        _ => panic!("no port in {assignment:?}"),
+fn port_of(assignment: &LoadAssignment) -> u32 {
+    match assignment.endpoints().next() {
+        Some(endpoint) => u32::from(endpoint.port),
+        None => panic!("no endpoint in {assignment:?}"),
     }
 }
 
-async fn next_of(set: &mut WatchSet<EndpointType>) -> SetEvent<ClusterLoadAssignment> {
+async fn next_of(set: &mut WatchSet<EndpointType>) -> SetEvent<LoadAssignment> {
     match tokio::time::timeout(PATIENCE, set.next()).await {
         Ok(Some(event)) => event,
         Ok(None) => panic!("the set ended"),

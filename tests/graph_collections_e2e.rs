@@ -130,7 +130,10 @@ fn serves(s: &Snapshot, name: &str, port: u32) -> bool {
     else {
         return false;
     };
-    format!("{:?}", assignment.value).contains(&format!("PortValue({port})"))
+    assignment
+        .value
+        .endpoints()
+        .any(|e| u32::from(e.port) == port)
 }
 
 /// A glob of listeners on A: each member is followed to its routes and on

@@ -112,7 +112,7 @@ async fn endpoints_come_from_the_server_the_clusters_config_source_names() {
         "delivered by {}",
         assignment.provenance.server
     );
-    assert_eq!(assignment.value.endpoints[0].lb_endpoints.len(), 1);
+    assert_eq!(assignment.value.endpoint_count(), 1);
     graph.shutdown().await;
     testbed.shutdown().await;
 }

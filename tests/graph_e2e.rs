@@ -154,8 +154,6 @@ fn routed_clusters(s: &Snapshot) -> BTreeSet<String> {
 
 /// The endpoint ports a cluster serves, empty when it has none.
 fn ports(c: &ClusterSnapshot) -> Vec<u32> {
-    use envoy_types::pb::envoy::config::core::v3::{address, socket_address};
-    use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
     let ClusterEndpoints::Eds {
         assignment: Some(assignment),
         ..
@@ -165,21 +163,8 @@ fn ports(c: &ClusterSnapshot) -> Vec<u32> {
     };
     assignment
         .value
-        .endpoints
-        .iter()
-        .flat_map(|l| &l.lb_endpoints)
-        .filter_map(|e| match &e.host_identifier {
-            Some(HostIdentifier::Endpoint(ep)) => ep.address.as_ref(),
-            _ => None,
-        })
-        .filter_map(|a| match &a.address {
-            Some(address::Address::SocketAddress(sa)) => sa.port_specifier.as_ref(),
-            _ => None,
-        })
-        .map(|p| match p {
-            socket_address::PortSpecifier::PortValue(v) => *v,
-            socket_address::PortSpecifier::NamedPort(_) => 0,
-        })
+        .endpoints()
+        .map(|e| u32::from(e.port))
         .collect()
 }
 
@@ -198,9 +183,7 @@ fn has_ambient_error(c: &ClusterSnapshot) -> bool {
             .is_some_and(|v| v.ambient_error.is_some())
 }
 
-fn assignment_value(
-    c: &ClusterSnapshot,
-) -> Arc<envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment> {
+fn assignment_value(c: &ClusterSnapshot) -> Arc<xdsfed::core::types::LoadAssignment> {
     match &c.endpoints {
         ClusterEndpoints::Eds {
             assignment: Some(a),

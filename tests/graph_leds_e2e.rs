@@ -33,8 +33,6 @@ fn set_member(server: &Server, id: &str, port: u32) {
 
 /// The ports of the cluster's LEDS locality, in member-name order.
 fn ports(s: &Snapshot) -> Vec<u32> {
-    use envoy_types::pb::envoy::config::core::v3::{address, socket_address};
-    use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
     let Some(c) = s.cluster(CLUSTER) else {
         return Vec::new();
     };
@@ -45,20 +43,9 @@ fn ports(s: &Snapshot) -> Vec<u32> {
     else {
         return Vec::new();
     };
-    a.value.endpoints[0]
-        .lb_endpoints
-        .iter()
-        .filter_map(|e| match &e.host_identifier {
-            Some(HostIdentifier::Endpoint(ep)) => match ep.address.as_ref()?.address.as_ref()? {
-                address::Address::SocketAddress(sa) => match sa.port_specifier {
-                    Some(socket_address::PortSpecifier::PortValue(p)) => Some(p),
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
+    a.value.localities().next().map_or(Vec::new(), |l| {
+        l.endpoints().map(|e| u32::from(e.port)).collect()
+    })
 }
 
 /// How many LbEndpoint resources the server has sent in delta responses.

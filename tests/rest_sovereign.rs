@@ -307,8 +307,6 @@ fn client(port: u16) -> XdsClient {
 
 /// The endpoint ports of cluster `name` in `s`.
 fn ports(s: &Snapshot, name: &str) -> Vec<u32> {
-    use envoy_types::pb::envoy::config::core::v3::{address, socket_address};
-    use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
     let Some(ClusterEndpoints::Eds {
         assignment: Some(assignment),
         ..
@@ -318,21 +316,8 @@ fn ports(s: &Snapshot, name: &str) -> Vec<u32> {
     };
     assignment
         .value
-        .endpoints
-        .iter()
-        .flat_map(|l| &l.lb_endpoints)
-        .filter_map(|e| match &e.host_identifier {
-            Some(HostIdentifier::Endpoint(ep)) => ep.address.as_ref(),
-            _ => None,
-        })
-        .filter_map(|a| match &a.address {
-            Some(address::Address::SocketAddress(sa)) => sa.port_specifier.as_ref(),
-            _ => None,
-        })
-        .map(|p| match p {
-            socket_address::PortSpecifier::PortValue(v) => *v,
-            socket_address::PortSpecifier::NamedPort(_) => 0,
-        })
+        .endpoints()
+        .map(|e| u32::from(e.port))
         .collect()
 }
 

@@ -10,9 +10,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
-use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
-use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
 use tokio::runtime::Runtime;
 use xdsfed::graph::{ClusterEndpoints, Snapshot};
 
@@ -186,15 +183,5 @@ fn port_of(snapshot: &Snapshot, shape: &Shape, i: usize) -> Option<u32> {
     else {
         return None;
     };
-    let endpoint = a.value.endpoints.first()?.lb_endpoints.first()?;
-    let Some(HostIdentifier::Endpoint(endpoint)) = &endpoint.host_identifier else {
-        return None;
-    };
-    match endpoint.address.as_ref()?.address.as_ref()? {
-        AddressKind::SocketAddress(sa) => match sa.port_specifier {
-            Some(PortSpecifier::PortValue(port)) => Some(port),
-            _ => None,
-        },
-        _ => None,
-    }
+    a.value.endpoints().next().map(|e| u32::from(e.port))
 }

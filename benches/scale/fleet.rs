@@ -286,14 +286,7 @@ pub fn complete(s: &Snapshot, shape: &Shape) -> bool {
             ClusterEndpoints::Eds {
                 assignment: Some(a),
                 ..
-            } => {
-                a.value
-                    .endpoints
-                    .iter()
-                    .map(|l| l.lb_endpoints.len())
-                    .sum::<usize>()
-                    == ENDPOINTS
-            }
+            } => a.value.endpoint_count() == ENDPOINTS,
             _ => false,
         })
 }

@@ -440,9 +440,7 @@ impl Model {
     }
 }
 
-fn endpoint_lines(
-    cla: &envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment,
-) -> Vec<String> {
+fn endpoint_lines(cla: &xdsfed::core::types::LoadAssignment) -> Vec<String> {
     endpoint_addresses(cla)
         .into_iter()
         .map(|(locality, address)| {

@@ -9,10 +9,6 @@ use std::time::Duration;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
-use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
-use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::config::route::v3::route::Action;
@@ -24,7 +20,7 @@ use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::client::client::{BuildError, WatchError, XdsClient};
 use xdsfed::client::transport::TransportOptions;
 use xdsfed::core::types::{
-    ClusterType, EndpointType, ListenerType, ResourceType, RouteConfigurationType, ValidatingPolicyType,
+    ClusterType, EndpointType, ListenerType, LoadAssignment, ResourceType, RouteConfigurationType, ValidatingPolicyType,
 };
 use xdsfed::core::policy_stream::wire::ValidatingPolicy;
 use xdsfed::policy::{Policy, PolicyType};
@@ -508,7 +504,7 @@ impl Describe for ClusterType {
 
 impl Describe for EndpointType {
     const SHORT: &'static str = "endpoint";
-    fn summary(cla: &ClusterLoadAssignment) -> String {
+    fn summary(cla: &LoadAssignment) -> String {
         let addresses = endpoint_addresses(cla);
         let shown: Vec<&str> = addresses.iter().take(3).map(|(_, a)| a.as_str()).collect();
         let more = addresses.len().saturating_sub(shown.len());
@@ -517,7 +513,7 @@ impl Describe for EndpointType {
         format!(
             "{} in {}{}{}",
             plural(addresses.len(), "endpoint", "endpoints"),
-            plural(cla.endpoints.len(), "locality", "localities"),
+            plural(cla.localities().len(), "locality", "localities"),
             if shown.is_empty() { "" } else { ": " },
             shown.join(", ")
         ) + &if more > 0 {
@@ -589,40 +585,19 @@ pub(crate) fn route_clusters<'a>(rc: &'a RouteConfiguration) -> Vec<(String, Opt
 }
 
 /// `(locality, "host:port")` for every endpoint of an assignment.
-pub(crate) fn endpoint_addresses(cla: &ClusterLoadAssignment) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for locality in &cla.endpoints {
-        let where_ = locality
-            .locality
-            .as_ref()
-            .map(|l| {
-                [l.region.as_str(), l.zone.as_str(), l.sub_zone.as_str()]
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_default();
-        for lb in &locality.lb_endpoints {
-            let address = match &lb.host_identifier {
-                Some(HostIdentifier::Endpoint(e)) => e
-                    .address
-                    .as_ref()
-                    .and_then(|a| a.address.as_ref())
-                    .map(|a| match a {
-                        AddressKind::SocketAddress(s) => match &s.port_specifier {
-                            Some(PortSpecifier::PortValue(p)) => format!("{}:{p}", s.address),
-                            Some(PortSpecifier::NamedPort(p)) => format!("{}:{p}", s.address),
-                            None => s.address.clone(),
-                        },
-                        AddressKind::Pipe(p) => format!("unix:{}", p.path),
-                        AddressKind::EnvoyInternalAddress(_) => "internal".to_owned(),
-                    })
-                    .unwrap_or_else(|| "?".to_owned()),
-                Some(HostIdentifier::EndpointName(n)) => format!("named:{n}"),
-                None => "?".to_owned(),
-            };
-            out.push((where_.clone(), address));
+pub(crate) fn endpoint_addresses(cla: &LoadAssignment) -> Vec<(String, String)> {
+    let mut out = Vec::with_capacity(cla.endpoint_count());
+    for locality in cla.localities() {
+        let where_ = [locality.region(), locality.zone(), locality.sub_zone()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("/");
+        for endpoint in locality.endpoints() {
+            out.push((
+                where_.clone(),
+                format!("{}:{}", endpoint.address, endpoint.port),
+            ));
         }
     }
     out

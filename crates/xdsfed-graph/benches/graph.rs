@@ -20,6 +20,7 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use xdsfed_core::types::LoadAssignment;
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Update, WatchChange,
 };
@@ -72,7 +73,11 @@ fn cluster(i: usize) -> Cluster {
 
 /// Cluster `i`'s endpoints: `ENDPOINTS` hosts, on a port that changes with
 /// `generation`.
-fn assignment(i: usize, generation: u32) -> ClusterLoadAssignment {
+fn assignment(i: usize, generation: u32) -> LoadAssignment {
+    LoadAssignment::new(&assignment_message(i, generation)).expect("a valid assignment")
+}
+
+fn assignment_message(i: usize, generation: u32) -> ClusterLoadAssignment {
     let hosts: Vec<String> = (0..ENDPOINTS)
         .map(|e| format!("10.{}.{}.{}", i / 256 % 256, i % 256, e))
         .collect();
@@ -96,7 +101,7 @@ fn main() {
     let listener = Arc::new(listener());
     let route = Arc::new(route_config());
     let clusters: Vec<Arc<Cluster>> = (0..CLUSTERS).map(|i| Arc::new(cluster(i))).collect();
-    let assignments: Vec<Arc<ClusterLoadAssignment>> =
+    let assignments: Vec<Arc<LoadAssignment>> =
         (0..CLUSTERS).map(|i| Arc::new(assignment(i, 0))).collect();
     let index: std::collections::HashMap<String, usize> = (0..CLUSTERS)
         .flat_map(|i| [(cluster_name(i), i), (endpoints_name(i), i)])
@@ -163,7 +168,7 @@ fn main() {
     );
 
     // One endpoint change at a time, each on a different cluster.
-    let changed: Vec<(usize, Arc<ClusterLoadAssignment>)> = (0..CHANGES)
+    let changed: Vec<(usize, Arc<LoadAssignment>)> = (0..CHANGES)
         .map(|k| {
             let i = (k * 7_919) % CLUSTERS;
             (i, Arc::new(assignment(i, 1 + k as u32)))

@@ -76,7 +76,7 @@
 //!         match (&cluster.endpoints, &cluster.error) {
 //!             (_, Some(error)) => println!("{}: {error}", cluster.name),
 //!             (ClusterEndpoints::Eds { assignment: Some(a), .. }, None) => {
-//!                 println!("{}: {} localities", cluster.name, a.value.endpoints.len())
+//!                 println!("{}: {} localities", cluster.name, a.value.localities().len())
 //!             }
 //!             _ => println!("{}", cluster.name),
 //!         }

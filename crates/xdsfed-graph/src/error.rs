@@ -143,6 +143,15 @@ pub enum GraphError {
         /// The decoder's message.
         reason: Arc<str>,
     },
+    /// A leaf cluster's inline `load_assignment` could not be held (only
+    /// an assignment whose text exceeds 4 GiB; validation checked the rest).
+    #[error("cluster {cluster:?}: cannot hold its load_assignment: {reason}")]
+    BadLoadAssignment {
+        /// The cluster.
+        cluster: Arc<str>,
+        /// Why.
+        reason: Arc<str>,
+    },
     /// Following the aggregate cluster's children leads back to a cluster on
     /// the current path.
     #[error("aggregate cluster {cluster:?}: its children loop back to {through:?}")]

@@ -18,10 +18,10 @@
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
 use imbl::{OrdMap, OrdSet};
+use xdsfed_core::types::LoadAssignment;
 
 use crate::edges::RouteScan;
 use crate::error::GraphError;
@@ -245,11 +245,11 @@ pub enum ClusterEndpoints {
         /// The ClusterLoadAssignment's name.
         service_name: Arc<str>,
         /// The assignment, if one is usable.
-        assignment: Option<Versioned<ClusterLoadAssignment>>,
+        assignment: Option<Versioned<LoadAssignment>>,
     },
     /// Inside the cluster resource (STATIC, STRICT_DNS, LOGICAL_DNS, …);
     /// `None` when the cluster has no `load_assignment`.
-    Inline(Option<Arc<ClusterLoadAssignment>>),
+    Inline(Option<Arc<LoadAssignment>>),
     /// An aggregate cluster: its leaf clusters, highest priority first,
     /// duplicates merged (gRFC A37). Each leaf has its own entry in the
     /// snapshot.

@@ -125,7 +125,7 @@ fn snapshot(routes: usize, policy: bool) -> Arc<Snapshot> {
                 engine.on_endpoints(
                     now,
                     &name,
-                    Update::Changed(Arc::new(assignment(i)), provenance()),
+                    Update::Changed(Arc::new(held(assignment(i))), provenance()),
                 );
             }
             // The benchmark's assignments carry their endpoints inline.
@@ -222,4 +222,9 @@ fn main() {
             );
         }
     });
+}
+
+/// `cla` as the client holds it.
+fn held(cla: ClusterLoadAssignment) -> xdsfed_core::types::LoadAssignment {
+    xdsfed_core::types::LoadAssignment::new(&cla).expect("a valid assignment")
 }

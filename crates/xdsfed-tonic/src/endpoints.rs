@@ -25,13 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use envoy_types::pb::envoy::config::core::v3::HealthStatus;
-use envoy_types::pb::envoy::config::core::v3::address::Address as AddressKind;
-use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
-use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
-use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints,
-};
+use xdsfed_core::types::{EndpointView, LoadAssignment, LocalityView};
 use xdsfed_graph::{ClusterEndpoints, ClusterSnapshot, Snapshot};
 
 use crate::endpoint::EndpointAddress;
@@ -111,12 +105,12 @@ impl EndpointSet {
     }
 
     /// The usable endpoints of one priority and their shares.
-    fn of_priority(localities: &[&LocalityLbEndpoints]) -> Self {
+    fn of_priority(localities: &[LocalityView<'_>]) -> Self {
         let usable: Vec<(u32, Vec<(EndpointAddress, u32)>)> = localities
             .iter()
             .filter_map(|l| {
-                let weight = l.load_balancing_weight.as_ref().map_or(0, |w| w.value);
-                let endpoints: Vec<_> = l.lb_endpoints.iter().filter_map(usable_endpoint).collect();
+                let weight = l.weight();
+                let endpoints: Vec<_> = l.endpoints().filter_map(usable_endpoint).collect();
                 (weight > 0 && !endpoints.is_empty()).then_some((weight, endpoints))
             })
             .collect();
@@ -150,7 +144,7 @@ fn usable<'s>(snapshot: &'s Snapshot, cluster: &str) -> Result<&'s ClusterSnapsh
 }
 
 /// A non-aggregate cluster's load assignment.
-fn leaf_assignment(entry: &ClusterSnapshot) -> Result<&ClusterLoadAssignment, String> {
+fn leaf_assignment(entry: &ClusterSnapshot) -> Result<&LoadAssignment, String> {
     match &entry.endpoints {
         ClusterEndpoints::Eds {
             assignment: Some(a),
@@ -174,11 +168,11 @@ fn leaf_assignment(entry: &ClusterSnapshot) -> Result<&ClusterLoadAssignment, St
 
 /// The localities of each priority, priority 0 first (the client has
 /// checked that priorities have no holes).
-fn priorities(cla: &ClusterLoadAssignment) -> Vec<Vec<&LocalityLbEndpoints>> {
-    let mut by_priority: BTreeMap<u32, Vec<&LocalityLbEndpoints>> = BTreeMap::new();
-    for locality in &cla.endpoints {
+fn priorities(cla: &LoadAssignment) -> Vec<Vec<LocalityView<'_>>> {
+    let mut by_priority: BTreeMap<u32, Vec<LocalityView<'_>>> = BTreeMap::new();
+    for locality in cla.localities() {
         by_priority
-            .entry(locality.priority)
+            .entry(locality.priority())
             .or_default()
             .push(locality);
     }
@@ -186,28 +180,13 @@ fn priorities(cla: &ClusterLoadAssignment) -> Vec<Vec<&LocalityLbEndpoints>> {
 }
 
 /// An endpoint's address and weight, if its health lets it take traffic.
-fn usable_endpoint(lb: &LbEndpoint) -> Option<(EndpointAddress, u32)> {
-    let health = HealthStatus::try_from(lb.health_status).ok()?;
-    if !matches!(health, HealthStatus::Unknown | HealthStatus::Healthy) {
-        return None;
-    }
-    let Some(HostIdentifier::Endpoint(endpoint)) = &lb.host_identifier else {
-        return None;
-    };
-    let Some(AddressKind::SocketAddress(socket)) =
-        endpoint.address.as_ref().and_then(|a| a.address.as_ref())
-    else {
-        return None;
-    };
-    let Some(PortSpecifier::PortValue(port)) = socket.port_specifier else {
-        return None;
-    };
-    let port = u16::try_from(port).ok()?;
-    let weight = lb
-        .load_balancing_weight
-        .as_ref()
-        .map_or(1, |w| w.value.max(1));
-    Some((EndpointAddress::new(socket.address.as_str(), port), weight))
+fn usable_endpoint(endpoint: EndpointView<'_>) -> Option<(EndpointAddress, u32)> {
+    endpoint.is_usable().then(|| {
+        (
+            EndpointAddress::new(endpoint.address, endpoint.port),
+            endpoint.weight.max(1),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use prost::Message;
+use xdsfed_core::types::LoadAssignment;
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
 };
@@ -30,7 +31,7 @@ pub(crate) struct Resources {
     pub(crate) listeners: HashMap<String, Listener>,
     pub(crate) route_configs: HashMap<String, RouteConfiguration>,
     pub(crate) clusters: HashMap<String, Cluster>,
-    pub(crate) assignments: HashMap<String, ClusterLoadAssignment>,
+    pub(crate) assignments: HashMap<String, LoadAssignment>,
 }
 
 impl Resources {
@@ -47,7 +48,8 @@ impl Resources {
         self
     }
     pub(crate) fn assignment(mut self, a: ClusterLoadAssignment) -> Self {
-        self.assignments.insert(a.cluster_name.clone(), a);
+        let held = LoadAssignment::new(&a).expect("a valid test assignment");
+        self.assignments.insert(a.cluster_name.clone(), held);
         self
     }
 

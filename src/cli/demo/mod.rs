@@ -368,7 +368,7 @@ impl Demo {
                 ClusterEndpoints::Eds {
                     service_name,
                     assignment: Some(a),
-                } if service_name.as_ref() == ONPREM_ENDPOINTS => Some(a.value.as_ref().clone()),
+                } if service_name.as_ref() == ONPREM_ENDPOINTS => a.value.decode().ok(),
                 _ => None,
             })
             .ok_or_else(|| CliError::runtime("the onprem endpoints are not in the snapshot"))?;

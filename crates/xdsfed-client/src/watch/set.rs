@@ -55,7 +55,7 @@ pub struct SetEvent<R> {
 /// }
 /// while let Some(change) = endpoints.next().await {
 ///     if let WatchEvent::Changed(assignment) = change.event {
-///         println!("{}: {} localities", change.name, assignment.endpoints.len());
+///         println!("{}: {} localities", change.name, assignment.localities().len());
 ///     }
 /// }
 /// # Ok(()) }

@@ -7,9 +7,16 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, lb_endpoint::HostIdentifier,
 };
 
+use bytes::Bytes;
+
 use super::{ResourceType, ValidationError, decode_message};
 
-/// The EDS resource type.
+mod view;
+
+pub use view::{EndpointView, LedsEndpoint, LedsLocality, LoadAssignment, LocalityView};
+
+/// The EDS resource type. A resource is held as its bytes and a compact
+/// view ([`LoadAssignment`]); the full message is decoded on demand.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EndpointType;
 
@@ -17,20 +24,24 @@ impl ResourceType for EndpointType {
     const TYPE_URL: &'static str =
         "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
     const SOTW_FULL_STATE: bool = false;
-    type Resource = ClusterLoadAssignment;
+    type Resource = LoadAssignment;
 
-    fn decode(bytes: &[u8]) -> Result<ClusterLoadAssignment, ValidationError> {
+    fn decode(bytes: &[u8]) -> Result<LoadAssignment, ValidationError> {
+        Self::decode_shared(&Bytes::copy_from_slice(bytes))
+    }
+
+    fn decode_shared(bytes: &Bytes) -> Result<LoadAssignment, ValidationError> {
         // Endpoint lists sized before they are filled: prost's doubling
-        // was a sixth of the client's CPU under EDS churn, and left room for
-        // sixteen endpoints in the copy the cache holds for ten.
+        // was a sixth of the client's CPU under EDS churn. The message
+        // lives only until its view is built.
         let cla = super::presized::load_assignment(bytes)
             .map_err(|e| ValidationError(format!("not a valid ClusterLoadAssignment: {e}")))?;
         validate_load_assignment(&cla)?;
-        Ok(cla)
+        LoadAssignment::of_validated(&cla, bytes.clone())
     }
 
-    fn name(resource: &ClusterLoadAssignment) -> Option<&str> {
-        Some(resource.cluster_name.as_str()).filter(|n| !n.is_empty())
+    fn name(resource: &LoadAssignment) -> Option<&str> {
+        Some(resource.cluster_name()).filter(|n| !n.is_empty())
     }
 
     fn name_of_invalid(bytes: &[u8]) -> Option<String> {
@@ -121,27 +132,37 @@ pub struct LbEndpointType;
 impl ResourceType for LbEndpointType {
     const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
     const SOTW_FULL_STATE: bool = false;
-    type Resource = LbEndpoint;
+    type Resource = LedsEndpoint;
 
-    fn decode(bytes: &[u8]) -> Result<LbEndpoint, ValidationError> {
-        let lb: LbEndpoint = decode_message(bytes, "LbEndpoint")?;
-        if lb
-            .load_balancing_weight
-            .as_ref()
-            .is_some_and(|w| w.value == 0)
-        {
-            return Err(ValidationError::field(
-                "load_balancing_weight",
-                "must be at least 1",
-            ));
-        }
-        validate_host(lb.host_identifier.as_ref(), EndpointAt::Bare)?;
-        Ok(lb)
+    fn decode(bytes: &[u8]) -> Result<LedsEndpoint, ValidationError> {
+        Self::decode_shared(&Bytes::copy_from_slice(bytes))
     }
 
-    fn name(_: &LbEndpoint) -> Option<&str> {
+    fn decode_shared(bytes: &Bytes) -> Result<LedsEndpoint, ValidationError> {
+        let lb: LbEndpoint = decode_message(bytes, "LbEndpoint")?;
+        validate_lb_endpoint(&lb)?;
+        LedsEndpoint::of_validated(&lb, bytes.clone())
+    }
+
+    fn name(_: &LedsEndpoint) -> Option<&str> {
         None
     }
+}
+
+/// Validates a bare LEDS endpoint: a socket address with a host and a
+/// port, and a weight of at least 1 if one is given.
+pub(crate) fn validate_lb_endpoint(lb: &LbEndpoint) -> Result<(), ValidationError> {
+    if lb
+        .load_balancing_weight
+        .as_ref()
+        .is_some_and(|w| w.value == 0)
+    {
+        return Err(ValidationError::field(
+            "load_balancing_weight",
+            "must be at least 1",
+        ));
+    }
+    validate_host(lb.host_identifier.as_ref(), EndpointAt::Bare)
 }
 
 /// Where an endpoint sits, as the start of a field path (with its trailing
@@ -226,7 +247,8 @@ mod tests {
         let cla = load_assignment("c1", &[("10.0.0.1", 80), ("10.0.0.2", 70000)]);
         let good = &cla.endpoints[0].lb_endpoints[0];
         let out = LbEndpointType::decode(&good.encode_to_vec()).expect("valid");
-        assert_eq!(&out, good);
+        assert_eq!(out.view().address, "10.0.0.1");
+        assert_eq!(&out.decode().expect("held bytes decode"), good);
         let bad = &cla.endpoints[0].lb_endpoints[1];
         let err = LbEndpointType::decode(&bad.encode_to_vec()).unwrap_err();
         assert_eq!(

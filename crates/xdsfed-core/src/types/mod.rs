@@ -37,6 +37,12 @@ pub trait ResourceType: Send + Sync + 'static {
     type Resource: Send + Sync + 'static;
     /// Decodes and validates `bytes` (the `value` of the resource's `Any`).
     fn decode(bytes: &[u8]) -> Result<Self::Resource, ValidationError>;
+    /// [`decode`](Self::decode) of bytes the client holds shared: a type
+    /// whose resource keeps its bytes (to decode the full message again on
+    /// demand) takes them from here without a copy.
+    fn decode_shared(bytes: &Bytes) -> Result<Self::Resource, ValidationError> {
+        Self::decode(bytes)
+    }
     /// The name the resource carries inside itself (`Listener.name`,
     /// `ClusterLoadAssignment.cluster_name`, …). State-of-the-world responses
     /// without the `Resource` wrapper identify resources only by this.
@@ -141,7 +147,7 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         T::SOTW_FULL_STATE
     }
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
-        let value = T::decode(&raw)?;
+        let value = T::decode_shared(&raw)?;
         let name = T::name(&value).map(Arc::from);
         Ok(Decoded {
             value: Arc::new(value),
@@ -150,7 +156,7 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         })
     }
     fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
-        let value = T::decode(&raw)?;
+        let value = T::decode_shared(&raw)?;
         let inner = T::name(&value).map(|inner| match inner == &**name {
             true => Arc::clone(name),
             false => Arc::from(inner),
@@ -263,7 +269,10 @@ pub use collection::entry_key;
 pub use collection::{
     CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
 };
-pub use endpoint::{EndpointType, LbEndpointType};
+pub use endpoint::{
+    EndpointType, EndpointView, LbEndpointType, LedsEndpoint, LedsLocality, LoadAssignment,
+    LocalityView,
+};
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::RouteConfigurationType;
 pub use validating_policy::{

@@ -10,7 +10,6 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
@@ -20,7 +19,8 @@ use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, Wildcar
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
 use xdsfed_core::protocol::ResourceKey;
 use xdsfed_core::types::{
-    ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
+    ClusterType, EndpointType, LbEndpointType, LedsEndpoint, ListenerType, LoadAssignment,
+    RouteConfigurationType,
 };
 
 use crate::engine::GraphEngine;
@@ -32,11 +32,11 @@ pub(crate) enum Input {
     Listener(Arc<str>, Update<Listener>),
     RouteConfig(Arc<str>, Update<RouteConfiguration>),
     Cluster(Arc<str>, Update<Cluster>),
-    Endpoints(Arc<str>, Update<ClusterLoadAssignment>),
+    Endpoints(Arc<str>, Update<LoadAssignment>),
     ListenerCollection(Arc<str>, CollectionUpdate<Listener>),
     ClusterCollection(Arc<str>, CollectionUpdate<Cluster>),
     /// An LEDS glob collection a ClusterLoadAssignment names.
-    Leds(Arc<str>, CollectionUpdate<LbEndpoint>),
+    Leds(Arc<str>, CollectionUpdate<LedsEndpoint>),
 }
 
 impl Input {
@@ -134,7 +134,7 @@ impl CollectionFollowed for ClusterType {
 }
 
 impl CollectionFollowed for LbEndpointType {
-    fn collection_input(collection: Arc<str>, update: CollectionUpdate<LbEndpoint>) -> Input {
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<LedsEndpoint>) -> Input {
         Input::Leds(collection, update)
     }
 }
@@ -152,7 +152,7 @@ impl Followed for ClusterType {
 }
 
 impl Followed for EndpointType {
-    fn input(name: Arc<str>, update: Update<ClusterLoadAssignment>) -> Input {
+    fn input(name: Arc<str>, update: Update<LoadAssignment>) -> Input {
         Input::Endpoints(name, update)
     }
 }

@@ -15,9 +15,9 @@ use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use prost::Message;
+use xdsfed_core::types::LoadAssignment;
 
 use super::{Edge, Key, ParseCx, canonical_name, cluster_edge};
 use crate::error::GraphError;
@@ -32,7 +32,7 @@ pub(crate) enum ClusterShape {
     /// Endpoints come from EDS under this name.
     Eds { service_name: Arc<str> },
     /// A leaf whose endpoints (if any) are inside the cluster.
-    Inline(Option<Arc<ClusterLoadAssignment>>),
+    Inline(Option<Arc<LoadAssignment>>),
     /// An aggregate cluster's children, in priority order, each once.
     Aggregate { children: Arc<[Arc<str>]> },
     /// The cluster cannot be used; the error says why.
@@ -65,10 +65,7 @@ pub(crate) fn parse_cluster(
         Some(ClusterDiscoveryType::Type(t)) if *t == DiscoveryType::Eds as i32 => {
             eds(cx, name, cluster)
         }
-        _ => (
-            ClusterShape::Inline(cluster.load_assignment.clone().map(Arc::new)),
-            Vec::new(),
-        ),
+        _ => inline(name, cluster),
     }
 }
 
@@ -133,6 +130,18 @@ fn aggregate(
         children: children.into(),
     };
     (shape, edges)
+}
+
+/// A leaf, with its inline endpoints held as EDS ones are.
+fn inline(name: &Arc<str>, cluster: &Cluster) -> (ClusterShape, Vec<Edge>) {
+    let held = cluster.load_assignment.as_ref().map(LoadAssignment::new);
+    match held.transpose() {
+        Ok(held) => (ClusterShape::Inline(held.map(Arc::new)), Vec::new()),
+        Err(e) => invalid(GraphError::BadLoadAssignment {
+            cluster: Arc::clone(name),
+            reason: Arc::from(e.0),
+        }),
+    }
 }
 
 fn invalid(error: GraphError) -> (ClusterShape, Vec<Edge>) {

@@ -11,32 +11,17 @@
 
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::envoy::config::endpoint::v3::LedsClusterLocalityConfig;
-use envoy_types::pb::envoy::config::endpoint::v3::locality_lb_endpoints::LbConfig;
+use xdsfed_core::types::{LedsLocality, LoadAssignment};
 
 use super::{Edge, Key, ParseCx, canonical_name};
 use crate::error::GraphError;
 use crate::resource::ResourceKind;
 
-/// The LEDS configuration of each locality that has one, by locality index.
-pub(crate) fn leds_localities(
-    cla: &ClusterLoadAssignment,
-) -> impl Iterator<Item = (usize, &LedsClusterLocalityConfig)> {
-    cla.endpoints
-        .iter()
-        .enumerate()
-        .filter_map(|(i, locality)| match &locality.lb_config {
-            Some(LbConfig::LedsClusterLocalityConfig(leds)) => Some((i, leds)),
-            _ => None,
-        })
-}
-
 /// The key of the LEDS collection a locality names, or why it cannot be
 /// followed.
-pub(crate) fn leds_key(leds: &LedsClusterLocalityConfig) -> Result<Key, (Key, GraphError)> {
+pub(crate) fn leds_key(leds: &LedsLocality) -> Result<Key, (Key, GraphError)> {
     let kind = ResourceKind::LbEndpoint;
-    let raw = leds.leds_collection_name.as_str();
+    let raw = &*leds.collection_name;
     let name = canonical_name(kind, raw).map_err(|e| (Key::new(kind, Arc::from(raw)), e))?;
     let glob = xdsfed_core::name::ResourceName::parse_user_supplied(&name).is_ok_and(|n| {
         n.as_xdstp()
@@ -56,16 +41,12 @@ pub(crate) fn leds_key(leds: &LedsClusterLocalityConfig) -> Result<Key, (Key, Gr
 
 /// The edges of ClusterLoadAssignment `name`: one per distinct LEDS
 /// collection its localities name.
-pub(crate) fn leds_edges(
-    cx: ParseCx<'_>,
-    name: &Arc<str>,
-    cla: &ClusterLoadAssignment,
-) -> Vec<Edge> {
+pub(crate) fn leds_edges(cx: ParseCx<'_>, name: &Arc<str>, cla: &LoadAssignment) -> Vec<Edge> {
     let mut edges: Vec<Edge> = Vec::new();
-    for (_, leds) in leds_localities(cla) {
+    for (_, leds) in cla.leds_localities() {
         let edge = match leds_key(leds) {
             Ok(target) => Edge {
-                via: cx.resolve(target.kind, &target.name, leds.leds_config.as_ref(), name),
+                via: cx.resolve(target.kind, &target.name, leds.config.as_ref(), name),
                 target,
             },
             Err((target, error)) => Edge {

@@ -34,7 +34,7 @@ use crate::options::{ConfigSourceTrust, KnownAuthorities};
 use crate::resource::ResourceKind;
 
 pub(crate) use cluster::{ClusterShape, parse_cluster};
-pub(crate) use endpoints::{leds_edges, leds_key, leds_localities};
+pub(crate) use endpoints::{leds_edges, leds_key};
 pub(crate) use listener::{ListenerShape, parse_listener};
 pub(crate) use route::{RouteScan, scan_route_config};
 

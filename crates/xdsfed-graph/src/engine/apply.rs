@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::types::LoadAssignment;
 
 use super::node::{Node, State, Value};
 use super::{GraphEngine, Listing};
@@ -70,7 +70,7 @@ impl GraphResource for Cluster {
     }
 }
 
-impl GraphResource for ClusterLoadAssignment {
+impl GraphResource for LoadAssignment {
     fn read(
         res: Arc<Self>,
         name: &Arc<str>,

@@ -12,8 +12,8 @@
 //! then present with its members in a persistent map. A member that joins,
 //! changes or leaves costs one map update, and dirties only the clusters
 //! whose assignment names the collection; their entries are rebuilt with
-//! the members as that locality's `lb_endpoints`, so the snapshot's shape
-//! is the same as for endpoints inline in the assignment.
+//! the members as that locality's endpoints, so the snapshot's shape is the
+//! same as for endpoints inline in the assignment.
 //!
 //! Errors: the collection itself failing before its first answer makes the
 //! node absent, and the cluster shows that error as it would a missing
@@ -24,17 +24,17 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use imbl::OrdMap;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use super::GraphEngine;
 use super::node::{State, Value};
-use crate::edges::{Key, leds_key, leds_localities};
+use crate::edges::{Key, leds_key};
 use crate::error::GraphError;
 use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
 
-type Members = OrdMap<Arc<str>, Arc<LbEndpoint>>;
+type Members = OrdMap<Arc<str>, Arc<LedsEndpoint>>;
 
 impl GraphEngine {
     /// Applies `update` to LEDS collection `collection`, live or retired
@@ -43,7 +43,7 @@ impl GraphEngine {
         &mut self,
         _now: Instant,
         collection: &str,
-        update: CollectionUpdate<LbEndpoint>,
+        update: CollectionUpdate<LedsEndpoint>,
     ) {
         let key = Key::new(ResourceKind::LbEndpoint, Arc::from(collection));
         let Some(node) = self.nodes.get(&key).or_else(|| self.retired.get(&key)) else {
@@ -61,21 +61,20 @@ impl GraphEngine {
         self.mark_changed(&key, false);
     }
 
-    /// `cla` as the snapshot shows it: each LEDS locality's `lb_endpoints`
-    /// are its collection's members, in name order. Shared, not copied,
-    /// when no locality uses LEDS. The error is that of the first
-    /// collection that cannot be used.
+    /// `cla` as the snapshot shows it: each LEDS locality's endpoints are
+    /// its collection's members, in name order. Shared, not copied, when
+    /// no locality uses LEDS. The error is that of the first collection
+    /// that cannot be used.
     pub(super) fn with_leds_endpoints(
         &self,
-        cla: &Arc<ClusterLoadAssignment>,
-    ) -> (Arc<ClusterLoadAssignment>, Option<GraphError>) {
-        if leds_localities(cla).next().is_none() {
+        cla: &Arc<LoadAssignment>,
+    ) -> (Arc<LoadAssignment>, Option<GraphError>) {
+        if cla.leds_localities().next().is_none() {
             return (Arc::clone(cla), None);
         }
-        let mut merged = ClusterLoadAssignment::clone(cla);
         let mut error = None;
-        let mut filled = Vec::new();
-        for (i, leds) in leds_localities(cla) {
+        let mut fills = Vec::new();
+        for (i, leds) in cla.leds_localities() {
             let members = match leds_key(leds) {
                 Ok(key) => match self.nodes.get(&key).map(|n| &n.state) {
                     Some(State::Present {
@@ -92,23 +91,26 @@ impl GraphEngine {
                     None
                 }
             };
-            let endpoints = members.map_or_else(Vec::new, |m| {
-                m.values().map(|e| LbEndpoint::clone(e)).collect()
-            });
-            filled.push((i, endpoints));
+            let endpoints = members.map_or_else(Vec::new, |m| m.values().map(|e| &**e).collect());
+            fills.push((i, endpoints));
         }
-        for (i, endpoints) in filled {
-            if let Some(locality) = merged.endpoints.get_mut(i) {
-                locality.lb_endpoints = endpoints;
+        match cla.with_leds_endpoints(&fills) {
+            Ok(merged) => (Arc::new(merged), error),
+            Err(e) => {
+                let name = Arc::from(cla.cluster_name());
+                let error = error.unwrap_or(GraphError::BadLoadAssignment {
+                    cluster: name,
+                    reason: Arc::from(e.0),
+                });
+                (Arc::clone(cla), Some(error))
             }
         }
-        (Arc::new(merged), error)
     }
 }
 
 /// The state `update` moves collection `key` to from `state`; `None` when
 /// nothing changes.
-fn next_state(key: &Key, state: &State, update: CollectionUpdate<LbEndpoint>) -> Option<State> {
+fn next_state(key: &Key, state: &State, update: CollectionUpdate<LedsEndpoint>) -> Option<State> {
     let (members, provenance, ambient) = match state {
         State::Present {
             value: Value::Leds { members },

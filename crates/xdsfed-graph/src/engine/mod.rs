@@ -63,10 +63,10 @@ use std::time::Instant;
 use xdsfed_core::hash::{HashMap, HashSet};
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use imbl::OrdMap;
+use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{Key, ParseCx, Via, canonical_name};
 use crate::options::{GraphOptions, Roots};
@@ -304,12 +304,7 @@ impl GraphEngine {
 
     /// The client reported on the ClusterLoadAssignment `name` (an EDS
     /// service name).
-    pub fn on_endpoints(
-        &mut self,
-        now: Instant,
-        name: &str,
-        update: Update<ClusterLoadAssignment>,
-    ) {
+    pub fn on_endpoints(&mut self, now: Instant, name: &str, update: Update<LoadAssignment>) {
         self.on_update(now, ResourceKind::ClusterLoadAssignment, name, update);
     }
 
@@ -321,7 +316,7 @@ impl GraphEngine {
         &mut self,
         now: Instant,
         collection: &str,
-        update: CollectionUpdate<LbEndpoint>,
+        update: CollectionUpdate<LedsEndpoint>,
     ) {
         self.on_leds_update(now, collection, update);
     }

@@ -19,10 +19,10 @@ use std::time::Instant;
 use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LbEndpoint};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
 use crate::error::GraphError;
@@ -45,12 +45,12 @@ pub(super) enum Value {
         shape: ClusterShape,
     },
     Endpoints {
-        res: Arc<ClusterLoadAssignment>,
+        res: Arc<LoadAssignment>,
     },
     /// An LEDS glob collection: its members now, by name. Persistent, so a
     /// member's update copies O(log n) nodes, not the collection.
     Leds {
-        members: imbl::OrdMap<Arc<str>, Arc<LbEndpoint>>,
+        members: imbl::OrdMap<Arc<str>, Arc<LedsEndpoint>>,
     },
 }
 

@@ -287,7 +287,7 @@ pub fn endpoint_count(snapshot: &Snapshot, cluster: &str) -> Option<usize> {
         ClusterEndpoints::Eds {
             assignment: Some(a),
             ..
-        } => Some(a.value.endpoints.iter().map(|l| l.lb_endpoints.len()).sum()),
+        } => Some(a.value.endpoint_count()),
         _ => None,
     }
 }

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use envoy_types::pb::envoy::config::core::v3::Locality;
 use envoy_types::pb::envoy::config::endpoint::v3::locality_lb_endpoints::LbConfig;
 use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, LbEndpoint, LedsClusterLocalityConfig, LocalityLbEndpoints,
+    ClusterLoadAssignment, LedsClusterLocalityConfig, LocalityLbEndpoints,
 };
-use envoy_types::pb::google::protobuf::UInt32Value;
+use xdsfed_core::types::LedsEndpoint;
 
 use super::*;
 use crate::{ClusterEndpoints, CollectionUpdate, GraphError};
@@ -23,6 +24,10 @@ fn leds_cla(name: &str, collection: &str) -> ClusterLoadAssignment {
     let mut cla = cla(name, 1);
     cla.endpoints.push(LocalityLbEndpoints {
         priority: 0,
+        locality: Some(Locality {
+            region: "leds".into(),
+            ..Default::default()
+        }),
         lb_config: Some(LbConfig::LedsClusterLocalityConfig(
             LedsClusterLocalityConfig {
                 leds_config: None,
@@ -34,18 +39,16 @@ fn leds_cla(name: &str, collection: &str) -> ClusterLoadAssignment {
     cla
 }
 
-fn weighted(weight: u32) -> Arc<LbEndpoint> {
-    Arc::new(LbEndpoint {
-        load_balancing_weight: Some(UInt32Value { value: weight }),
-        ..Default::default()
-    })
+fn weighted(weight: u32) -> Arc<LedsEndpoint> {
+    let held = LedsEndpoint::new(&endpoint("10.1.1.1", weight)).expect("a valid endpoint");
+    Arc::new(held)
 }
 
-fn leds(h: &mut Harness, update: CollectionUpdate<LbEndpoint>) {
+fn leds(h: &mut Harness, update: CollectionUpdate<LedsEndpoint>) {
     h.engine.on_leds(h.now, GLOB, update);
 }
 
-fn changed(id: &str, weight: u32) -> CollectionUpdate<LbEndpoint> {
+fn changed(id: &str, weight: u32) -> CollectionUpdate<LedsEndpoint> {
     let p = Harness::provenance(GLOB, "1");
     CollectionUpdate::Member(Arc::from(member(id)), Update::Changed(weighted(weight), p))
 }
@@ -60,11 +63,10 @@ fn leds_weights(s: &Snapshot) -> Vec<u32> {
     else {
         panic!("no assignment: {c:?}");
     };
-    a.value.endpoints[1]
-        .lb_endpoints
-        .iter()
-        .map(|e| e.load_balancing_weight.as_ref().map_or(0, |w| w.value))
-        .collect()
+    a.value
+        .localities()
+        .nth(1)
+        .map_or(Vec::new(), |l| l.endpoints().map(|e| e.weight).collect())
 }
 
 fn leds_graph() -> Harness {

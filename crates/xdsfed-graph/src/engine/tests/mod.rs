@@ -39,6 +39,7 @@ use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use envoy_types::pb::xds::core::v3::Authority;
 use prost::Message;
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
+use xdsfed_core::types::LoadAssignment;
 
 use crate::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
@@ -215,9 +216,36 @@ pub(super) fn cla(name: &str, n: usize) -> ClusterLoadAssignment {
     ClusterLoadAssignment {
         cluster_name: name.into(),
         endpoints: vec![LocalityLbEndpoints {
-            lb_endpoints: vec![LbEndpoint::default(); n],
+            lb_endpoints: (0..n)
+                .map(|i| endpoint(&format!("10.0.0.{i}"), 1))
+                .collect(),
             ..Default::default()
         }],
+        ..Default::default()
+    }
+}
+
+/// An endpoint at `address`, port 80, with `weight`.
+pub(super) fn endpoint(address: &str, weight: u32) -> LbEndpoint {
+    use envoy_types::pb::envoy::config::core::v3::{
+        Address, SocketAddress, address, socket_address,
+    };
+    use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, lb_endpoint};
+    let socket = SocketAddress {
+        address: address.into(),
+        port_specifier: Some(socket_address::PortSpecifier::PortValue(80)),
+        ..Default::default()
+    };
+    LbEndpoint {
+        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+            address: Some(Address {
+                address: Some(address::Address::SocketAddress(socket)),
+            }),
+            ..Default::default()
+        })),
+        load_balancing_weight: Some(envoy_types::pb::google::protobuf::UInt32Value {
+            value: weight,
+        }),
         ..Default::default()
     }
 }
@@ -312,8 +340,9 @@ impl Harness {
     pub(super) fn endpoints(&mut self, c: ClusterLoadAssignment, version: &str) {
         let name = c.cluster_name.clone();
         let p = Self::provenance(&name, version);
+        let held = LoadAssignment::new(&c).expect("a valid test assignment");
         self.engine
-            .on_endpoints(self.now, &name, Update::Changed(Arc::new(c), p));
+            .on_endpoints(self.now, &name, Update::Changed(Arc::new(held), p));
     }
 
     /// Drains the watch changes, as `(kind, name)` for watches and

@@ -58,7 +58,7 @@ fn rds_route_config_is_watched_and_its_clusters_followed() {
         panic!("b should have EDS endpoints");
     };
     assert_eq!(&**service_name, "b-endpoints");
-    assert_eq!(assignment.value.endpoints[0].lb_endpoints.len(), 3);
+    assert_eq!(assignment.value.endpoint_count(), 3);
 }
 
 /// An inline `route_config` needs no RDS watch; its clusters are edges of

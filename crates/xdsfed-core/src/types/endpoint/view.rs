@@ -1,0 +1,550 @@
+//! What the client holds of a validated `ClusterLoadAssignment` or LEDS
+//! `LbEndpoint`: the bytes the server sent, shared, and a compact view of
+//! what a data plane reads.
+//!
+//! A decoded `ClusterLoadAssignment` of ten endpoints is some 4.7 KB of
+//! prost structs, most of it empty inline options; its bytes are about
+//! 460. So the decoded message lives only while it is validated and read:
+//! what stays is the bytes, every string of the view in one buffer, one
+//! fixed-size record per locality and one per endpoint. Three allocations
+//! per assignment however many endpoints it has. The full message is
+//! decoded again from the bytes on demand ([`LoadAssignment::decode`]).
+//!
+//! Rule: the view shows exactly what the message says, field for field, of
+//! what it covers: each locality's region, zone, sub-zone, weight (0 when
+//! unset), priority and LEDS configuration, and each endpoint's socket
+//! address, port, weight (1 when unset) and health status, in the
+//! message's order. Only validated messages are viewed, so every endpoint
+//! has a socket address and a port.
+
+use std::fmt;
+use std::ops::Range;
+
+use bytes::Bytes;
+use envoy_types::pb::envoy::config::core::v3::address::Address;
+use envoy_types::pb::envoy::config::core::v3::socket_address::PortSpecifier;
+use envoy_types::pb::envoy::config::core::v3::{ConfigSource, HealthStatus};
+use envoy_types::pb::envoy::config::endpoint::v3::lb_endpoint::HostIdentifier;
+use envoy_types::pb::envoy::config::endpoint::v3::locality_lb_endpoints::LbConfig;
+use envoy_types::pb::envoy::config::endpoint::v3::{
+    ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints,
+};
+use prost::Message;
+
+use crate::types::ValidationError;
+
+/// A validated `ClusterLoadAssignment`, held as its bytes and a compact
+/// view: its localities and endpoints, in the message's order.
+///
+/// Cloning copies the view; share it in an `Arc`, as the client does.
+///
+/// ```
+/// use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+/// use xdsfed_core::types::LoadAssignment;
+///
+/// let message = ClusterLoadAssignment {
+///     cluster_name: "backend".into(),
+///     ..Default::default()
+/// };
+/// let held = LoadAssignment::new(&message)?;
+/// assert_eq!(held.cluster_name(), "backend");
+/// assert_eq!(held.endpoint_count(), 0);
+/// assert_eq!(held.decode()?, message);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct LoadAssignment {
+    raw: Bytes,
+    text: Box<str>,
+    name: Span,
+    localities: Box<[LocalityRecord]>,
+    endpoints: Box<[EndpointRecord]>,
+    leds: Box<[LedsLocality]>,
+}
+
+/// One locality of a [`LoadAssignment`].
+#[derive(Clone, Copy)]
+pub struct LocalityView<'a> {
+    held: &'a LoadAssignment,
+    record: &'a LocalityRecord,
+}
+
+/// One endpoint: a view into a [`LoadAssignment`] or an [`LedsEndpoint`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointView<'a> {
+    /// The socket address's `address`: an IP address or a host name.
+    pub address: &'a str,
+    /// The socket address's port.
+    pub port: u16,
+    /// `load_balancing_weight`, 1 when unset (validation refuses 0).
+    pub weight: u32,
+    /// `health_status` as sent; see [`EndpointView::health`].
+    pub health_status: i32,
+}
+
+impl EndpointView<'_> {
+    /// The health status, `None` for a value this client does not know.
+    pub fn health(&self) -> Option<HealthStatus> {
+        HealthStatus::try_from(self.health_status).ok()
+    }
+
+    /// Whether gRPC sends traffic to an endpoint of this health: UNKNOWN
+    /// or HEALTHY (gRFC A27).
+    pub fn is_usable(&self) -> bool {
+        matches!(
+            self.health(),
+            Some(HealthStatus::Unknown | HealthStatus::Healthy)
+        )
+    }
+}
+
+/// A locality that takes its endpoints from LEDS (xDS TP1): the collection
+/// it names and the ConfigSource to fetch it through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedsLocality {
+    /// `leds_cluster_locality_config.leds_collection_name`.
+    pub collection_name: Box<str>,
+    /// `leds_cluster_locality_config.leds_config`.
+    pub config: Option<ConfigSource>,
+}
+
+/// A validated LEDS `LbEndpoint`, held as its bytes and a compact view.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LedsEndpoint {
+    raw: Bytes,
+    address: Box<str>,
+    port: u16,
+    weight: u32,
+    health_status: i32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    fn range(self) -> Range<usize> {
+        let start = self.start as usize;
+        start..start + self.len as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LocalityRecord {
+    region: Span,
+    zone: Span,
+    sub_zone: Span,
+    weight: u32,
+    priority: u32,
+    endpoints: Span,
+    /// Index into `leds`, or `NO_LEDS`.
+    leds: u32,
+}
+
+const NO_LEDS: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EndpointRecord {
+    address: Span,
+    weight: u32,
+    health_status: i32,
+    port: u16,
+}
+
+impl LoadAssignment {
+    /// Validates `message` as the client validates EDS (gRFC A27) and holds
+    /// it; for tests and for assignments inside clusters.
+    pub fn new(message: &ClusterLoadAssignment) -> Result<Self, ValidationError> {
+        super::validate_load_assignment(message)?;
+        Self::of_validated(message, Bytes::from(message.encode_to_vec()))
+    }
+
+    /// The view of `message`, which validation accepted and which was
+    /// decoded from `raw`.
+    pub(crate) fn of_validated(
+        message: &ClusterLoadAssignment,
+        raw: Bytes,
+    ) -> Result<Self, ValidationError> {
+        let mut builder = Builder::sized_for(message);
+        builder.name = builder.push_text(&message.cluster_name)?;
+        for locality in &message.endpoints {
+            builder.push_locality(locality)?;
+        }
+        Ok(builder.finish(raw))
+    }
+
+    /// A copy in which each LEDS locality listed in `fills` (by locality
+    /// index) has the given endpoints; the bytes stay those of the
+    /// assignment as the server sent it.
+    pub fn with_leds_endpoints(
+        &self,
+        fills: &[(usize, Vec<&LedsEndpoint>)],
+    ) -> Result<Self, ValidationError> {
+        let mut builder = Builder {
+            text: String::with_capacity(self.text.len()),
+            localities: Vec::with_capacity(self.localities.len()),
+            endpoints: Vec::with_capacity(self.endpoints.len()),
+            leds: self.leds.to_vec(),
+            name: Span::default(),
+        };
+        builder.name = builder.push_text(self.cluster_name())?;
+        for (index, locality) in self.localities().enumerate() {
+            let filled = fills.iter().find(|(i, _)| *i == index);
+            let members = filled.map(|(_, members)| members.iter().map(|m| m.view()));
+            builder.push_view(locality, members)?;
+        }
+        Ok(builder.finish(self.raw.clone()))
+    }
+
+    /// `cluster_name`.
+    pub fn cluster_name(&self) -> &str {
+        &self.text[self.name.range()]
+    }
+
+    /// The localities, in the message's order.
+    pub fn localities(&self) -> impl ExactSizeIterator<Item = LocalityView<'_>> {
+        self.localities
+            .iter()
+            .map(move |record| LocalityView { held: self, record })
+    }
+
+    /// Every endpoint of every locality, in the message's order.
+    pub fn endpoints(&self) -> impl ExactSizeIterator<Item = EndpointView<'_>> {
+        self.endpoints.iter().map(move |e| self.endpoint(e))
+    }
+
+    /// How many endpoints the localities list together.
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    /// The localities that take their endpoints from LEDS, with their index.
+    pub fn leds_localities(&self) -> impl Iterator<Item = (usize, &LedsLocality)> {
+        self.localities
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| self.leds.get(l.leds as usize).map(|leds| (i, leds)))
+    }
+
+    /// The bytes the server sent, shared.
+    pub fn raw(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// The full message, decoded again from the bytes the server sent.
+    /// Endpoints filled in from LEDS are not in it.
+    pub fn decode(&self) -> Result<ClusterLoadAssignment, prost::DecodeError> {
+        ClusterLoadAssignment::decode(self.raw.clone())
+    }
+
+    fn endpoint(&self, record: &EndpointRecord) -> EndpointView<'_> {
+        EndpointView {
+            address: &self.text[record.address.range()],
+            port: record.port,
+            weight: record.weight,
+            health_status: record.health_status,
+        }
+    }
+}
+
+impl fmt::Debug for LoadAssignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadAssignment")
+            .field("cluster_name", &self.cluster_name())
+            .field("localities", &self.localities().collect::<Vec<_>>())
+            .field("bytes", &self.raw.len())
+            .finish()
+    }
+}
+
+impl<'a> LocalityView<'a> {
+    /// `locality.region`.
+    pub fn region(&self) -> &'a str {
+        &self.held.text[self.record.region.range()]
+    }
+
+    /// `locality.zone`.
+    pub fn zone(&self) -> &'a str {
+        &self.held.text[self.record.zone.range()]
+    }
+
+    /// `locality.sub_zone`.
+    pub fn sub_zone(&self) -> &'a str {
+        &self.held.text[self.record.sub_zone.range()]
+    }
+
+    /// `load_balancing_weight`, 0 when unset: gRPC ignores such a locality.
+    pub fn weight(&self) -> u32 {
+        self.record.weight
+    }
+
+    /// `priority`.
+    pub fn priority(&self) -> u32 {
+        self.record.priority
+    }
+
+    /// Its endpoints: those listed inline, or for an LEDS locality those
+    /// the graph filled in (none in the assignment as the server sent it).
+    pub fn endpoints(&self) -> impl ExactSizeIterator<Item = EndpointView<'a>> + use<'a> {
+        let held = self.held;
+        held.endpoints[self.record.endpoints.range()]
+            .iter()
+            .map(move |e| held.endpoint(e))
+    }
+
+    /// Its LEDS configuration, when it takes its endpoints from LEDS.
+    pub fn leds(&self) -> Option<&'a LedsLocality> {
+        self.held.leds.get(self.record.leds as usize)
+    }
+}
+
+impl fmt::Debug for LocalityView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Locality")
+            .field("region", &self.region())
+            .field("zone", &self.zone())
+            .field("sub_zone", &self.sub_zone())
+            .field("weight", &self.weight())
+            .field("priority", &self.priority())
+            .field("endpoints", &self.endpoints().collect::<Vec<_>>())
+            .field("leds", &self.leds())
+            .finish()
+    }
+}
+
+impl LedsEndpoint {
+    /// Validates `message` as the client validates LEDS and holds it; for
+    /// tests.
+    pub fn new(message: &LbEndpoint) -> Result<Self, ValidationError> {
+        super::validate_lb_endpoint(message)?;
+        Self::of_validated(message, Bytes::from(message.encode_to_vec()))
+    }
+
+    pub(crate) fn of_validated(message: &LbEndpoint, raw: Bytes) -> Result<Self, ValidationError> {
+        let (address, port) = socket_of(message)?;
+        Ok(Self {
+            raw,
+            address: address.into(),
+            port,
+            weight: weight_of(message),
+            health_status: message.health_status,
+        })
+    }
+
+    /// The endpoint's view.
+    pub fn view(&self) -> EndpointView<'_> {
+        EndpointView {
+            address: &self.address,
+            port: self.port,
+            weight: self.weight,
+            health_status: self.health_status,
+        }
+    }
+
+    /// The bytes the server sent, shared.
+    pub fn raw(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// The full message, decoded again from the bytes the server sent.
+    pub fn decode(&self) -> Result<LbEndpoint, prost::DecodeError> {
+        LbEndpoint::decode(self.raw.clone())
+    }
+}
+
+impl fmt::Debug for LedsEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.view(), f)
+    }
+}
+
+/// The view under construction.
+struct Builder {
+    text: String,
+    name: Span,
+    localities: Vec<LocalityRecord>,
+    endpoints: Vec<EndpointRecord>,
+    leds: Vec<LedsLocality>,
+}
+
+impl Builder {
+    /// Room for `message`'s view, so that nothing grows while it is built.
+    fn sized_for(message: &ClusterLoadAssignment) -> Self {
+        let mut text = message.cluster_name.len();
+        let mut endpoints = 0;
+        for locality in &message.endpoints {
+            if let Some(l) = &locality.locality {
+                text += l.region.len() + l.zone.len() + l.sub_zone.len();
+            }
+            endpoints += locality.lb_endpoints.len();
+            text += locality
+                .lb_endpoints
+                .iter()
+                .filter_map(|lb| socket_of(lb).ok())
+                .map(|(address, _)| address.len())
+                .sum::<usize>();
+        }
+        Self {
+            text: String::with_capacity(text),
+            name: Span::default(),
+            localities: Vec::with_capacity(message.endpoints.len()),
+            endpoints: Vec::with_capacity(endpoints),
+            leds: Vec::new(),
+        }
+    }
+
+    fn push_text(&mut self, s: &str) -> Result<Span, ValidationError> {
+        let too_long = || ValidationError("the assignment's text exceeds 4 GiB".into());
+        let start = u32::try_from(self.text.len()).map_err(|_| too_long())?;
+        let len = u32::try_from(s.len()).map_err(|_| too_long())?;
+        start.checked_add(len).ok_or_else(too_long)?;
+        self.text.push_str(s);
+        Ok(Span { start, len })
+    }
+
+    fn push_endpoint(&mut self, endpoint: EndpointView<'_>) -> Result<(), ValidationError> {
+        let address = self.push_text(endpoint.address)?;
+        self.endpoints.push(EndpointRecord {
+            address,
+            weight: endpoint.weight,
+            health_status: endpoint.health_status,
+            port: endpoint.port,
+        });
+        Ok(())
+    }
+
+    fn endpoints_from(&self, first: usize) -> Result<Span, ValidationError> {
+        let count =
+            |n: usize| u32::try_from(n).map_err(|_| ValidationError("too many endpoints".into()));
+        Ok(Span {
+            start: count(first)?,
+            len: count(self.endpoints.len() - first)?,
+        })
+    }
+
+    fn push_locality(&mut self, locality: &LocalityLbEndpoints) -> Result<(), ValidationError> {
+        let place = locality.locality.clone().unwrap_or_default();
+        let (region, zone, sub_zone) = (
+            self.push_text(&place.region)?,
+            self.push_text(&place.zone)?,
+            self.push_text(&place.sub_zone)?,
+        );
+        let leds = match &locality.lb_config {
+            Some(LbConfig::LedsClusterLocalityConfig(config)) => {
+                self.leds.push(LedsLocality {
+                    collection_name: config.leds_collection_name.as_str().into(),
+                    config: config.leds_config.clone(),
+                });
+                index_of_last(&self.leds)
+            }
+            _ => NO_LEDS,
+        };
+        let first = self.endpoints.len();
+        // Envoy ignores a LEDS locality's own endpoints; so does the view.
+        if leds == NO_LEDS {
+            for lb in &locality.lb_endpoints {
+                let (address, port) = socket_of(lb)?;
+                self.push_endpoint(EndpointView {
+                    address,
+                    port,
+                    weight: weight_of(lb),
+                    health_status: lb.health_status,
+                })?;
+            }
+        }
+        let endpoints = self.endpoints_from(first)?;
+        self.localities.push(LocalityRecord {
+            region,
+            zone,
+            sub_zone,
+            weight: locality
+                .load_balancing_weight
+                .as_ref()
+                .map_or(0, |w| w.value),
+            priority: locality.priority,
+            endpoints,
+            leds,
+        });
+        Ok(())
+    }
+
+    /// Copies `locality`, with `members` as its endpoints when given.
+    fn push_view<'m>(
+        &mut self,
+        locality: LocalityView<'_>,
+        members: Option<impl Iterator<Item = EndpointView<'m>>>,
+    ) -> Result<(), ValidationError> {
+        let (region, zone, sub_zone) = (
+            self.push_text(locality.region())?,
+            self.push_text(locality.zone())?,
+            self.push_text(locality.sub_zone())?,
+        );
+        let first = self.endpoints.len();
+        match members {
+            Some(members) => {
+                for member in members {
+                    self.push_endpoint(member)?;
+                }
+            }
+            None => {
+                for endpoint in locality.endpoints() {
+                    self.push_endpoint(endpoint)?;
+                }
+            }
+        }
+        let endpoints = self.endpoints_from(first)?;
+        self.localities.push(LocalityRecord {
+            endpoints,
+            region,
+            zone,
+            sub_zone,
+            ..*locality.record
+        });
+        Ok(())
+    }
+
+    fn finish(self, raw: Bytes) -> LoadAssignment {
+        LoadAssignment {
+            raw,
+            text: self.text.into_boxed_str(),
+            name: self.name,
+            localities: self.localities.into_boxed_slice(),
+            endpoints: self.endpoints.into_boxed_slice(),
+            leds: self.leds.into_boxed_slice(),
+        }
+    }
+}
+
+fn index_of_last<T>(items: &[T]) -> u32 {
+    u32::try_from(items.len() - 1).unwrap_or(NO_LEDS)
+}
+
+/// A validated endpoint's socket address and port.
+fn socket_of(lb: &LbEndpoint) -> Result<(&str, u16), ValidationError> {
+    let socket = match &lb.host_identifier {
+        Some(HostIdentifier::Endpoint(endpoint)) => {
+            match endpoint.address.as_ref().and_then(|a| a.address.as_ref()) {
+                Some(Address::SocketAddress(socket)) => Some(socket),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let missing = || ValidationError::field("endpoint.address.socket_address", "missing");
+    let socket = socket.ok_or_else(missing)?;
+    match socket.port_specifier {
+        Some(PortSpecifier::PortValue(port)) => u16::try_from(port)
+            .map(|port| (socket.address.as_str(), port))
+            .map_err(|_| missing()),
+        _ => Err(missing()),
+    }
+}
+
+fn weight_of(lb: &LbEndpoint) -> u32 {
+    lb.load_balancing_weight.as_ref().map_or(1, |w| w.value)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,118 @@
+use envoy_types::pb::envoy::config::core::v3::{HealthStatus, Locality};
+use envoy_types::pb::envoy::config::endpoint::v3::LedsClusterLocalityConfig;
+use envoy_types::pb::google::protobuf::UInt32Value;
+
+use super::*;
+use crate::types::tests_support::{ads, load_assignment};
+use crate::types::{EndpointType, LbEndpointType, ResourceType};
+
+/// Two localities in two priorities, with every field the view covers set
+/// in one of them and left unset in the other.
+fn two_localities() -> ClusterLoadAssignment {
+    let mut cla = load_assignment("c1", &[("10.0.0.1", 80), ("10.0.0.2", 81)]);
+    let mut second = load_assignment("c1", &[("host.example", 8080)]).endpoints[0].clone();
+    second.priority = 1;
+    second.locality = Some(Locality {
+        region: "eu".into(),
+        zone: "eu-1".into(),
+        sub_zone: "rack-7".into(),
+    });
+    second.load_balancing_weight = None;
+    second.lb_endpoints[0].load_balancing_weight = Some(UInt32Value { value: 5 });
+    second.lb_endpoints[0].health_status = HealthStatus::Draining as i32;
+    cla.endpoints.push(second);
+    cla
+}
+
+/// Rule: the view shows what the message says, field for field, of what
+/// it covers, in the message's order.
+#[test]
+fn view_shows_each_locality_and_endpoint_as_the_message_says() {
+    let cla = two_localities();
+    let held = LoadAssignment::new(&cla).expect("valid");
+    assert_eq!(held.cluster_name(), "c1");
+    assert_eq!(held.endpoint_count(), 3);
+    let localities: Vec<_> = held.localities().collect();
+    assert_eq!(localities.len(), 2);
+    let first = localities[0];
+    assert_eq!(
+        first.weight(),
+        cla.endpoints[0]
+            .load_balancing_weight
+            .as_ref()
+            .map_or(0, |w| w.value)
+    );
+    assert_eq!(first.priority(), 0);
+    let addresses: Vec<_> = first.endpoints().map(|e| (e.address, e.port)).collect();
+    assert_eq!(addresses, [("10.0.0.1", 80), ("10.0.0.2", 81)]);
+    assert!(first.endpoints().all(|e| e.weight == 1 && e.is_usable()));
+
+    let second = localities[1];
+    assert_eq!(
+        (second.region(), second.zone(), second.sub_zone()),
+        ("eu", "eu-1", "rack-7")
+    );
+    assert_eq!((second.weight(), second.priority()), (0, 1));
+    let endpoint = second.endpoints().next().expect("one endpoint");
+    assert_eq!(
+        (endpoint.address, endpoint.port, endpoint.weight),
+        ("host.example", 8080, 5)
+    );
+    assert_eq!(endpoint.health(), Some(HealthStatus::Draining));
+    assert!(!endpoint.is_usable());
+    assert!(second.leds().is_none());
+    assert_eq!(held.endpoints().count(), 3);
+}
+
+/// Rule: the full message is decoded on demand from the bytes the server
+/// sent, which the view shares rather than copies.
+#[test]
+fn decode_gives_back_the_message_from_the_shared_bytes() {
+    let cla = two_localities();
+    let bytes = Bytes::from(cla.encode_to_vec());
+    let held = EndpointType::decode_shared(&bytes).expect("valid");
+    assert_eq!(held.raw().as_ptr(), bytes.as_ptr(), "the bytes are shared");
+    assert_eq!(held.decode().expect("decodes"), cla);
+}
+
+/// Rule: a LEDS locality keeps its collection and ConfigSource; its own
+/// endpoints are ignored, as Envoy ignores them, until the graph fills it.
+#[test]
+fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
+    let mut cla = two_localities();
+    let collection = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/*";
+    cla.endpoints[1].lb_config = Some(LbConfig::LedsClusterLocalityConfig(
+        LedsClusterLocalityConfig {
+            leds_config: Some(ads()),
+            leds_collection_name: collection.into(),
+        },
+    ));
+    let held = LoadAssignment::new(&cla).expect("valid");
+    let leds: Vec<_> = held.leds_localities().collect();
+    assert_eq!(leds.len(), 1);
+    assert_eq!(leds[0].0, 1);
+    assert_eq!(&*leds[0].1.collection_name, collection);
+    assert_eq!(leds[0].1.config, Some(ads()));
+    assert_eq!(
+        held.endpoint_count(),
+        2,
+        "the LEDS locality's own endpoint is ignored"
+    );
+
+    let member = load_assignment("m", &[("10.9.9.9", 9)]).endpoints[0].lb_endpoints[0].clone();
+    let member = LbEndpointType::decode(&member.encode_to_vec()).expect("valid");
+    let filled = held
+        .with_leds_endpoints(&[(1, vec![&member, &member])])
+        .expect("fits");
+    let second = filled.localities().nth(1).expect("two localities");
+    let addresses: Vec<_> = second.endpoints().map(|e| e.address).collect();
+    assert_eq!(addresses, ["10.9.9.9", "10.9.9.9"]);
+    assert_eq!((second.region(), second.priority()), ("eu", 1));
+    assert!(second.leds().is_some());
+    let first: Vec<_> = filled
+        .localities()
+        .next()
+        .map_or(Vec::new(), |l| l.endpoints().map(|e| e.address).collect());
+    assert_eq!(first, ["10.0.0.1", "10.0.0.2"]);
+    assert_eq!(filled.raw(), held.raw(), "the bytes stay the server's");
+}
