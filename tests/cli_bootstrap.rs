@@ -286,3 +286,32 @@ fn the_transport_refuses_a_fifo_ca_without_blocking() {
         other => panic!("expected a read error, got {other:?}"),
     }
 }
+
+/// gRFC A95: an authority's `fallback_on_reachability_only` "value will be
+/// a boolean"; any other type is bad input naming the field, as other
+/// authority fields are, and the boolean itself is accepted.
+#[test]
+fn check_refuses_a_fallback_on_reachability_only_that_is_no_boolean() {
+    let fx = Fixture::start();
+    let with = |value: &str| {
+        format!(
+            r#"{{"xds_servers": [{{"server_uri": "127.0.0.1:1", "channel_creds": [{{"type": "insecure"}}]}}], "authorities": {{"a.test": {{"fallback_on_reachability_only": {value}}}}}}}"#
+        )
+    };
+    let bad = fx.write("knob.json", &with(r#""true""#));
+    let stderr = refused(&["bootstrap", "check", bad.to_str().unwrap()]);
+    assert!(
+        stderr.contains(r#"authorities."a.test".fallback_on_reachability_only"#),
+        "{stderr}"
+    );
+    assert!(stderr.contains("expected a boolean"), "{stderr}");
+    let good = fx.write("knob-ok.json", &with("true"));
+    let output = xdsfed(&["bootstrap", "check", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -245,6 +245,8 @@ struct AuthorityEntry {
     servers: Vec<ServerConfig>,
     /// Their ids, in the same order.
     ids: Vec<ServerId>,
+    /// gRFC A95: fall back on reachability alone.
+    fallback_on_reachability_only: bool,
 }
 
 /// Maps names to ordered server lists, and servers to the partitions they
@@ -292,6 +294,7 @@ impl AuthorityRegistry {
                     listener_template: config.client_listener_resource_name_template.clone(),
                     servers,
                     ids,
+                    fallback_on_reachability_only: config.fallback_on_reachability_only,
                 },
             );
         }
@@ -343,6 +346,20 @@ impl AuthorityRegistry {
             .iter()
             .filter(|(_, id)| self.in_bootstrap(**id))
             .map(|(key, _)| key)
+    }
+
+    /// Whether `partition` falls back whenever its active server is
+    /// unreachable, cached resources or not (gRFC A95's
+    /// `fallback_on_reachability_only`). Old-style names have no authority
+    /// entry to set it in: never.
+    pub fn falls_back_on_reachability_only(&self, partition: &Partition) -> bool {
+        match partition {
+            Partition::Authority(name) => self
+                .authorities
+                .get(name.as_str())
+                .is_some_and(|a| a.fallback_on_reachability_only),
+            Partition::OldStyle => false,
+        }
     }
 
     /// Whether the bootstrap configures `authority` (normalised).

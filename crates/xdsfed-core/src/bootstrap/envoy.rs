@@ -5,6 +5,8 @@
 //! default_config_source ─────────────────────────────► Bootstrap.xds_servers
 //! config_sources[i].authorities[j].name ─┐
 //! config_sources[i].api_config_source ───┴──► authorities[name].xds_servers
+//! config_sources[i].authorities[j]
+//!   .fallback_on_reachability_only ─────────► authorities[name].fallback_on_reachability_only
 //! api_config_source.grpc_services[k] ───────► one ServerConfig each, in order
 //! api_config_source.api_type ───────────────► ServerConfig.api (pinned)
 //!   "POLICY_STREAM_GRPC" ────────────────────► ServerConfig.protocol: the policy stream,
@@ -32,7 +34,7 @@ use std::path::PathBuf;
 
 use super::AuthorityConfig;
 use super::certs::parse_duration;
-use super::grpc::{default_authority_template, insert_authority};
+use super::grpc::{REACHABILITY_ONLY, default_authority_template, insert_authority};
 use super::server::{
     ApiVariant, ChannelCreds, FileSource, HTTP_CDN_API_TYPE, PolicyStreamTiming, REST_API_TYPE,
     ServerConfig, ServerProtocol, cdn_timing, check_cdn_uri, parse_rest_timing,
@@ -66,6 +68,9 @@ pub(crate) fn parse_config_sources(
                 let config = AuthorityConfig {
                     client_listener_resource_name_template: default_authority_template(name),
                     xds_servers: servers.clone(),
+                    // Envoy's Authority has only a name: the knob sits
+                    // beside it, per authority as gRFC A95 asks.
+                    fallback_on_reachability_only: item.opt_bool(REACHABILITY_ONLY)?,
                 };
                 insert_authority(&mut authorities, name, &item, config)?;
             }

@@ -26,7 +26,11 @@ pub(crate) fn parse_top_level_servers(root: &At<'_>) -> Result<Vec<ServerConfig>
     Ok(servers)
 }
 
-/// Reads `authorities`: authority name → `{client_listener_resource_name_template, xds_servers}`.
+/// gRFC A95's per-authority fallback knob, in both schemas.
+pub(crate) const REACHABILITY_ONLY: &str = "fallback_on_reachability_only";
+
+/// Reads `authorities`: authority name →
+/// `{client_listener_resource_name_template, xds_servers, fallback_on_reachability_only}`.
 /// Keys are normalised like the authority of an `xdstp:` name, so that two
 /// spellings of one authority are caught as duplicates.
 pub(crate) fn parse_authorities(root: &At<'_>) -> Result<BTreeMap<String, AuthorityConfig>> {
@@ -45,6 +49,7 @@ pub(crate) fn parse_authorities(root: &At<'_>) -> Result<BTreeMap<String, Author
             Some(list) => parse_server_list(&list)?,
             None => Vec::new(),
         };
+        let fallback_on_reachability_only = entry.opt_bool(REACHABILITY_ONLY)?;
         insert_authority(
             &mut out,
             raw,
@@ -52,6 +57,7 @@ pub(crate) fn parse_authorities(root: &At<'_>) -> Result<BTreeMap<String, Author
             AuthorityConfig {
                 client_listener_resource_name_template: template,
                 xds_servers,
+                fallback_on_reachability_only,
             },
         )?;
     }

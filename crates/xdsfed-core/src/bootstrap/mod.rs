@@ -82,6 +82,11 @@ pub struct AuthorityConfig {
     /// The authority's servers in order of preference; empty means the
     /// top-level [`Bootstrap::xds_servers`].
     pub xds_servers: Vec<ServerConfig>,
+    /// gRFC A95's `fallback_on_reachability_only`: fall back to the next
+    /// server whenever the active one is unreachable, even with every
+    /// watched resource cached (gRFC A71 alone falls back only for a
+    /// resource not cached yet). Defaults to `false`.
+    pub fallback_on_reachability_only: bool,
 }
 
 /// A validated bootstrap.

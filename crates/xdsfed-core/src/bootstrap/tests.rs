@@ -493,3 +493,58 @@ fn file_source_errors_name_the_field() {
         );
     }
 }
+
+/// gRFC A95: "a field in the authority called
+/// `fallback_on_reachability_only`, whose value will be a boolean";
+/// absent, it is false (gRFC A71's fallback).
+#[test]
+fn authority_reads_fallback_on_reachability_only_in_every_schema() {
+    let json = ok(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}],
+            "authorities": {"eds.example": {"fallback_on_reachability_only": true},
+                            "lds.example": {}}}"#,
+    ));
+    assert!(json.authorities["eds.example"].fallback_on_reachability_only);
+    assert!(!json.authorities["lds.example"].fallback_on_reachability_only);
+    let yaml = ok(Bootstrap::from_yaml_str(
+        "xds_servers:\n  - server_uri: s:1\n    channel_creds: [{type: insecure}]\nauthorities:\n  eds.example: {fallback_on_reachability_only: true}\n  lds.example: {}\n",
+    ));
+    assert_eq!(json, yaml);
+    let envoy = ok(Bootstrap::from_yaml_str(
+        "config_sources:\n- authorities: [{name: eds.example, fallback_on_reachability_only: true}, {name: lds.example}]\n  api_config_source:\n    grpc_services:\n    - google_grpc: {target_uri: 'p:1'}\n    - google_grpc: {target_uri: 'f:1'}\n",
+    ));
+    assert!(envoy.authorities["eds.example"].fallback_on_reachability_only);
+    assert!(!envoy.authorities["lds.example"].fallback_on_reachability_only);
+}
+
+/// gRFC A95: the knob's "value will be a boolean": any other type is a
+/// bootstrap error naming the field, in every schema.
+#[test]
+fn authority_refuses_a_fallback_on_reachability_only_that_is_no_boolean() {
+    let json = error_of(Bootstrap::from_json_str(
+        r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}],
+            "authorities": {"a.test": {"fallback_on_reachability_only": "true"}}}"#,
+    ));
+    assert_eq!(
+        json,
+        r#"authorities."a.test".fallback_on_reachability_only: expected a boolean, found a string"#
+    );
+    let yaml = error_of(Bootstrap::from_yaml_str(
+        "xds_servers:\n  - server_uri: s:1\n    channel_creds: [{type: insecure}]\nauthorities:\n  a.test: {fallback_on_reachability_only: 1}\n",
+    ));
+    assert!(
+        yaml.ends_with(
+            r#"authorities."a.test".fallback_on_reachability_only: expected a boolean, found a number"#
+        ),
+        "{yaml}"
+    );
+    let envoy = error_of(Bootstrap::from_yaml_str(
+        "config_sources:\n- authorities: [{name: a.test, fallback_on_reachability_only: [true]}]\n  api_config_source:\n    grpc_services: [{google_grpc: {target_uri: 'p:1'}}]\n",
+    ));
+    assert!(
+        envoy.ends_with(
+            "config_sources[0].authorities[0].fallback_on_reachability_only: expected a boolean, found an array"
+        ),
+        "{envoy}"
+    );
+}

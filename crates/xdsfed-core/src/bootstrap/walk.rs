@@ -80,6 +80,23 @@ impl<'a> At<'a> {
             .ok_or_else(|| self.wrong_type("a string"))
     }
 
+    /// This value as a boolean (JSON `true`/`false`; a string such as
+    /// `"true"` is a wrong type, as in gRPC's bootstrap loader).
+    pub(crate) fn boolean(&self) -> Result<bool> {
+        self.value
+            .as_bool()
+            .ok_or_else(|| self.wrong_type("a boolean"))
+    }
+
+    /// The boolean field `key`; an absent or `null` field is `false`.
+    pub(crate) fn opt_bool(&self, key: &str) -> Result<bool> {
+        Ok(self
+            .get(key)?
+            .map(|at| at.boolean())
+            .transpose()?
+            .unwrap_or(false))
+    }
+
     /// This value as a non-empty string.
     pub(crate) fn non_empty_str(&self) -> Result<&'a str> {
         let s = self.str()?;

@@ -1,6 +1,7 @@
 //! gRFC A71 within each authority: falling back when the active server
-//! fails with resources unanswered, and switching back when a
-//! higher-priority server answers again.
+//! fails with resources unanswered (or, with gRFC A95's
+//! `fallback_on_reachability_only`, whenever it fails), and switching back
+//! when a higher-priority server answers again.
 
 use super::state::Home;
 use super::{Action, Answers, Federation};
@@ -46,8 +47,10 @@ impl Federation {
         }
     }
 
-    /// gRFC A57 failure of `server`: fall back, start alternatives, or
-    /// report the failure, per authority for which it is the active server.
+    /// gRFC A57 failure of `server`: fall back (A71: with a resource
+    /// unanswered; A95: with `fallback_on_reachability_only`, in any case),
+    /// start alternatives, or report the failure, per authority for which
+    /// it is the active server.
     pub(super) fn on_failure(&mut self, server: ServerId, error: &XdsError, answers: &dyn Answers) {
         let mut affected: Vec<ResourceKey> = Vec::new();
         let mut transient: HashSet<ResourceKey> = HashSet::default();
@@ -63,7 +66,10 @@ impl Federation {
                     .filter_map(|k| self.fetches.get(k))
                     .flat_map(|f| f.readers.iter())
             };
-            let waiting = readers().any(|r| !answers.is_answered(r));
+            // gRFC A95: with `fallback_on_reachability_only` the failure
+            // alone is reason enough, for an authority that fetches anything.
+            let reachability = authority.reachability_only && !authority.keys.is_empty();
+            let waiting = reachability || readers().any(|r| !answers.is_answered(r));
             if waiting && authority.active + 1 < authority.servers.len() {
                 // Copies keep serving, with an ambient error; watchers
                 // without one wait for the fallback server.

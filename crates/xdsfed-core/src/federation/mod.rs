@@ -44,6 +44,18 @@
 //!   switching back) are dropped; failures of servers before it (still
 //!   retrying) are not reported.
 //!
+//! # Falling back on reachability alone (gRFC A95)
+//!
+//! An authority whose bootstrap entry sets `fallback_on_reachability_only`
+//! falls back "when the primary server is unreachable, even if we do not
+//! have any uncached resources": the active server failing (gRFC A57, as
+//! above) is enough, as long as the authority fetches anything. Answers
+//! from a reachable server, a NACK or a does-not-exist among them, move
+//! nothing. Everything else is A71's: the copies keep serving with an
+//! ambient error until the next server replaces them, the first response of
+//! the primary switches back, and the knob is per authority, so another
+//! authority on the same failed server keeps its own rule.
+//!
 //! # `#alt` alternatives (xDS TP1)
 //!
 //! A watched name with an `#alt=` directive has an alternative resource. It
@@ -320,8 +332,11 @@ impl Federation {
         if servers.is_empty() {
             return Err(AuthorityError::no_servers(name));
         }
-        self.authorities
-            .insert(partition.clone(), AuthorityState::new(servers.to_vec()));
+        let reachability_only = self.registry.falls_back_on_reachability_only(partition);
+        self.authorities.insert(
+            partition.clone(),
+            AuthorityState::new(servers.to_vec(), reachability_only),
+        );
         Ok(())
     }
 

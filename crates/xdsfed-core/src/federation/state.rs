@@ -10,6 +10,9 @@ use crate::protocol::{CoreEvent, ResourceKey};
 /// One authority's servers, in priority order (gRFC A71).
 pub(crate) struct AuthorityState {
     pub(crate) servers: Vec<ServerId>,
+    /// gRFC A95's `fallback_on_reachability_only`: the active server
+    /// failing is reason enough to fall back.
+    pub(crate) reachability_only: bool,
     /// The server answers are taken from; fetches are subscribed on it and
     /// on every server before it.
     pub(crate) active: usize,
@@ -18,9 +21,10 @@ pub(crate) struct AuthorityState {
 }
 
 impl AuthorityState {
-    pub(crate) fn new(servers: Vec<ServerId>) -> Self {
+    pub(crate) fn new(servers: Vec<ServerId>, reachability_only: bool) -> Self {
         AuthorityState {
             servers,
+            reachability_only,
             active: 0,
             keys: HashSet::default(),
         }

@@ -5,6 +5,7 @@
 mod alt;
 mod collections;
 mod fallback;
+mod reachability;
 mod redirects;
 mod servers;
 mod sim;

@@ -33,6 +33,19 @@ pub(crate) const BOOTSTRAP: &str = r#"{
   }
 }"#;
 
+/// [`BOOTSTRAP`] with gRFC A95's `fallback_on_reachability_only` set on
+/// each of `authorities`.
+pub(crate) fn with_reachability_only(authorities: &[&str]) -> String {
+    authorities
+        .iter()
+        .fold(BOOTSTRAP.to_owned(), |bootstrap, a| {
+            bootstrap.replace(
+                &format!(r#""{a}": {{"xds_servers""#),
+                &format!(r#""{a}": {{"fallback_on_reachability_only": true, "xds_servers""#),
+            )
+        })
+}
+
 /// `xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}` as a key.
 pub(crate) fn cluster(authority: &str, id: &str) -> ResourceKey {
     ResourceKey::new(

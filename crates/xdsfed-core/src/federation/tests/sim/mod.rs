@@ -18,7 +18,13 @@
 //! - every ACK or NACK names a nonce sent on that stream (checked by the
 //!   model server);
 //! - no server is asked more than [`MAX_REQUESTS_PER_SECOND`] times in a
-//!   virtual second.
+//!   virtual second;
+//! - with gRFC A95's `fallback_on_reachability_only` (drawn per authority),
+//!   an authority that fetches anything, cached or not, is on its
+//!   secondary, which is asked for all of it, right after its primary
+//!   fails; and with or without the knob, an authority is back on its
+//!   primary, its secondary asked for none of it, right after the primary
+//!   answers.
 //!
 //! Then the faults stop, and within [`SETTLE`] of virtual time every
 //! watcher holds what its authority's primary holds, and every authority

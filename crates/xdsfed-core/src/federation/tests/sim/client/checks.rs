@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::{
     Action, Cluster, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation,
 };
+use crate::authority::Partition;
 use crate::entry::ResourceStatus;
 use crate::federation::tests::sim::server::Body;
 use crate::federation::tests::support::apply_delivery;
@@ -99,6 +100,47 @@ impl World {
             if trace {
                 eprintln!("          {} now holds {tag}", key.name);
             }
+        }
+    }
+
+    /// Right after `label` failed (`reachable` false: gRFC A57's failure)
+    /// or answered (true), for the authority whose primary it is:
+    ///
+    /// - gRFC A95: with `fallback_on_reachability_only`, a failed primary
+    ///   leaves an authority that fetches anything on its secondary, which
+    ///   is asked for every one of its resources, cached or not;
+    /// - gRFC A71 (and A95): an answering primary is active again, and the
+    ///   secondary is asked for none of them.
+    pub(crate) fn check_primary_reachability(&self, label: &str, reachable: bool) {
+        let Some(authority) = label.strip_suffix('1') else {
+            return;
+        };
+        let partition = Partition::Authority(authority.to_owned());
+        let Some(state) = self.fed.authorities.get(&partition) else {
+            return;
+        };
+        let secondary = &self.peers[format!("{authority}2").as_str()].session;
+        let asked = state.keys.iter().filter(|k| secondary.is_subscribed(k));
+        if reachable {
+            assert_eq!(
+                state.active, 0,
+                "authority {authority}: its primary {label} answers, yet it stays on its fallback"
+            );
+            assert_eq!(
+                asked.count(),
+                0,
+                "authority {authority}: back on {label}, yet its secondary is still asked"
+            );
+        } else if self.reachability_only.contains(&authority) && !state.keys.is_empty() {
+            assert!(
+                state.active > 0,
+                "authority {authority} (fallback_on_reachability_only): its primary {label} is unreachable, yet it stays on it"
+            );
+            assert_eq!(
+                asked.count(),
+                state.keys.len(),
+                "authority {authority} (fallback_on_reachability_only): on its fallback, not every resource is asked of it"
+            );
         }
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Action, Peer, Request, SERVERS, StreamEnd, World};
+use super::{Action, CoreEvent, Peer, Request, SERVERS, StreamEnd, World};
 
 /// Rounds of pumping after which a quiet world is declared livelocked.
 const MAX_ROUNDS: usize = 10_000;
@@ -187,9 +187,17 @@ impl World {
                 self.log(|| format!("{label} -> {}", summary(event)));
             }
         }
+        let reachable = events.iter().rev().find_map(|event| match event {
+            CoreEvent::StreamFailed { .. } => Some(false),
+            CoreEvent::StreamHealthy => Some(true),
+            _ => None,
+        });
         let answers = super::checks::Answers(&self.entries);
         self.fed.handle_events(server, events, &answers);
         self.drain();
+        if let Some(reachable) = reachable {
+            self.check_primary_reachability(label, reachable);
+        }
         true
     }
 
