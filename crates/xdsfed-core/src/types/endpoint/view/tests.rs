@@ -116,3 +116,11 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
     assert_eq!(first, ["10.0.0.1", "10.0.0.2"]);
     assert_eq!(filled.raw(), held.raw(), "the bytes stay the server's");
 }
+
+/// What an assignment costs beyond its strings: a record per locality and
+/// per endpoint, of these sizes (docs/architecture.md quotes them).
+#[test]
+fn records_are_44_bytes_a_locality_and_20_an_endpoint() {
+    assert_eq!(std::mem::size_of::<LocalityRecord>(), 44);
+    assert_eq!(std::mem::size_of::<EndpointRecord>(), 20);
+}
