@@ -48,6 +48,35 @@ impl Cache {
     }
 }
 
+/// A copy from the state directory that no server has confirmed yet.
+#[derive(Debug, Clone)]
+pub(crate) struct DiskCopy {
+    /// The server that sent it, as the record names it.
+    pub(crate) server: Arc<str>,
+    /// The version it was sent with.
+    pub(crate) version: Arc<str>,
+    /// The copy.
+    pub(crate) resource: Decoded,
+}
+
+impl Cache {
+    /// `key`'s copy from the state directory, while no server has
+    /// confirmed or replaced it.
+    pub(crate) fn disk_copy(&self, key: &ResourceKey) -> Option<DiskCopy> {
+        let inner = self.lock();
+        inner.entries.get(key)?.slot.with(|state| {
+            if state.status != ResourceStatus::FromDisk {
+                return None;
+            }
+            Some(DiskCopy {
+                server: Arc::clone(&state.source.as_ref()?.server),
+                version: Arc::clone(state.version.as_ref()?),
+                resource: state.resource.clone()?,
+            })
+        })
+    }
+}
+
 impl super::Inner {
     /// A copy loaded before anyone watched it takes its first watcher's
     /// subscription: that server's features decide how events change it,
