@@ -549,10 +549,7 @@ fn persisted_version(dir: &Path, type_url: &str, name: &str) -> String {
 
 /// The stream the testbed recorded first after `before` streams, once
 /// one exists.
-async fn stream_after(
-    server: &Server,
-    before: usize,
-) -> xdsfed_testbed::recording::StreamRecord {
+async fn stream_after(server: &Server, before: usize) -> xdsfed_testbed::recording::StreamRecord {
     eventually("the new client opens a stream", || {
         server.recording().stream_count() > before
     })

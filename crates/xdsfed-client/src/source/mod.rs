@@ -11,6 +11,7 @@
 //! status and metrics work the same for every kind.
 
 #[cfg(feature = "cdn")]
+pub(crate) mod call_creds;
 pub(crate) mod cdn;
 pub(crate) mod driving;
 #[cfg(feature = "file")]

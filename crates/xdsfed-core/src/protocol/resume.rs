@@ -100,10 +100,7 @@ impl Session {
         }
         for (name, version) in claimed {
             if !state.durable.held.contains_key(&name) {
-                state
-                    .durable
-                    .held
-                    .insert(Arc::clone(&name), version, globs);
+                state.durable.held.insert(Arc::clone(&name), version, globs);
             }
             self.stream
                 .claimed

@@ -43,7 +43,10 @@ mod tests {
         let (a, b) = (ids[0], ids[1]);
         let recorded = registry.name(a).clone();
         assert!(sent_by(&registry, &recorded, a));
-        assert!(!sent_by(&registry, &recorded, b), "another server's version");
+        assert!(
+            !sent_by(&registry, &recorded, b),
+            "another server's version"
+        );
         assert!(!sent_by(&registry, "c.example:443 (insecure)", a));
         assert!(
             !sent_by(&registry, "a.example:443", a),

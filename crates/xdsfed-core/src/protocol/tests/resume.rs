@@ -29,7 +29,10 @@ fn subscribed(names: &[&str]) -> Session {
     s
 }
 
-fn first_cds(s: &mut Session, now: Instant) -> envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest {
+fn first_cds(
+    s: &mut Session,
+    now: Instant,
+) -> envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest {
     s.handle_connected(now);
     let requests = drain_delta(s, now);
     assert_eq!(requests.len(), 1, "one first request: {requests:?}");
@@ -65,13 +68,19 @@ fn resumed_copy_is_confirmed_when_the_server_accepts_the_stream_without_resendin
     let mut s = subscribed(&["a"]);
     s.resume(key(CDS, "a"), "7".into(), disk_copy("a"));
     let _ = first_cds(&mut s, now);
-    assert!(events(&mut s).is_empty(), "nothing before the server accepts");
+    assert!(
+        events(&mut s).is_empty(),
+        "nothing before the server accepts"
+    );
     s.handle_stream_accepted(now);
     assert_eq!(events(&mut s), vec!["accepted", "upsert a 7"]);
     assert_eq!(s.held_version(&key(CDS, "a")), Some("7"));
     let later = now + secs(60);
     s.handle_timeout(later);
-    assert!(events(&mut s).is_empty(), "no does-not-exist for a held copy");
+    assert!(
+        events(&mut s).is_empty(),
+        "no does-not-exist for a held copy"
+    );
 }
 
 /// A server that answers the claiming stream with a new version replaces
@@ -84,7 +93,12 @@ fn resumed_copy_replaced_by_the_server_ends_with_the_servers_version() {
     let _ = first_cds(&mut s, now);
     s.handle_delta_response(
         now,
-        dresp(CDS, "n1", vec![dres("a", "8", Some(cluster_with("a", "new")))], &[]),
+        dresp(
+            CDS,
+            "n1",
+            vec![dres("a", "8", Some(cluster_with("a", "new")))],
+            &[],
+        ),
     );
     assert_eq!(events(&mut s), vec!["healthy", "upsert a 8"]);
     assert_eq!(s.held_version(&key(CDS, "a")), Some("8"));
