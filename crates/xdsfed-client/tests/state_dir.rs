@@ -620,6 +620,42 @@ async fn restarted_client_claims_persisted_versions_and_unchanged_copies_are_not
     assert_eq!(c1.state().version.as_deref(), Some(version.as_str()));
 }
 
+/// A copy the server confirmed as it was persisted (same bytes, version
+/// and server) is not written again: "a copy whose bytes and version are
+/// those already written is not written again" (docs/client.md), so a
+/// restart that resumes costs no writes either.
+#[tokio::test]
+async fn persisted_copy_confirmed_unchanged_is_not_written_again() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    fill(server, dir.path()).await;
+
+    let c1_file = dir
+        .path()
+        .join(RECORDS_DIR)
+        .join(file_name(CDS, &cluster_name("c1")));
+    let inode = || {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(&c1_file).unwrap().ino()
+    };
+    let persisted = inode();
+
+    let client = client(&server.uri(), dir.path());
+    let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    eventually("c1 is confirmed", || {
+        c1.state().status == ResourceStatus::Acked
+    })
+    .await;
+    // The writer runs the writes in order: once the fence's record (a new
+    // resource) is in place, a write of c1 queued before it is done too
+    // (a write renames a new file over the record: a new inode).
+    let _fence = fence(&client, server).await;
+    eventually("the fence's record is written", || records(dir.path()) == 7).await;
+    assert_eq!(inode(), persisted, "c1's record was written again");
+}
+
 /// Versions another server sent are never claimed: a client restarted
 /// with the same state directory against another server asks afresh, and
 /// that server's copy replaces the persisted one.

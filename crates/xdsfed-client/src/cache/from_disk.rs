@@ -108,6 +108,30 @@ impl super::Inner {
     }
 }
 
+/// What a copy from the state directory was persisted as: its bytes and
+/// the server that sent it.
+pub(super) struct Persisted {
+    raw: Option<bytes::Bytes>,
+    server: Option<Arc<str>>,
+}
+
+impl Persisted {
+    /// The persisted copy `state` holds (status `FromDisk`).
+    pub(super) fn of(state: &ResourceState) -> Self {
+        Persisted {
+            raw: state.resource.as_ref().map(|r| r.raw().clone()),
+            server: state.source.as_ref().map(|s| Arc::clone(&s.server)),
+        }
+    }
+
+    /// Whether `state` now holds the same bytes, sent by the same server
+    /// (`sent_by`): its record needs no new write.
+    pub(super) fn is(&self, state: &ResourceState, sent_by: &Arc<str>) -> bool {
+        self.server.as_ref() == Some(sent_by)
+            && self.raw.as_ref() == state.resource.as_ref().map(|r| r.raw())
+    }
+}
+
 /// The ambient error of a copy loaded from the state directory.
 pub(super) fn from_disk_error(key: &ResourceKey, server: &Arc<str>) -> XdsError {
     let message = format!(
