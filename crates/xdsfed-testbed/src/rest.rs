@@ -11,6 +11,11 @@
 //!                              ─► 200 DiscoveryResponse | 304 Not Modified
 //! ```
 //!
+//! With a [`crate::ServerTls`] the service is served over TLS (HTTPS),
+//! as the client's REST-JSON source speaks it with `tls` credentials. The
+//! `Authorization` values of each client's latest request are recorded
+//! ([`crate::StreamRecord::authorization`]).
+//!
 //! There is no stream, so a client is its node id: its first request opens
 //! a SotW entry in the recorder and the tracker, which its later requests
 //! share, and which closes when the server stops. A request that echoes the

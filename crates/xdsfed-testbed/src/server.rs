@@ -588,7 +588,8 @@ async fn serve(
     Ok((addr, Run { stop, task }))
 }
 
-/// Serves REST-JSON (plaintext) on `addr` (see [`crate::rest`]).
+/// Serves REST-JSON on `addr` (see [`crate::rest`]): HTTP/1.1, over TLS
+/// when the spec has a [`ServerTls`].
 async fn serve_rest(
     spec: &ServerSpec,
     addr: SocketAddr,
