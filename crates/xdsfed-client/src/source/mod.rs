@@ -10,8 +10,8 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
-#[cfg(feature = "cdn")]
 pub(crate) mod call_creds;
+#[cfg(feature = "cdn")]
 pub(crate) mod cdn;
 pub(crate) mod driving;
 #[cfg(feature = "file")]
