@@ -88,13 +88,17 @@ impl Session {
         if state.durable.resumed.is_empty() {
             return;
         }
+        // Held at another version: the server sent a copy since, and the
+        // persisted one is stale.
+        let held = &state.durable.held;
+        state
+            .durable
+            .resumed
+            .retain(|name, resumed| held.get(name).is_none_or(|v| *v == resumed.version));
         let globs = state.durable.globs > 0;
         let mut claimed = Vec::new();
         for (name, resumed) in &state.durable.resumed {
-            // Held at another version: the server sent a copy since, and
-            // the persisted one is stale (dropped when confirming).
-            let held = state.durable.held.get(name);
-            if state.wants(name) && held.is_none_or(|v| *v == resumed.version) {
+            if state.wants(name) {
                 claimed.push((Arc::clone(name), Arc::clone(&resumed.version)));
             }
         }
