@@ -23,11 +23,31 @@ use xdsfed_core::jwt_token::{FileStamp, TOKEN_FILE_LIMIT, TokenCache, parse_toke
 /// Why no `authorization` header could be made: the connection fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallCredsError {
-    /// UNAVAILABLE when the file could not be read, UNAUTHENTICATED when it
-    /// holds no token that can be sent (gRFC A97).
-    pub(crate) unauthenticated: bool,
+    /// Whose fault: the file's or the token's.
+    pub(crate) failure: Failure,
     /// The sentence, naming the server and the file.
     pub(crate) message: String,
+}
+
+/// What went wrong with a call credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The file could not be read (missing, not a regular file, too large).
+    Unreadable,
+    /// The file holds no token that may be sent (not a JWT with `exp`,
+    /// expired), or the channel is not TLS.
+    Unusable,
+}
+
+impl CallCredsError {
+    /// The status a call fails with (gRFC A97): UNAVAILABLE when the file
+    /// could not be read, UNAUTHENTICATED when its token cannot be sent.
+    pub(crate) fn code(&self) -> tonic::Code {
+        match self.failure {
+            Failure::Unreadable => tonic::Code::Unavailable,
+            Failure::Unusable => tonic::Code::Unauthenticated,
+        }
+    }
 }
 
 /// The call credentials of one server; shared by every stream and request
@@ -78,7 +98,7 @@ impl CallCredentials {
             // The bootstrap refuses this; a configuration built in code is
             // refused here, before any token is read.
             return Err(CallCredsError {
-                unauthenticated: true,
+                failure: Failure::Unusable,
                 message: format!(
                     "{}: call credentials are sent only over TLS, and this server's channel is insecure",
                     self.server_uri
@@ -92,9 +112,9 @@ impl CallCredentials {
             .collect()
     }
 
-    fn named(&self, path: &Path, (unauthenticated, why): (bool, String)) -> CallCredsError {
+    fn named(&self, path: &Path, (failure, why): (Failure, String)) -> CallCredsError {
         CallCredsError {
-            unauthenticated,
+            failure,
             message: format!(
                 "{}: call credentials: jwt_token_file {}: {why}",
                 self.server_uri,
@@ -106,17 +126,18 @@ impl CallCredentials {
 
 impl TokenFile {
     /// The header for the token of this file at `now`, reading the file
-    /// when the cache says so. The error says whether it is the token's
-    /// fault (UNAUTHENTICATED) and why.
-    fn header(&self, now: SystemTime) -> Result<HeaderValue, (bool, String)> {
-        let stamp = stamp(&self.path).map_err(|e| (false, e))?;
+    /// when the cache says so; otherwise whose fault it is, and why.
+    fn header(&self, now: SystemTime) -> Result<HeaderValue, (Failure, String)> {
+        let stamp = stamp(&self.path).map_err(|e| (Failure::Unreadable, e))?;
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let bearer = match cache.fresh(&stamp, now) {
             Some(bearer) => bearer.clone(),
             None => {
                 let read = read_bounded(&self.path, TOKEN_FILE_LIMIT)
-                    .map_err(|e| (false, e.to_string()))
-                    .and_then(|bytes| parse_token(&bytes, now).map_err(|e| (true, e.to_string())));
+                    .map_err(|e| (Failure::Unreadable, e.to_string()))
+                    .and_then(|bytes| {
+                        parse_token(&bytes, now).map_err(|e| (Failure::Unusable, e.to_string()))
+                    });
                 match read {
                     Ok(token) => cache.store(stamp, token).clone(),
                     Err(e) => {
@@ -126,8 +147,12 @@ impl TokenFile {
                 }
             }
         };
-        let mut value = HeaderValue::from_str(&bearer.header_value())
-            .map_err(|_| (true, "the token cannot be a header value".to_owned()))?;
+        let mut value = HeaderValue::from_str(&bearer.header_value()).map_err(|_| {
+            (
+                Failure::Unusable,
+                "the token cannot be a header value".to_owned(),
+            )
+        })?;
         value.set_sensitive(true);
         Ok(value)
     }
@@ -172,7 +197,6 @@ pub(crate) fn grpc_headers(
     match creds.map(CallCredentials::headers) {
         None => Ok(Vec::new()),
         Some(Ok(headers)) => Ok(headers),
-        Some(Err(e)) if e.unauthenticated => Err((tonic::Code::Unauthenticated, e.message)),
-        Some(Err(e)) => Err((tonic::Code::Unavailable, e.message)),
+        Some(Err(e)) => Err((e.code(), e.message)),
     }
 }

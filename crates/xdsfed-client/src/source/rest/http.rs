@@ -42,8 +42,6 @@ const DEADLINE_EXCEEDED: i32 = 4;
 const UNAVAILABLE: i32 = 14;
 /// gRPC's `INTERNAL`.
 const INTERNAL: i32 = 13;
-/// gRPC's `UNAUTHENTICATED`.
-const UNAUTHENTICATED: i32 = 16;
 
 /// What a poll brought back.
 #[derive(Debug)]
@@ -166,14 +164,9 @@ impl HttpClient {
             // Read for each request, so that a rotated token is used by the
             // next poll; a token that cannot be sent fails the poll as the
             // connection would.
-            let values = creds.headers().map_err(|e| {
-                let code = if e.unauthenticated {
-                    UNAUTHENTICATED
-                } else {
-                    UNAVAILABLE
-                };
-                Failure::transport(code, e.message)
-            })?;
+            let values = creds
+                .headers()
+                .map_err(|e| Failure::transport(e.code() as i32, e.message))?;
             for value in values {
                 http_request
                     .headers_mut()
