@@ -315,3 +315,35 @@ fn check_refuses_a_fallback_on_reachability_only_that_is_no_boolean() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// gRFC A97: a `jwt_token_file` call credential with a bad config makes
+/// the bootstrap invalid, and one on an insecure channel is refused: the
+/// check exits 2 naming the field.
+#[test]
+fn check_refuses_a_bad_jwt_call_credential_naming_the_field() {
+    let fx = Fixture::start();
+    let tls = tls_with_ca(Path::new("/etc/xds/ca.pem"));
+    let cases = [
+        (
+            tls.as_str(),
+            r#"[{"type": "jwt_token_file", "config": {}}]"#,
+            "xds_servers[0].call_creds[0].config.jwt_token_file",
+        ),
+        (
+            r#"{"type": "insecure"}"#,
+            r#"[{"type": "jwt_token_file", "config": {"jwt_token_file": "/run/token"}}]"#,
+            "xds_servers[0].call_creds[0]: jwt_token_file call credentials need TLS",
+        ),
+    ];
+    for (creds, call_creds, says) in cases {
+        let file = fx.write(
+            "jwt.json",
+            &format!(
+                r#"{{"xds_servers": [{{"server_uri": "127.0.0.1:1", "channel_creds": [{creds}],
+                    "call_creds": {call_creds}}}], "node": {{"id": "n"}}}}"#
+            ),
+        );
+        let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
+        assert!(stderr.contains(says), "{call_creds}: {stderr}");
+    }
+}

@@ -535,3 +535,160 @@ async fn fifo_and_symlink_in_the_records_dir_are_skipped_and_reported() {
     let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
     assert!(c1.current().is_none(), "a symlinked record serves nothing");
 }
+
+/// The version of `name`'s record in `dir`.
+fn persisted_version(dir: &Path, type_url: &str, name: &str) -> String {
+    let scan = read_records(dir, 1 << 20).unwrap();
+    let record = scan
+        .records
+        .iter()
+        .find(|r| &*r.record.type_url == type_url && &*r.record.name == name)
+        .unwrap_or_else(|| panic!("no record of {name}"));
+    record.record.version.to_string()
+}
+
+/// The stream the testbed recorded first after `before` streams, once
+/// one exists.
+async fn stream_after(server: &Server, before: usize) -> xdsfed_testbed::recording::StreamRecord {
+    eventually("the new client opens a stream", || {
+        server.recording().stream_count() > before
+    })
+    .await;
+    server.recording().streams()[before].clone()
+}
+
+/// Watches a cluster no record holds and waits until the server has sent
+/// it: the server answers a stream's requests in order, so whatever it
+/// sent for the earlier requests is recorded by then.
+async fn fence(client: &XdsClient, server: &Server) -> Watch<ClusterType> {
+    let id = "fence";
+    let service = endpoints_name(id);
+    server
+        .set_message(&cluster_name(id), &cluster(&cluster_name(id), &service))
+        .unwrap();
+    let watch = client.watch::<ClusterType>(&cluster_name(id)).unwrap();
+    eventually("the fence cluster arrives", || watch.current().is_some()).await;
+    watch
+}
+
+/// Resume from the state directory (xds-protocol-v3 "Incremental xDS":
+/// "the Incremental xDS client may tell the server of its known resources
+/// to avoid resending them [...] in initial_resource_versions"): a client
+/// restarted with its state directory claims, in its first delta request,
+/// the versions the same server sent; the server does not send the
+/// unchanged resource again, and the copy, served all along, is confirmed.
+#[tokio::test]
+async fn restarted_client_claims_persisted_versions_and_unchanged_copies_are_not_resent() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    fill(server, dir.path()).await;
+    let c1_name = cluster_name("c1");
+    let version = persisted_version(dir.path(), CDS, &c1_name);
+    let before = server.recording().stream_count();
+
+    let client = client(&server.uri(), dir.path());
+    let c1 = client.watch::<ClusterType>(&c1_name).unwrap();
+    assert!(c1.current().is_some(), "the persisted copy serves at once");
+    eventually("c1 is confirmed", || {
+        c1.state().status == ResourceStatus::Acked && c1.state().error.is_none()
+    })
+    .await;
+    assert!(c1.current().is_some());
+    let _fence = fence(&client, server).await;
+
+    let stream = server.recording().streams()[before].clone();
+    let first = stream
+        .delta_requests()
+        .find(|r| r.type_url == CDS)
+        .expect("a CDS request");
+    assert_eq!(
+        first.initial_resource_versions.get(&c1_name),
+        Some(&version),
+        "the first request claims the persisted version: {first:?}"
+    );
+    assert_eq!(
+        first.initial_resource_versions.len(),
+        1,
+        "only what the client subscribes to is claimed: {first:?}"
+    );
+    let resent = stream
+        .delta_responses()
+        .any(|r| r.resources.iter().any(|res| res.name == c1_name));
+    assert!(!resent, "the server sent the unchanged c1 again");
+    assert_eq!(c1.state().version.as_deref(), Some(version.as_str()));
+}
+
+/// A copy the server confirmed as it was persisted (same bytes, version
+/// and server) is not written again: "a copy whose bytes and version are
+/// those already written is not written again" (docs/client.md), so a
+/// restart that resumes costs no writes either.
+#[tokio::test]
+async fn persisted_copy_confirmed_unchanged_is_not_written_again() {
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = &testbed.servers()[0];
+    populate(server);
+    let dir = tempfile::tempdir().unwrap();
+    fill(server, dir.path()).await;
+
+    let c1_file = dir
+        .path()
+        .join(RECORDS_DIR)
+        .join(file_name(CDS, &cluster_name("c1")));
+    let inode = || {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(&c1_file).unwrap().ino()
+    };
+    let persisted = inode();
+
+    let client = client(&server.uri(), dir.path());
+    let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    eventually("c1 is confirmed", || {
+        c1.state().status == ResourceStatus::Acked
+    })
+    .await;
+    // The writer runs the writes in order: once the fence's record (a new
+    // resource) is in place, a write of c1 queued before it is done too
+    // (a write renames a new file over the record: a new inode).
+    let _fence = fence(&client, server).await;
+    eventually("the fence's record is written", || records(dir.path()) == 7).await;
+    assert_eq!(inode(), persisted, "c1's record was written again");
+}
+
+/// Versions another server sent are never claimed: a client restarted
+/// with the same state directory against another server asks afresh, and
+/// that server's copy replaces the persisted one.
+#[tokio::test]
+async fn persisted_versions_from_another_server_are_not_claimed() {
+    let first = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let a = &first.servers()[0];
+    populate(a);
+    let dir = tempfile::tempdir().unwrap();
+    fill(a, dir.path()).await;
+    let second = Testbed::start([ServerSpec::new("b", [A])]).await.unwrap();
+    let b = &second.servers()[0];
+    populate(b);
+
+    let client = client(&b.uri(), dir.path());
+    let c1 = client.watch::<ClusterType>(&cluster_name("c1")).unwrap();
+    eventually("c1 is confirmed by b", || {
+        c1.state().status == ResourceStatus::Acked && c1.state().error.is_none()
+    })
+    .await;
+    let stream = stream_after(b, 0).await;
+    let first_cds = stream
+        .delta_requests()
+        .find(|r| r.type_url == CDS)
+        .expect("a CDS request");
+    assert!(
+        first_cds.initial_resource_versions.is_empty(),
+        "a version from server a was claimed to server b: {first_cds:?}"
+    );
+    assert!(
+        stream
+            .delta_responses()
+            .any(|r| r.resources.iter().any(|res| res.name == cluster_name("c1"))),
+        "b sends c1, which the client never had from it"
+    );
+}

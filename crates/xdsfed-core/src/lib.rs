@@ -38,6 +38,8 @@
 //!   them.
 //! - [`json`], [`text_limits`]: the protobuf JSON mapping, and the bounds on
 //!   text bodies.
+//! - [`jwt_token`]: the token of gRFC A97's JWT token file call
+//!   credential: what a file must hold, and when it is read again.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -51,6 +53,7 @@ pub mod federation;
 pub mod file;
 pub mod hash;
 pub mod json;
+pub mod jwt_token;
 pub mod name;
 pub mod policy_stream;
 pub mod protocol;

@@ -59,6 +59,9 @@ pub struct CdnRequest {
     pub status: u16,
     /// The HTTP version it came over: HTTP/2 when a TLS client chose `h2`.
     pub version: http::Version,
+    /// The `Authorization` header, if any: what a client's call
+    /// credentials sent (gRFC A97).
+    pub authorization: Option<String>,
 }
 
 /// The requests a CDN server answered, oldest first.
@@ -216,6 +219,11 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let version = request.version();
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let json = request
         .headers()
         .get(header::ACCEPT)
@@ -240,6 +248,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Full<By
         if_none_match,
         status: response.status().as_u16(),
         version,
+        authorization,
     });
     response
 }

@@ -100,6 +100,11 @@ pub struct StreamRecord {
     /// How many messages were dropped to stay within the limits (a single
     /// message above the byte limit is dropped at once).
     pub dropped_events: u64,
+    /// The `authorization` header values of the call that opened the
+    /// stream (of a REST client, of its latest request): what a client's
+    /// call credentials sent (gRFC A97). A test server records them as
+    /// received.
+    pub authorization: Vec<String>,
 }
 
 impl StreamRecord {
@@ -350,11 +355,20 @@ impl Recorder {
             events: VecDeque::new(),
             bytes: 0,
             dropped_events: 0,
+            authorization: Vec::new(),
         });
         inner.trim(None);
         drop(inner);
         self.bump();
         id
+    }
+
+    /// Records the `authorization` values of stream `id`'s call (or latest
+    /// request).
+    pub(crate) fn set_authorization(&self, id: u64, values: Vec<String>) {
+        if let Some(stream) = self.lock().get_mut(id) {
+            stream.authorization = values;
+        }
     }
 
     /// Records `message` of stream `id`, copied and wrapped by `wrap` only

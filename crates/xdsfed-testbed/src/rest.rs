@@ -11,6 +11,11 @@
 //!                              ─► 200 DiscoveryResponse | 304 Not Modified
 //! ```
 //!
+//! With a [`crate::ServerTls`] the service is served over TLS (HTTPS),
+//! as the client's REST-JSON source speaks it with `tls` credentials. The
+//! `Authorization` values of each client's latest request are recorded
+//! ([`crate::StreamRecord::authorization`]).
+//!
 //! There is no stream, so a client is its node id: its first request opens
 //! a SotW entry in the recorder and the tracker, which its later requests
 //! share, and which closes when the server stops. A request that echoes the
@@ -112,6 +117,7 @@ enum Decision {
 pub(crate) fn spawn(
     listener: TcpListener,
     shared: Arc<Shared>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let service = Arc::new(Service {
@@ -145,10 +151,25 @@ pub(crate) fn spawn(
             }
             let _ = stream.set_nodelay(true);
             let hyper_service = TowerToHyperService::new(app.clone());
+            let tls = tls.clone();
             connections.spawn(async move {
-                let served = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), hyper_service)
-                    .await;
+                let http1 = hyper::server::conn::http1::Builder::new();
+                let served = match tls {
+                    None => {
+                        http1
+                            .serve_connection(TokioIo::new(stream), hyper_service)
+                            .await
+                    }
+                    // A failed handshake is the client's to report.
+                    Some(tls) => match tls.accept(stream).await {
+                        Ok(stream) => {
+                            http1
+                                .serve_connection(TokioIo::new(stream), hyper_service)
+                                .await
+                        }
+                        Err(_) => return,
+                    },
+                };
                 if let Err(e) = served {
                     tracing::debug!(error = %e, "REST connection ended");
                 }
@@ -166,6 +187,7 @@ pub(crate) fn spawn(
 async fn discovery(
     State(service): State<Arc<Service>>,
     Path(call): Path<String>,
+    headers: http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let faults = service.shared.faults();
@@ -207,7 +229,12 @@ async fn discovery(
         }
         return plain(StatusCode::NOT_MODIFIED, "");
     }
-    let (response, id) = match decide(&service, request) {
+    let authorization: Vec<String> = headers
+        .get_all(http::header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    let (response, id) = match decide(&service, request, authorization) {
         Decision::NotModified => return plain(StatusCode::NOT_MODIFIED, ""),
         Decision::Respond(response, id) => (response, id),
     };
@@ -229,7 +256,7 @@ async fn discovery(
 
 /// Books the request for its client and decides the answer: what the
 /// client's subscription selects now, or "not modified".
-fn decide(service: &Service, request: DiscoveryRequest) -> Decision {
+fn decide(service: &Service, request: DiscoveryRequest, authorization: Vec<String>) -> Decision {
     let shared = &service.shared;
     let node = request
         .node
@@ -250,6 +277,7 @@ fn decide(service: &Service, request: DiscoveryRequest) -> Decision {
     if !node.is_empty() {
         shared.recorder.set_node(id, &node);
     }
+    shared.recorder.set_authorization(id, authorization);
     shared
         .tracker
         .request(id, Some(node.as_str()).filter(|n| !n.is_empty()));

@@ -152,7 +152,7 @@ pub enum ServerError {
         /// What tonic said.
         source: tonic::transport::Error,
     },
-    /// The TLS credentials of an HTTP CDN server were refused.
+    /// The TLS credentials of an HTTP CDN or REST-JSON server were refused.
     #[error("server {server:?}: bad TLS configuration: {why}")]
     CdnTls {
         /// The server's name.
@@ -588,18 +588,22 @@ async fn serve(
     Ok((addr, Run { stop, task }))
 }
 
-/// Serves REST-JSON (plaintext) on `addr` (see [`crate::rest`]).
+/// Serves REST-JSON on `addr` (see [`crate::rest`]): HTTP/1.1, over TLS
+/// when the spec has a [`ServerTls`].
 async fn serve_rest(
     spec: &ServerSpec,
     addr: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<(SocketAddr, Run), ServerError> {
-    if spec.tls.is_some() {
-        return Err(ServerError::Unsupported {
+    let tls = spec
+        .tls
+        .as_ref()
+        .map(crate::cdn::tls_acceptor)
+        .transpose()
+        .map_err(|why| ServerError::CdnTls {
             server: spec.name.clone(),
-            what: "the testbed serves REST-JSON in plaintext only: drop the TLS settings".into(),
-        });
-    }
+            why,
+        })?;
     let bind_error = |source| ServerError::Bind {
         server: spec.name.clone(),
         addr,
@@ -608,7 +612,7 @@ async fn serve_rest(
     let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
     let addr = listener.local_addr().map_err(bind_error)?;
     let (stop, stopped) = watch::channel(false);
-    let task = crate::rest::spawn(listener, shared, stopped);
+    let task = crate::rest::spawn(listener, shared, tls, stopped);
     Ok((addr, Run { stop, task }))
 }
 

@@ -48,6 +48,35 @@ impl Cache {
     }
 }
 
+/// A copy from the state directory that no server has confirmed yet.
+#[derive(Debug, Clone)]
+pub(crate) struct DiskCopy {
+    /// The server that sent it, as the record names it.
+    pub(crate) server: Arc<str>,
+    /// The version it was sent with.
+    pub(crate) version: Arc<str>,
+    /// The copy.
+    pub(crate) resource: Decoded,
+}
+
+impl Cache {
+    /// `key`'s copy from the state directory, while no server has
+    /// confirmed or replaced it.
+    pub(crate) fn disk_copy(&self, key: &ResourceKey) -> Option<DiskCopy> {
+        let inner = self.lock();
+        inner.entries.get(key)?.slot.with(|state| {
+            if state.status != ResourceStatus::FromDisk {
+                return None;
+            }
+            Some(DiskCopy {
+                server: Arc::clone(&state.source.as_ref()?.server),
+                version: Arc::clone(state.version.as_ref()?),
+                resource: state.resource.clone()?,
+            })
+        })
+    }
+}
+
 impl super::Inner {
     /// A copy loaded before anyone watched it takes its first watcher's
     /// subscription: that server's features decide how events change it,
@@ -76,6 +105,30 @@ impl super::Inner {
             .entry(Arc::clone(&provenance.server))
             .or_default()
             .insert(key.clone());
+    }
+}
+
+/// What a copy from the state directory was persisted as: its bytes and
+/// the server that sent it.
+pub(super) struct Persisted {
+    raw: Option<bytes::Bytes>,
+    server: Option<Arc<str>>,
+}
+
+impl Persisted {
+    /// The persisted copy `state` holds (status `FromDisk`).
+    pub(super) fn of(state: &ResourceState) -> Self {
+        Persisted {
+            raw: state.resource.as_ref().map(|r| r.raw().clone()),
+            server: state.source.as_ref().map(|s| Arc::clone(&s.server)),
+        }
+    }
+
+    /// Whether `state` now holds the same bytes, sent by the same server
+    /// (`sent_by`): its record needs no new write.
+    pub(super) fn is(&self, state: &ResourceState, sent_by: &Arc<str>) -> bool {
+        self.server.as_ref() == Some(sent_by)
+            && self.raw.as_ref() == state.resource.as_ref().map(|r| r.raw())
     }
 }
 

@@ -315,20 +315,21 @@ enum Persist {
 }
 
 /// An accepted copy that differs (bytes or version) from what was cached
-/// is written; a copy the event dropped is deleted. `woke` says whether the
-/// bytes changed (or a copy from disk was confirmed). Only hands over
-/// reference-counted values: no resource bytes are copied here.
+/// is written; a copy the event dropped is deleted. `differs` says whether
+/// the bytes changed (or a copy from disk was confirmed by another server
+/// or with other bytes). Only hands over reference-counted values: no
+/// resource bytes are copied here.
 fn persistence(
     event: &CoreEvent,
     had: bool,
     old_version: Option<Arc<str>>,
     server: Arc<str>,
     state: &ResourceState,
-    woke: bool,
+    differs: bool,
 ) -> Option<Persist> {
     match (&state.resource, event) {
         (Some(resource), CoreEvent::Upsert { key, version, .. })
-            if woke || old_version.as_ref() != Some(version) =>
+            if differs || old_version.as_ref() != Some(version) =>
         {
             Some(Persist::Put(crate::state_dir::Record {
                 type_url: Arc::clone(&key.type_url),
@@ -401,13 +402,17 @@ impl Inner {
             let old_version = state.version.clone();
             let sent_by = Arc::clone(&source.server);
             let unconfirmed = state.status == ResourceStatus::FromDisk;
+            let persisted = unconfirmed.then(|| from_disk::Persisted::of(state));
             let woke = match event {
                 CoreEvent::DoesNotExist { .. } if unconfirmed && answered => {
                     from_disk::disk_copy_not_found(state, key, &cx)
                 }
                 _ => entry::apply(state, reported, event, source, &cx),
             };
-            persist = persistence(event, had, old_version, sent_by, state, woke);
+            // A copy from disk confirmed as it was persisted wakes its
+            // watchers (its status changed) but is on disk already.
+            let differs = woke && !persisted.is_some_and(|p| p.is(state, &sent_by));
+            persist = persistence(event, had, old_version, sent_by, state, differs);
             woke
         });
         if changed {

@@ -40,6 +40,7 @@ impl Inner {
         match action {
             Action::Subscribe { server, key } => {
                 if let Some(conn) = self.connection(state, server) {
+                    self.resume_from_disk(state, server, &key, conn.as_ref());
                     conn.subscribe(key);
                 }
             }
@@ -71,6 +72,26 @@ impl Inner {
                 }
             }
             other => apply_to_cache(&self.cache, &state.federation, other, policy),
+        }
+    }
+
+    /// Hands the connection to `server` the copy of `key` from the state
+    /// directory, if that server sent it (by server identity), so that its
+    /// first delta request claims the version and the server need not send
+    /// an unchanged resource again.
+    fn resume_from_disk(
+        &self,
+        state: &State,
+        server: ServerId,
+        key: &ResourceKey,
+        conn: &dyn SourceConnection,
+    ) {
+        let Some(copy) = self.cache.disk_copy(key) else {
+            return;
+        };
+        let registry = state.federation.registry();
+        if xdsfed_core::state_dir::claim::sent_by(registry, &copy.server, server) {
+            conn.resume(key.clone(), copy.version, copy.resource);
         }
     }
 

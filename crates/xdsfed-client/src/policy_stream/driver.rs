@@ -15,10 +15,12 @@ use std::time::{Duration, Instant, SystemTime};
 use envoy_types::pb::google::protobuf::Timestamp;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::codegen::http::HeaderValue;
 use tonic::transport::Endpoint;
 use tonic::{Code, Status, Streaming};
 
 use super::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
+use crate::source::call_creds::{CallCredentials, grpc_headers, with_authorization};
 use crate::source::driving::{initiator_of, now};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
@@ -70,6 +72,9 @@ pub(super) struct Io {
     inbound: Option<Streaming<PolicyDiscoveryResponse>>,
     check: Option<Check>,
     after_response: bool,
+    /// The call credentials' headers, read when the stream opened, for
+    /// the health checks beside it too.
+    authorization: Vec<HeaderValue>,
 }
 
 /// The policy-stream kind of source for the one reconnecting loop.
@@ -80,6 +85,8 @@ pub(super) struct Driver {
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
     stats: Arc<StatsCell>,
+    /// The server's call credentials (gRFC A97), added to each call.
+    call_creds: Option<Arc<CallCredentials>>,
 }
 
 impl Driver {
@@ -93,6 +100,7 @@ impl Driver {
     ) -> Self {
         Driver {
             session: PolicySession::new(cfg),
+            call_creds: CallCredentials::of(&server),
             server,
             sink,
             opts,
@@ -204,6 +212,7 @@ impl Driver {
         request.time = Some(timestamp(SystemTime::now()));
         let mut client = io.client.clone();
         let limit = self.session.config().timing.health_check_interval;
+        let request = with_authorization(request, io.authorization.clone());
         io.check = Some(Box::pin(async move {
             match tokio::time::timeout(limit, client.health_check(request)).await {
                 Ok(Ok(_)) => Ok(()),
@@ -257,6 +266,12 @@ impl SourceDriver for Driver {
                 return Err(self.end(Initiator::Transport, Code::Unavailable, message, false));
             }
         };
+        let authorization = match grpc_headers(self.call_creds.as_deref()) {
+            Ok(headers) => headers,
+            Err((code, message)) => {
+                return Err(self.end(Initiator::Transport, code, message, false));
+            }
+        };
         self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let client = ValidatingPolicyServiceClient::new(channel)
@@ -264,10 +279,9 @@ impl SourceDriver for Driver {
             .max_encoding_message_size(self.opts.max_message_size);
         let (out, rx) = mpsc::unbounded_channel();
         let mut opener = client.clone();
+        let request = with_authorization(UnboundedReceiverStream::new(rx), authorization.clone());
         let call: Call = Box::pin(async move {
-            let response = opener
-                .policy_discovery_stream(UnboundedReceiverStream::new(rx))
-                .await?;
+            let response = opener.policy_discovery_stream(request).await?;
             Ok(response.into_inner())
         });
         Ok(Io {
@@ -277,6 +291,7 @@ impl SourceDriver for Driver {
             inbound: None,
             check: None,
             after_response: false,
+            authorization,
         })
     }
 

@@ -23,6 +23,7 @@ use super::SourceConnection;
 use crate::transport::ConnectionStats;
 use xdsfed_core::bootstrap::ApiVariant;
 use xdsfed_core::protocol::ResourceKey;
+use xdsfed_core::types::Decoded;
 
 /// What the executor asks of a source's driver (shutdown aside, which
 /// [`Commands::recv`] reports as the end).
@@ -31,6 +32,9 @@ pub(crate) enum Command {
     Subscribe(ResourceKey),
     Unsubscribe(ResourceKey),
     ForgetVersion(ResourceKey),
+    /// A copy from the state directory this server sent (see
+    /// [`Session::resume`](xdsfed_core::protocol::Session::resume)).
+    Resume(ResourceKey, Arc<str>, Decoded),
     SubscribeWildcard(String),
     UnsubscribeWildcard(String),
 }
@@ -44,6 +48,10 @@ pub(crate) trait Subscriptions {
     fn forget_version(&mut self, key: &ResourceKey);
     fn subscribe_wildcard(&mut self, type_url: &str);
     fn unsubscribe_wildcard(&mut self, type_url: &str);
+    /// Only a session with per-resource versions (delta ADS) resumes.
+    fn resume(&mut self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+        let _ = (key, version, resource);
+    }
 }
 
 impl Command {
@@ -53,6 +61,7 @@ impl Command {
             Command::Subscribe(key) => session.subscribe(key),
             Command::Unsubscribe(key) => session.unsubscribe(&key),
             Command::ForgetVersion(key) => session.forget_version(&key),
+            Command::Resume(key, version, resource) => session.resume(key, version, resource),
             Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
             Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
         }
@@ -61,8 +70,13 @@ impl Command {
 
 /// Implements [`Subscriptions`] for a session type with those methods.
 macro_rules! subscriptions_of {
-    ($session:ty) => {
+    ($session:ty $(, $resume:ident)?) => {
         impl Subscriptions for $session {
+            $(
+                fn $resume(&mut self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+                    <$session>::$resume(self, key, version, resource)
+                }
+            )?
             fn subscribe(&mut self, key: ResourceKey) {
                 <$session>::subscribe(self, key)
             }
@@ -82,7 +96,7 @@ macro_rules! subscriptions_of {
     };
 }
 
-subscriptions_of!(xdsfed_core::protocol::Session);
+subscriptions_of!(xdsfed_core::protocol::Session, resume);
 #[cfg(feature = "policy-stream")]
 subscriptions_of!(xdsfed_core::policy_stream::PolicySession);
 
@@ -206,6 +220,13 @@ impl<K> SourceHandle<K> {
         self.send(Message::Command(Command::ForgetVersion(key)));
     }
 
+    /// Hands over a copy from the state directory that this server sent
+    /// (see [`Session::resume`](xdsfed_core::protocol::Session::resume)).
+    /// A source without versions ignores it.
+    pub(crate) fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+        self.send(Message::Command(Command::Resume(key, version, resource)));
+    }
+
     /// Subscribes to `*` for `type_url`.
     pub(crate) fn subscribe_wildcard(&self, type_url: &str) {
         self.send(Message::Command(Command::SubscribeWildcard(
@@ -266,6 +287,9 @@ impl<K: 'static> SourceConnection for SourceHandle<K> {
     }
     fn forget_version(&self, key: ResourceKey) {
         SourceHandle::forget_version(self, key);
+    }
+    fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+        SourceHandle::resume(self, key, version, resource);
     }
     fn subscribe_wildcard(&self, type_url: &str) {
         SourceHandle::subscribe_wildcard(self, type_url);

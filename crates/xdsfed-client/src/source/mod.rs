@@ -10,6 +10,7 @@
 //! in here by producing the same events, so that server fallback, `#alt`,
 //! status and metrics work the same for every kind.
 
+pub(crate) mod call_creds;
 #[cfg(feature = "cdn")]
 pub(crate) mod cdn;
 pub(crate) mod driving;
@@ -38,7 +39,7 @@ use crate::policy_stream::PolicyConnection;
 use crate::transport::{AdsConnection, ConnectionStats, EventSink, TransportOptions};
 use xdsfed_core::bootstrap::{Bootstrap, ServerConfig, ServerProtocol};
 use xdsfed_core::protocol::{AuthorityFilter, ResourceKey};
-use xdsfed_core::types::TypeRegistry;
+use xdsfed_core::types::{Decoded, TypeRegistry};
 
 /// A connection to one server, driven by the client's executor.
 pub(crate) trait SourceConnection: Send + Sync + std::fmt::Debug {
@@ -52,6 +53,13 @@ pub(crate) trait SourceConnection: Send + Sync + std::fmt::Debug {
     /// nothing to forget.
     fn forget_version(&self, key: ResourceKey) {
         let _ = key;
+    }
+    /// A copy of `key` from the state directory, which this server sent
+    /// at `version` to a previous run of the client: a delta ADS stream
+    /// claims it in its first request and confirms it once the server
+    /// accepts the stream. A source without versions ignores it.
+    fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+        let _ = (key, version, resource);
     }
     /// Asks for every resource of `type_url`.
     fn subscribe_wildcard(&self, type_url: &str);

@@ -26,11 +26,13 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::codegen::http::HeaderValue;
 use tonic::codegen::{Service as _, http};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 
 use super::{TransportError, TransportOptions};
+use crate::source::call_creds::{CallCredentials, grpc_headers, with_authorization};
 use crate::source::driving::{initiator_of, now, publish_session_stats};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
@@ -155,6 +157,8 @@ pub(super) struct Driver {
     opts: TransportOptions,
     endpoint: Result<Endpoint, TransportError>,
     stats: Arc<StatsCell>,
+    /// The server's call credentials (gRFC A97), added to each stream.
+    call_creds: Option<Arc<CallCredentials>>,
     fallback_logged: bool,
     /// The type of the response handled last, until its events are
     /// delivered and the type is counted as answered.
@@ -181,6 +185,7 @@ impl Driver {
         cfg.ignore_resource_deletion = server.has_feature("ignore_resource_deletion");
         Driver {
             session: Session::new(cfg, types),
+            call_creds: CallCredentials::of(&server),
             server,
             sink,
             opts,
@@ -220,27 +225,25 @@ impl Driver {
     /// Starts the RPC of the session's variant. The call resolves when the
     /// server's headers arrive, which some servers send only with their
     /// first response, so requests are written meanwhile.
-    fn start_rpc(&self, channel: Channel) -> (Outbound, Call) {
+    fn start_rpc(&self, channel: Channel, authorization: Vec<HeaderValue>) -> (Outbound, Call) {
         let mut client = AggregatedDiscoveryServiceClient::new(channel)
             .max_decoding_message_size(self.opts.max_message_size)
             .max_encoding_message_size(self.opts.max_message_size);
         match self.session.variant() {
             ApiVariant::Delta => {
                 let (tx, rx) = mpsc::unbounded_channel();
+                let request = with_authorization(UnboundedReceiverStream::new(rx), authorization);
                 let call = async move {
-                    let response = client
-                        .delta_aggregated_resources(UnboundedReceiverStream::new(rx))
-                        .await?;
+                    let response = client.delta_aggregated_resources(request).await?;
                     Ok(Inbound::Delta(response.into_inner()))
                 };
                 (Outbound::Delta(tx), Box::pin(call))
             }
             ApiVariant::Sotw => {
                 let (tx, rx) = mpsc::unbounded_channel();
+                let request = with_authorization(UnboundedReceiverStream::new(rx), authorization);
                 let call = async move {
-                    let response = client
-                        .stream_aggregated_resources(UnboundedReceiverStream::new(rx))
-                        .await?;
+                    let response = client.stream_aggregated_resources(request).await?;
                     Ok(Inbound::Sotw(response.into_inner()))
                 };
                 (Outbound::Sotw(tx), Box::pin(call))
@@ -417,10 +420,19 @@ impl SourceDriver for Driver {
                 return Err(self.end(Initiator::Transport, Code::Unavailable, message, false));
             }
         };
+        // Read when each stream opens, so that a rotated token is used by
+        // the next stream; a token that cannot be sent is the connection's
+        // failure.
+        let authorization = match grpc_headers(self.call_creds.as_deref()) {
+            Ok(headers) => headers,
+            Err((code, message)) => {
+                return Err(self.end(Initiator::Transport, code, message, false));
+            }
+        };
         self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
         let ready = probe(channel.clone());
-        let (out, call) = self.start_rpc(channel);
+        let (out, call) = self.start_rpc(channel, authorization);
         Ok(Io {
             out,
             call,

@@ -61,7 +61,9 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::bootstrap::{ApiVariant, Bootstrap, ChannelCreds, ServerConfig, ServerProtocol};
+use crate::bootstrap::{
+    ApiVariant, Bootstrap, CallCreds, ChannelCreds, ServerConfig, ServerProtocol,
+};
 use crate::name::{NameError, ResourceName, authority_of};
 use interned::Interned;
 pub use interned::ServerId;
@@ -182,6 +184,9 @@ pub struct ServerKey {
     pub server_uri: String,
     /// The channel credentials.
     pub channel_creds: ChannelCreds,
+    /// The call credentials (gRFC A97): a server reached with another
+    /// token is another identity, as in grpc-go's server key.
+    pub call_creds: Vec<CallCreds>,
     /// The behaviour-changing server features, sorted.
     pub features: Vec<&'static str>,
     /// Delta or SotW.
@@ -198,6 +203,7 @@ impl ServerKey {
         ServerKey {
             server_uri: server.server_uri.clone(),
             channel_creds: server.channel_creds.clone(),
+            call_creds: server.call_creds.clone(),
             features: server.behaviour_features(),
             api: server.api,
             api_pinned: server.api_pinned,
@@ -212,10 +218,14 @@ impl From<&ServerConfig> for ServerKey {
     }
 }
 
-/// `127.0.0.1:18000 (tls, ignore_resource_deletion, sotw pinned)`.
+/// `127.0.0.1:18000 (tls, ignore_resource_deletion, sotw pinned)`; call
+/// credentials follow the channel's: `(tls+jwt_token_file)`.
 impl fmt::Display for ServerKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}", self.server_uri, self.channel_creds.type_name())?;
+        for creds in &self.call_creds {
+            write!(f, "+{}", creds.type_name())?;
+        }
         for feature in &self.features {
             write!(f, ", {feature}")?;
         }

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::AuthorityConfig;
+use super::call_creds::{CallCreds, JWT_TOKEN_FILE};
 use super::certs::parse_duration;
 use super::grpc::{REACHABILITY_ONLY, default_authority_template, insert_authority};
 use super::server::{
@@ -125,9 +126,11 @@ fn parse_config_source(source: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfi
         .map(|service| {
             let cdn = matches!(protocol, ServerProtocol::HttpCdn(_));
             let (server_uri, channel_creds) = parse_grpc_service(service, root, cdn)?;
+            let call_creds = google_call_creds(service, &channel_creds)?;
             Ok(ServerConfig {
                 server_uri,
                 channel_creds,
+                call_creds,
                 server_features: Vec::new(),
                 api: variant,
                 api_pinned: pinned,
@@ -146,12 +149,15 @@ fn parse_rest_source(api: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
     let mut targets = Vec::new();
     if let Some(names) = api.get("cluster_names")? {
         for name in names.array()? {
-            targets.push(resolve_static_cluster(root, &name)?);
+            let (uri, creds) = resolve_static_cluster(root, &name)?;
+            targets.push((uri, creds, Vec::new()));
         }
     }
     if let Some(services) = api.get("grpc_services")? {
         for service in services.array()? {
-            targets.push(parse_grpc_service(&service, root, false)?);
+            let (uri, creds) = parse_grpc_service(&service, root, false)?;
+            let call_creds = google_call_creds(&service, &creds)?;
+            targets.push((uri, creds, call_creds));
         }
     }
     if targets.is_empty() {
@@ -162,9 +168,10 @@ fn parse_rest_source(api: &At<'_>, root: &At<'_>) -> Result<Vec<ServerConfig>> {
     }
     Ok(targets
         .into_iter()
-        .map(|(server_uri, channel_creds)| ServerConfig {
+        .map(|(server_uri, channel_creds, call_creds)| ServerConfig {
             server_uri,
             channel_creds,
+            call_creds,
             server_features: Vec::new(),
             api: ApiVariant::Sotw,
             api_pinned: true,
@@ -231,6 +238,36 @@ fn parse_grpc_service(
         return resolve_static_cluster(root, &name_at);
     }
     Err(service.error("expected envoy_grpc or google_grpc"))
+}
+
+/// `google_grpc.call_credentials` of a `grpc_service` (Envoy's
+/// `GoogleGrpc.CallCredentials`, a oneof per entry): `{"jwt_token_file":
+/// PATH}` (an xdsfed extension, gRFC A97's credential) is supported; the
+/// other kinds are skipped, as gRFC A97 skips the types a client does not
+/// support. Only over TLS, as in the gRPC bootstrap.
+fn google_call_creds(service: &At<'_>, channel: &ChannelCreds) -> Result<Vec<CallCreds>> {
+    let Some(google) = service.get("google_grpc")? else {
+        return Ok(Vec::new());
+    };
+    let Some(list) = google.get("call_credentials")? else {
+        return Ok(Vec::new());
+    };
+    let mut creds = Vec::new();
+    for entry in list.array()? {
+        entry.object()?;
+        let Some(path) = entry.get(JWT_TOKEN_FILE)? else {
+            continue;
+        };
+        if *channel == ChannelCreds::Insecure {
+            return Err(path.error(
+                "jwt_token_file call credentials need TLS (channel_credentials.ssl_credentials):                  a bearer token is never sent over an insecure channel",
+            ));
+        }
+        creds.push(CallCreds::JwtTokenFile {
+            path: PathBuf::from(path.non_empty_str()?),
+        });
+    }
+    Ok(creds)
 }
 
 /// `GoogleGrpc.ChannelCredentials`: only `ssl_credentials` maps onto this

@@ -39,6 +39,7 @@
 //! an unknown field is ignored, as gRPC does, so that one file can serve
 //! clients of different versions. `docs/bootstrap.md` documents every field.
 
+mod call_creds;
 mod certs;
 mod document;
 mod envoy;
@@ -54,6 +55,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use call_creds::{CallCreds, JWT_TOKEN_FILE};
 pub use certs::{CertificateProvider, DEFAULT_REFRESH_INTERVAL, FileWatcherConfig};
 pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
 pub use node::{Locality, Node, USER_AGENT_NAME};

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::call_creds::{CallCreds, parse_call_creds};
 use super::certs::parse_duration;
 use super::target::check_server_uri;
 use super::walk::{At, Result};
@@ -302,6 +303,8 @@ pub struct ServerConfig {
     pub server_uri: String,
     /// The first supported entry of `channel_creds`.
     pub channel_creds: ChannelCreds,
+    /// Every supported entry of `call_creds` (gRFC A97), in order.
+    pub call_creds: Vec<CallCreds>,
     /// `server_features`, e.g. `ignore_resource_deletion`, `trusted_xds_server`.
     pub server_features: Vec<String>,
     /// Delta or SotW.
@@ -318,6 +321,7 @@ impl ServerConfig {
         ServerConfig {
             server_uri: server_uri.into(),
             channel_creds: ChannelCreds::Insecure,
+            call_creds: Vec::new(),
             server_features: Vec::new(),
             api: ApiVariant::Delta,
             api_pinned: false,
@@ -345,7 +349,7 @@ impl ServerConfig {
 const SUPPORTED_CREDS: &str = "\"insecure\" or \"tls\"";
 
 /// Reads one gRPC `xds_servers` entry:
-/// `{"server_uri", "channel_creds": [{"type", "config"}], "server_features", "api_type",
+/// `{"server_uri", "channel_creds": [{"type", "config"}], "call_creds", "server_features", "api_type",
 /// "protocol", "policy_stream", "refresh_delay", "request_timeout"}`.
 /// `api_type`, `protocol`, `policy_stream` and the REST and CDN timers are xdsfed
 /// extensions (gRPC ignores them as unknown fields).
@@ -371,6 +375,7 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     checked.map_err(|problem| uri_at.error(problem))?;
     let creds = at.require("channel_creds", "an array of {\"type\": ...} objects")?;
     let channel_creds = parse_channel_creds(&creds)?;
+    let call_creds = parse_call_creds(at, &channel_creds)?;
     let server_features = parse_features(at)?;
     let api_type = at.get("api_type")?;
     if let Some(api_type) = &api_type
@@ -379,6 +384,7 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
         return Ok(ServerConfig {
             server_uri,
             channel_creds,
+            call_creds,
             server_features,
             // REST-JSON polling is state of the world (no delta over REST).
             api: ApiVariant::Sotw,
@@ -390,6 +396,7 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
         return Ok(ServerConfig {
             server_uri,
             channel_creds,
+            call_creds,
             server_features,
             // Each file holds a whole `DiscoveryResponse`: the nearest of
             // the two ADS variants is state-of-the-world.
@@ -413,6 +420,7 @@ pub(crate) fn parse_server(at: &At<'_>) -> Result<ServerConfig> {
     Ok(ServerConfig {
         server_uri,
         channel_creds,
+        call_creds,
         server_features,
         api,
         api_pinned,

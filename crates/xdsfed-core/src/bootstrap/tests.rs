@@ -548,3 +548,131 @@ fn authority_refuses_a_fallback_on_reachability_only_that_is_no_boolean() {
         "{envoy}"
     );
 }
+
+/// A TLS server entry with `call_creds` (JSON members of the entry).
+fn tls_server_with(call_creds: &str) -> String {
+    format!(
+        r#"{{"xds_servers": [{{"server_uri": "s:1",
+            "channel_creds": [{{"type": "tls", "config": {{"ca_certificate_file": "ca.pem"}}}}],
+            "call_creds": {call_creds}}}]}}"#
+    )
+}
+
+fn field_path_of(result: Result<Bootstrap, BootstrapError>) -> Option<String> {
+    result.err().and_then(|e| e.field_path().map(str::to_owned))
+}
+
+/// gRFC A97: "the client will look through the entire list and use all
+/// types that it supports" and ignores the others; the same entries read
+/// from YAML.
+#[test]
+fn call_creds_keep_every_supported_entry_and_skip_unknown_types() {
+    let json = tls_server_with(
+        r#"[{"type": "google_default"},
+            {"type": "jwt_token_file", "config": {"jwt_token_file": "/run/a.jwt"}},
+            {"type": "jwt_token_file", "config": {"jwt_token_file": "/run/b.jwt", "future": 1}}]"#,
+    );
+    let b = ok(Bootstrap::from_json_str(&json));
+    let expected = vec![
+        CallCreds::JwtTokenFile {
+            path: "/run/a.jwt".into(),
+        },
+        CallCreds::JwtTokenFile {
+            path: "/run/b.jwt".into(),
+        },
+    ];
+    assert_eq!(b.xds_servers[0].call_creds, expected);
+    let yaml = ok(Bootstrap::from_yaml_str(
+        "xds_servers:\n- server_uri: s:1\n  channel_creds: [{type: tls, config: {ca_certificate_file: ca.pem}}]\n  call_creds:\n  - {type: jwt_token_file, config: {jwt_token_file: /run/a.jwt}}\n",
+    ));
+    assert_eq!(yaml.xds_servers[0].call_creds, expected[..1]);
+    let none = ok(Bootstrap::from_json_str(MINIMAL));
+    assert!(none.xds_servers[0].call_creds.is_empty());
+}
+
+/// gRFC A97: "if present, the config must pass whatever validation is
+/// appropriate for the call creds type; if it does not, the bootstrap
+/// config will be considered invalid"; `jwt_token_file` is required.
+#[test]
+fn jwt_token_file_config_is_validated_naming_the_field() {
+    for (call_creds, path) in [
+        (
+            r#"[{"type": "jwt_token_file", "config": {}}]"#,
+            "xds_servers[0].call_creds[0].config.jwt_token_file",
+        ),
+        (
+            r#"[{"type": "other"}, {"type": "jwt_token_file", "config": {"jwt_token_file": ""}}]"#,
+            "xds_servers[0].call_creds[1].config.jwt_token_file",
+        ),
+        (
+            r#"[{"type": "jwt_token_file", "config": {"jwt_token_file": 7}}]"#,
+            "xds_servers[0].call_creds[0].config.jwt_token_file",
+        ),
+        (
+            r#"[{"type": "jwt_token_file"}]"#,
+            "xds_servers[0].call_creds[0].config",
+        ),
+        (r#"[{"config": {}}]"#, "xds_servers[0].call_creds[0].type"),
+        (r#"{"type": "jwt_token_file"}"#, "xds_servers[0].call_creds"),
+    ] {
+        let got = field_path_of(Bootstrap::from_json_str(&tls_server_with(call_creds)));
+        assert_eq!(got.as_deref(), Some(path), "{call_creds}");
+    }
+}
+
+/// A bearer token is sent only over TLS (grpc-go's JWT credential
+/// requires transport security; gRFC A97 is silent): a server with
+/// insecure channel credentials and a supported call credential is an
+/// error naming the entry, in the gRPC and the Envoy-style schemas. An
+/// unsupported call credential on such a server is skipped, as ever.
+#[test]
+fn jwt_token_file_on_an_insecure_channel_is_refused_naming_the_entry() {
+    let json = r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}],
+        "call_creds": [{"type": "jwt_token_file", "config": {"jwt_token_file": "/run/a.jwt"}}]}]}"#;
+    let err = Bootstrap::from_json_str(json).unwrap_err();
+    assert_eq!(err.field_path(), Some("xds_servers[0].call_creds[0]"));
+    assert!(err.to_string().contains("TLS"), "{err}");
+    let skipped = r#"{"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}],
+        "call_creds": [{"type": "google_default"}]}]}"#;
+    assert!(
+        ok(Bootstrap::from_json_str(skipped)).xds_servers[0]
+            .call_creds
+            .is_empty()
+    );
+    let envoy = "default_config_source:\n  api_config_source:\n    api_type: AGGREGATED_GRPC\n    grpc_services:\n    - google_grpc:\n        target_uri: s:1\n        call_credentials: [{jwt_token_file: /run/a.jwt}]\n";
+    assert_eq!(
+        field_path_of(Bootstrap::from_yaml_str(envoy)).as_deref(),
+        Some(
+            "default_config_source.api_config_source.grpc_services[0].google_grpc.call_credentials[0].jwt_token_file"
+        )
+    );
+}
+
+/// Envoy-style: `google_grpc.call_credentials` entries of kind
+/// `jwt_token_file` are read; Envoy's other kinds are skipped.
+#[test]
+fn envoy_style_google_grpc_call_credentials_read_jwt_token_file() {
+    let b = ok(Bootstrap::from_yaml_str(
+        "default_config_source:\n  api_config_source:\n    api_type: AGGREGATED_GRPC\n    grpc_services:\n    - google_grpc:\n        target_uri: s:1\n        channel_credentials: {ssl_credentials: {root_certs: {filename: ca.pem}}}\n        call_credentials: [{access_token: x}, {jwt_token_file: /run/a.jwt}]\n",
+    ));
+    assert_eq!(
+        b.xds_servers[0].call_creds,
+        vec![CallCreds::JwtTokenFile {
+            path: "/run/a.jwt".into()
+        }]
+    );
+}
+
+/// Servers that differ only in their call credentials are two streams
+/// (grpc-go keys servers by them too); the name shows the type only.
+#[test]
+fn call_creds_are_part_of_the_server_key() {
+    let b = ok(Bootstrap::from_json_str(&tls_server_with(
+        r#"[{"type": "jwt_token_file", "config": {"jwt_token_file": "/run/a.jwt"}}]"#,
+    )));
+    let with = crate::authority::ServerKey::new(&b.xds_servers[0]);
+    let mut plain = b.xds_servers[0].clone();
+    plain.call_creds.clear();
+    assert_ne!(with, crate::authority::ServerKey::new(&plain));
+    assert_eq!(with.to_string(), "s:1 (tls+jwt_token_file)");
+}

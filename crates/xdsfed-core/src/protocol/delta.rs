@@ -13,7 +13,8 @@
 //!
 //! The first request of a type on a stream subscribes to every name (and `*`
 //! explicitly, never through the legacy empty request) and carries
-//! `initial_resource_versions` for what the session holds; later requests
+//! `initial_resource_versions` for what the session holds (and the copies
+//! from the state directory it resumes, see `resume.rs`); later requests
 //! carry only the changes.
 
 use std::sync::Arc;
@@ -40,6 +41,13 @@ impl Session {
         type_url: &Arc<str>,
         ack: Option<PendingAck>,
     ) -> Option<Request> {
+        if self
+            .states
+            .get(type_url)
+            .is_some_and(|s| !s.stream.requested && s.has_interest())
+        {
+            self.claim_resumed(type_url);
+        }
         let state = self.states.get_mut(type_url)?;
         let first = !state.stream.requested;
         if first && !state.has_interest() {

@@ -79,6 +79,7 @@ mod config;
 mod delta;
 mod event;
 mod ingest;
+mod resume;
 mod session;
 mod sotw;
 mod stream_end;

@@ -159,6 +159,9 @@ pub(super) struct PerStream {
     pub(super) written_early: Vec<(Arc<str>, Arc<str>)>,
     /// Why the session wants the stream closed (a deadline passed).
     pub(super) close: Option<StreamEnd>,
+    /// Copies from the state directory its first requests claimed, to
+    /// confirm once the server accepts or answers it.
+    pub(super) claimed: Vec<ResourceKey>,
 }
 
 impl Session {
@@ -257,6 +260,7 @@ impl Session {
         if !state.unsubscribe(&key.name) {
             return;
         }
+        state.durable.resumed.remove(&key.name);
         if !state.durable.wildcard {
             self.timers.cancel(&Timer::DoesNotExist(key.clone()));
             self.timers.cancel(&Timer::TtlExpiry(key.clone()));
@@ -277,6 +281,7 @@ impl Session {
         // the name, even a deletion, is news to the client.
         state.durable.absent.remove(&key.name);
         state.durable.timed_out.remove(&key.name);
+        state.durable.resumed.remove(&key.name);
         if let Some(version) = state.durable.held.get_mut(&key.name) {
             *version = Arc::from("");
         }
@@ -358,6 +363,7 @@ impl Session {
         self.stream.accepted = true;
         self.events.push_back(CoreEvent::StreamAccepted);
         self.establish(now);
+        self.confirm_claimed();
     }
 
     /// The server answered a request on the stream's connection: it speaks
@@ -377,6 +383,8 @@ impl Session {
         let before = self.update_totals();
         let type_url = response.type_url.clone();
         self.on_delta_response(now, response);
+        // After the response, so that a copy it replaced is not confirmed.
+        self.confirm_claimed();
         self.count_by_type(&type_url, before);
     }
 

@@ -51,6 +51,9 @@ pub(crate) struct Durable {
     /// new stream does not time them out again either, but the server's
     /// own answer about them, even a deletion, is still news.
     pub(crate) timed_out: HashSet<Arc<str>>,
+    /// Copies from the state directory this server sent to a previous run
+    /// of the client, not yet confirmed ([`super::resume`]).
+    pub(crate) resumed: HashMap<Arc<str>, super::resume::Resumed>,
     /// SotW: the `version_info` of the last ACKed response.
     pub(crate) acked_version: Arc<str>,
     /// How many of `subscribed` are glob collections (so that names are

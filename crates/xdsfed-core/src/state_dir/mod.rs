@@ -2,8 +2,10 @@
 //! ([`record`]), and the plan that decides which write comes next,
 //! coalescing, bounds and retries ([`plan`]). The client crate's
 //! `state_dir` module creates the directory, reads and writes the files by
-//! the file-safety rule, and runs the plan on a writer thread.
+//! the file-safety rule, and runs the plan on a writer thread. Which stream
+//! may claim a persisted copy's version is [`claim`]'s.
 
+pub mod claim;
 pub mod plan;
 pub mod record;
 

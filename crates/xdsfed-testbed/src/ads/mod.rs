@@ -97,9 +97,20 @@ impl StreamCtx {
 
 impl Ads {
     /// Opens a stream on the recorder and tracker, or refuses it per the faults.
-    fn open(&self, variant: Variant, peer: Option<SocketAddr>) -> Result<StreamCtx, Status> {
+    fn open(
+        &self,
+        variant: Variant,
+        peer: Option<SocketAddr>,
+        metadata: &tonic::metadata::MetadataMap,
+    ) -> Result<StreamCtx, Status> {
         let faults = self.shared.faults();
         let id = self.shared.recorder.open(variant);
+        let authorization = metadata
+            .get_all("authorization")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
+        self.shared.recorder.set_authorization(id, authorization);
         let refusal = if *self.shutdown.borrow() {
             Some(Status::unavailable("server is stopping"))
         } else if faults.refuse_connections {
@@ -139,7 +150,7 @@ impl AggregatedDiscoveryService for Ads {
         &self,
         request: Request<Streaming<DiscoveryRequest>>,
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        let ctx = self.open(Variant::Sotw, request.remote_addr())?;
+        let ctx = self.open(Variant::Sotw, request.remote_addr(), request.metadata())?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
         tokio::spawn(serve::<sotw::Sotw>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
@@ -149,7 +160,7 @@ impl AggregatedDiscoveryService for Ads {
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        let ctx = self.open(Variant::Delta, request.remote_addr())?;
+        let ctx = self.open(Variant::Delta, request.remote_addr(), request.metadata())?;
         let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
         tokio::spawn(serve::<delta::Delta>(ctx, request.into_inner(), tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

@@ -24,7 +24,7 @@ mod service;
 pub mod stub;
 pub mod version;
 
-pub use plane::{PolicyClient, PolicyPlane, Processed};
+pub use plane::{Call, CallKind, PolicyClient, PolicyPlane, Processed};
 pub(crate) use service::PolicyService;
 
 use std::collections::BTreeMap;

@@ -97,6 +97,31 @@ struct Inner {
     last_nonce_nanos: u128,
     /// Whether any stream has registered since the server started.
     requested: bool,
+    /// The `authorization` values of the latest calls (streams and health
+    /// checks), oldest first, at most [`AUTHORIZATIONS_KEPT`].
+    authorizations: std::collections::VecDeque<Call>,
+}
+
+/// How many calls' `authorization` values a policy server keeps.
+const AUTHORIZATIONS_KEPT: usize = 64;
+
+/// Which call of the policy service carried an `authorization` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// `PolicyDiscoveryStream`.
+    Stream,
+    /// `HealthCheck`.
+    HealthCheck,
+}
+
+/// One call and the `authorization` header values it carried: what a
+/// client's call credentials sent (gRFC A97).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The method.
+    pub kind: CallKind,
+    /// The values, as received.
+    pub authorization: Vec<String>,
 }
 
 /// The control plane of one policy server.
@@ -304,6 +329,21 @@ impl PolicyPlane {
             self.bump();
         }
         stale
+    }
+
+    /// Records a call's `authorization` values, keeping the latest.
+    pub(crate) fn note_call(&self, call: Call) {
+        let mut inner = self.lock();
+        if inner.authorizations.len() >= AUTHORIZATIONS_KEPT {
+            inner.authorizations.pop_front();
+        }
+        inner.authorizations.push_back(call);
+    }
+
+    /// The latest calls (at most 64), oldest first, with the
+    /// `authorization` values each carried.
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().authorizations.iter().cloned().collect()
     }
 
     /// The clients: connected or health-checked.

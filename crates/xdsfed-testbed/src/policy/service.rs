@@ -24,7 +24,7 @@ use xdsfed_core::policy_stream::wire::{
 };
 use xdsfed_core::types::VALIDATING_POLICY_TYPE_URL;
 
-use super::plane::PolicyPlane;
+use super::plane::{Call, CallKind, PolicyPlane};
 use crate::faults::Faults;
 use crate::server::Shared;
 
@@ -44,6 +44,18 @@ impl PolicyService {
     }
 }
 
+/// A call of `kind` with the `authorization` values of `metadata`.
+fn call(kind: CallKind, metadata: &tonic::metadata::MetadataMap) -> Call {
+    Call {
+        kind,
+        authorization: metadata
+            .get_all("authorization")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect(),
+    }
+}
+
 #[tonic::async_trait]
 impl ValidatingPolicyService for PolicyService {
     type PolicyDiscoveryStreamStream = ReceiverStream<Result<PolicyDiscoveryResponse, Status>>;
@@ -52,6 +64,8 @@ impl ValidatingPolicyService for PolicyService {
         &self,
         request: Request<Streaming<PolicyDiscoveryRequest>>,
     ) -> Result<Response<Self::PolicyDiscoveryStreamStream>, Status> {
+        self.plane()
+            .note_call(call(CallKind::Stream, request.metadata()));
         let faults = self.shared.faults();
         if faults.refuse_connections || faults.close_immediately {
             return Err(Status::unavailable("fault: the stream is refused"));
@@ -72,6 +86,8 @@ impl ValidatingPolicyService for PolicyService {
         &self,
         request: Request<HealthCheckRequest>,
     ) -> Result<Response<HealthCheckResponse>, Status> {
+        self.plane()
+            .note_call(call(CallKind::HealthCheck, request.metadata()));
         let request = request.into_inner();
         if request.client_address.is_empty() {
             return Err(Status::invalid_argument("client address required"));

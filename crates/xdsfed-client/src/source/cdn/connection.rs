@@ -100,6 +100,8 @@ impl SourceDriver for Driver {
             Command::Subscribe(key) => self.session.subscribe(key),
             Command::Unsubscribe(key) => self.session.unsubscribe(&key),
             Command::ForgetVersion(key) => self.session.forget_version(&key),
+            // An HTTP fetch has no initial versions to claim.
+            Command::Resume(..) => {}
             Command::SubscribeWildcard(type_url) => {
                 // A file host cannot list what it holds.
                 tracing::warn!(

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    AGE, CACHE_CONTROL, CONTENT_TYPE, DATE, ETAG, EXPIRES, HeaderMap, IF_MODIFIED_SINCE,
-    IF_NONE_MATCH, LAST_MODIFIED, RETRY_AFTER, USER_AGENT,
+    AGE, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, DATE, ETAG, EXPIRES, HeaderMap,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RETRY_AFTER, USER_AGENT,
 };
 use http::{Request, Uri};
 use http_body_util::{BodyExt as _, Empty, Limited};
@@ -31,6 +31,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use crate::source::call_creds::CallCredentials;
 use crate::source::http::{Stream, error_chain};
 use crate::tls::{client_config, read_tls_files};
 use xdsfed_core::bootstrap::{ChannelCreds, ServerConfig};
@@ -57,6 +58,8 @@ pub(crate) struct HttpClient {
     client: Client<Connector, Empty<Bytes>>,
     timeout: Duration,
     limits: BodyLimits,
+    /// The server's call credentials (gRFC A97), added to each fetch.
+    call_creds: Option<Arc<CallCredentials>>,
 }
 
 impl HttpClient {
@@ -98,6 +101,7 @@ impl HttpClient {
             client,
             timeout,
             limits,
+            call_creds: CallCredentials::of(server),
         })
     }
 
@@ -121,6 +125,12 @@ impl HttpClient {
         }
         if let Some(date) = &fetch.last_modified {
             request = request.header(IF_MODIFIED_SINCE, &**date);
+        }
+        if let Some(creds) = &self.call_creds {
+            // Read for each fetch: a rotated token is used by the next one.
+            for value in creds.headers().map_err(|e| e.message)? {
+                request = request.header(AUTHORIZATION, value);
+            }
         }
         let request = request
             .body(Empty::new())

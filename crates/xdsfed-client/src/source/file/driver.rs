@@ -199,6 +199,8 @@ impl SourceDriver for Driver {
             Command::Unsubscribe(key) => session.unsubscribe(&key),
             // A file has no versions: what it holds is read afresh.
             Command::ForgetVersion(_) => {}
+            // Nor a server to claim a persisted version from.
+            Command::Resume(..) => {}
             Command::SubscribeWildcard(t) => session.subscribe_wildcard(&t),
             Command::UnsubscribeWildcard(t) => session.unsubscribe_wildcard(&t),
         }

@@ -232,6 +232,8 @@ fn apply_one(session: &mut Session, own_events: &mut Vec<CoreEvent>, command: Co
         }
         Command::Unsubscribe(key) => session.unsubscribe(&key),
         Command::ForgetVersion(key) => session.forget_version(&key),
+        // REST-JSON polls whole snapshots: no per-resource versions to claim.
+        Command::Resume(..) => {}
         Command::SubscribeWildcard(t) => {
             if let Some(reason) = not_requestable(&t, "*") {
                 own_events.push(CoreEvent::NotRequested {

@@ -27,6 +27,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls;
 
+use crate::source::call_creds::CallCredentials;
 use crate::source::http::{Stream, error_chain};
 use crate::tls::{client_config, read_tls_files};
 use crate::transport::TransportError;
@@ -92,6 +93,8 @@ pub(crate) struct HttpClient {
     base: String,
     request_timeout: Duration,
     max_body: usize,
+    /// The server's call credentials (gRFC A97), added to each request.
+    call_creds: Option<Arc<CallCredentials>>,
 }
 
 impl HttpClient {
@@ -136,6 +139,7 @@ impl HttpClient {
             base,
             request_timeout,
             max_body,
+            call_creds: CallCredentials::of(server),
         })
     }
 
@@ -149,13 +153,26 @@ impl HttpClient {
         let url = format!("{}/v3/discovery:{path}", self.base);
         let body = discovery_request_to_json(request)
             .map_err(|e| Failure::new(INTERNAL, format!("cannot encode the request: {e}")))?;
-        let http_request = Request::builder()
+        let mut http_request = Request::builder()
             .method(Method::POST)
             .uri(&url)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| Failure::new(INTERNAL, format!("{url}: {e}")))?;
+        if let Some(creds) = &self.call_creds {
+            // Read for each request, so that a rotated token is used by the
+            // next poll; a token that cannot be sent fails the poll as the
+            // connection would.
+            let values = creds
+                .headers()
+                .map_err(|e| Failure::transport(e.code() as i32, e.message))?;
+            for value in values {
+                http_request
+                    .headers_mut()
+                    .append(header::AUTHORIZATION, value);
+            }
+        }
         let exchange = self.exchange(&request.type_url, http_request);
         match tokio::time::timeout(self.request_timeout, exchange).await {
             Ok(result) => result.map_err(|f| Failure {

@@ -9,6 +9,7 @@ mod does_not_exist;
 mod federation;
 mod names;
 mod reconnect;
+mod resume;
 mod sim;
 mod support;
 mod ttl;
