@@ -495,13 +495,14 @@ impl Driver {
         }
     }
 
-    /// An LEDS glob collection, through the bootstrap: the client watches
-    /// glob collections by their authority only, so a `leds_config` that
-    /// names a server of its own is not dialled (the authority must be in
-    /// the bootstrap).
+    /// An LEDS collection, through the bootstrap: a glob (`…/*`) with
+    /// [`XdsClient::watch_collection`], a list collection
+    /// (`LbEndpointCollection`, gRFC A95) with
+    /// [`XdsClient::watch_list_collection`]. The client watches collections
+    /// by their authority only, so a `leds_config` that names a server of
+    /// its own is not dialled (the authority must be in the bootstrap).
     fn open_leds(&self, name: &Arc<str>) -> Result<BoxStream<'static, Input>, WatchError> {
-        let watch = self.client.watch_collection::<LbEndpointType>(name)?;
-        Ok(collection_stream(Arc::clone(name), watch))
+        self.open_collection::<LbEndpointType>(name)
     }
 
     fn open_wildcard<T: Followed>(&self) -> Result<BoxStream<'static, Input>, WatchError> {

@@ -1,7 +1,7 @@
 //! Builders of valid Envoy resources, for scenarios written in Rust, tests
 //! and benchmarks: an API listener fetching its routes through RDS, a route
-//! configuration, an EDS cluster, its endpoints (inline or through LEDS),
-//! and TP1 list collections.
+//! configuration, an EDS cluster, its endpoints (inline or through LEDS, a
+//! glob or an `LbEndpointCollection`), and TP1 list collections.
 //!
 //! ```
 //! use xdsfed_testbed::resources::{api_listener, cluster, endpoints, route_config};
@@ -19,12 +19,12 @@ use envoy_types::pb::envoy::config::cluster::v3::{
     cluster::{ClusterDiscoveryType, DiscoveryType, EdsClusterConfig},
 };
 use envoy_types::pb::envoy::config::core::v3::{
-    Address, AggregatedConfigSource, ApiVersion, ConfigSource, SocketAddress, address,
-    config_source, socket_address,
+    Address, AggregatedConfigSource, ApiVersion, ConfigSource, SelfConfigSource, SocketAddress,
+    address, config_source, socket_address,
 };
 use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, Endpoint, LbEndpoint, LedsClusterLocalityConfig, LocalityLbEndpoints,
-    lb_endpoint, locality_lb_endpoints,
+    ClusterLoadAssignment, Endpoint, LbEndpoint, LbEndpointCollection, LedsClusterLocalityConfig,
+    LocalityLbEndpoints, lb_endpoint, locality_lb_endpoints,
 };
 use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener, ListenerCollection};
 use envoy_types::pb::envoy::config::route::v3::{
@@ -119,6 +119,45 @@ pub fn leds_endpoints(cluster: &str, collection: &str) -> ClusterLoadAssignment 
         }],
         ..Default::default()
     }
+}
+
+/// A ClusterLoadAssignment named `cluster` whose one locality takes its
+/// endpoints from the LEDS list collection `collection`
+/// (`xdstp://a/envoy.config.endpoint.v3.LbEndpointCollection/pool`,
+/// gRFC A95), through `self`. Serve it with [`lb_endpoint_collection`];
+/// clients fetch it over SotW or delta.
+pub fn leds_list_endpoints(cluster: &str, collection: &str) -> ClusterLoadAssignment {
+    let mut cla = leds_endpoints(cluster, collection);
+    for locality in &mut cla.endpoints {
+        if let Some(locality_lb_endpoints::LbConfig::LedsClusterLocalityConfig(leds)) =
+            locality.lb_config.as_mut()
+        {
+            leds.leds_config = Some(ConfigSource {
+                config_source_specifier: Some(config_source::ConfigSourceSpecifier::Self_(
+                    SelfConfigSource::default(),
+                )),
+                resource_api_version: ApiVersion::V3 as i32,
+                ..Default::default()
+            });
+        }
+    }
+    cla
+}
+
+/// An LEDS list collection (gRFC A95): each `(entry name, host, port)` an
+/// inline `LbEndpoint` ("" for an anonymous entry).
+pub fn lb_endpoint_collection(endpoints: &[(&str, &str, u32)]) -> LbEndpointCollection {
+    let entries = endpoints
+        .iter()
+        .map(|(name, host, port)| CollectionEntry {
+            resource_specifier: Some(ResourceSpecifier::InlineEntry(InlineEntry {
+                name: (*name).into(),
+                version: port.to_string(),
+                resource: Some(pack(&lb_endpoint(host, *port))),
+            })),
+        })
+        .collect();
+    LbEndpointCollection { entries }
 }
 
 /// A ClusterLoadAssignment named `cluster` with one locality holding the

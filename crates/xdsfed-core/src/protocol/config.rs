@@ -15,6 +15,9 @@ use crate::name::authority_of;
 pub const FEATURE_RESOURCE_IN_SOTW: &str = "xds.config.resource-in-sotw";
 /// Client feature: the client honours `Resource.ttl` and heartbeats.
 pub const FEATURE_RESOURCE_TTL: &str = "xds.config.supports-resource-ttl";
+/// Client feature: the client follows LEDS through `LbEndpointCollection`
+/// list collections (gRFC A95).
+pub const FEATURE_LB_ENDPOINT_COLLECTION: &str = "xds.endpoint.supports_lb_endpoint_collection";
 
 /// The does-not-exist timeout the spec recommends: "clients are expected to
 /// use a timeout (recommended duration is 15 seconds) after sending a request
@@ -112,7 +115,8 @@ pub struct SessionConfig {
 
 impl SessionConfig {
     /// A configuration for `node` (its `client_features` gain
-    /// [`FEATURE_RESOURCE_IN_SOTW`] and [`FEATURE_RESOURCE_TTL`]), delta,
+    /// [`FEATURE_RESOURCE_IN_SOTW`], [`FEATURE_RESOURCE_TTL`] and
+    /// [`FEATURE_LB_ENDPOINT_COLLECTION`]), delta,
     /// the default does-not-exist timeout and every authority allowed.
     pub fn new(node: Node) -> Self {
         SessionConfig {
@@ -166,7 +170,11 @@ impl SessionConfig {
 
 /// `node` with the client features this core implements added (once).
 pub fn with_client_features(mut node: Node) -> Node {
-    for feature in [FEATURE_RESOURCE_IN_SOTW, FEATURE_RESOURCE_TTL] {
+    for feature in [
+        FEATURE_RESOURCE_IN_SOTW,
+        FEATURE_RESOURCE_TTL,
+        FEATURE_LB_ENDPOINT_COLLECTION,
+    ] {
         if !node.client_features.iter().any(|f| f == feature) {
             node.client_features.push(feature.to_owned());
         }
@@ -195,6 +203,9 @@ mod tests {
         );
     }
 
+    /// TTL, SotW TTL and gRFC A95 ("clients that support these resources
+    /// will advertise a new client feature called
+    /// `xds.endpoint.supports_lb_endpoint_collection`"), each once.
     #[test]
     fn node_gains_client_features_once() {
         let node = with_client_features(with_client_features(Node::default()));
@@ -202,7 +213,8 @@ mod tests {
             node.client_features,
             vec![
                 FEATURE_RESOURCE_IN_SOTW.to_owned(),
-                FEATURE_RESOURCE_TTL.to_owned()
+                FEATURE_RESOURCE_TTL.to_owned(),
+                "xds.endpoint.supports_lb_endpoint_collection".to_owned(),
             ]
         );
     }

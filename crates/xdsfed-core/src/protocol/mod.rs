@@ -93,7 +93,8 @@ mod tests;
 pub use ack::Rejected;
 pub use config::{
     AuthorityFilter, DEFAULT_DOES_NOT_EXIST_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
-    FEATURE_RESOURCE_IN_SOTW, FEATURE_RESOURCE_TTL, SessionConfig, with_client_features,
+    FEATURE_LB_ENDPOINT_COLLECTION, FEATURE_RESOURCE_IN_SOTW, FEATURE_RESOURCE_TTL, SessionConfig,
+    with_client_features,
 };
 pub use event::{CoreEvent, RemovedReason, ResourceKey};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;

@@ -18,6 +18,10 @@ pub const LISTENER_COLLECTION_TYPE_URL: &str =
 /// The type URL of Envoy's cluster list collection.
 pub const CLUSTER_COLLECTION_TYPE_URL: &str =
     "type.googleapis.com/envoy.config.cluster.v3.ClusterCollection";
+/// The type URL of Envoy's LEDS list collection (gRFC A95): a locality's
+/// endpoints, each an inline `LbEndpoint`.
+pub const LB_ENDPOINT_COLLECTION_TYPE_URL: &str =
+    "type.googleapis.com/envoy.config.endpoint.v3.LbEndpointCollection";
 
 /// A decoded list collection: its entries in the order the server sent them.
 #[derive(Debug, Clone)]
@@ -46,6 +50,9 @@ pub enum ListEntry {
 pub(crate) struct ListCollectionType {
     pub(crate) type_url: &'static str,
     pub(crate) member: Arc<dyn ErasedType>,
+    /// Whether every entry must be inline, a locator being rejected
+    /// (gRFC A95 for `LbEndpointCollection`).
+    pub(crate) inline_only: bool,
 }
 
 impl fmt::Debug for ListCollectionType {
@@ -79,6 +86,12 @@ impl ErasedType for ListCollectionType {
         for (i, entry) in message.entries.into_iter().enumerate() {
             let field = |f: &str| format!("entries[{i}]{f}");
             match entry.resource_specifier {
+                Some(ResourceSpecifier::Locator(_)) if self.inline_only => {
+                    return Err(ValidationError::field(
+                        field(""),
+                        "must be an inline_entry, not a locator",
+                    ));
+                }
                 Some(ResourceSpecifier::Locator(locator)) => {
                     let key = locator_key(locator)
                         .map_err(|e| ValidationError::field(field(".locator"), e))?;
@@ -185,6 +198,7 @@ mod tests {
         ListCollectionType {
             type_url: LISTENER_COLLECTION_TYPE_URL,
             member: Arc::new(Erased::<ListenerType>::new()),
+            inline_only: false,
         }
     }
 

@@ -4,13 +4,14 @@
 use crate::hash::HashSet;
 use envoy_types::pb::envoy::config::core::v3::{address::Address, socket_address::PortSpecifier};
 use envoy_types::pb::envoy::config::endpoint::v3::{
-    ClusterLoadAssignment, LbEndpoint, lb_endpoint::HostIdentifier,
+    ClusterLoadAssignment, LbEndpoint, lb_endpoint::HostIdentifier, locality_lb_endpoints::LbConfig,
 };
 
 use bytes::Bytes;
 
 use super::{ResourceType, ValidationError, decode_message};
 
+mod leds;
 mod view;
 
 pub use view::{EndpointView, LedsEndpoint, LedsLocality, LoadAssignment, LocalityView};
@@ -74,6 +75,11 @@ pub(crate) fn validate_load_assignment(cla: &ClusterLoadAssignment) -> Result<()
             ));
         }
         priorities.push(locality.priority);
+        if let Some(LbConfig::LedsClusterLocalityConfig(config)) = &locality.lb_config
+            && leds::check_leds_locality(l, config)?
+        {
+            continue;
+        }
         let mut weight_sum: u64 = 0;
         for (e, lb) in locality.lb_endpoints.iter().enumerate() {
             // Paths are written only for an error: this loop runs for every

@@ -201,12 +201,23 @@ impl TypeRegistry {
         &mut self,
         collection_type_url: &'static str,
     ) -> &mut Self {
+        self.insert_list_collection::<T>(collection_type_url, false)
+    }
+
+    /// [`register_list_collection`](Self::register_list_collection), with
+    /// locator entries rejected when `inline_only`.
+    fn insert_list_collection<T: ResourceType>(
+        &mut self,
+        collection_type_url: &'static str,
+        inline_only: bool,
+    ) -> &mut Self {
         self.register::<T>();
         self.by_url.insert(
             collection_type_url,
             Arc::new(collection::ListCollectionType {
                 type_url: collection_type_url,
                 member: Arc::new(Erased::<T>::new()),
+                inline_only,
             }),
         );
         self.collections.insert(T::TYPE_URL, collection_type_url);
@@ -267,7 +278,8 @@ pub use cluster::{
 pub(crate) use collection::anonymous_key;
 pub use collection::entry_key;
 pub use collection::{
-    CLUSTER_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL, ListCollection, ListEntry,
+    CLUSTER_COLLECTION_TYPE_URL, LB_ENDPOINT_COLLECTION_TYPE_URL, LISTENER_COLLECTION_TYPE_URL,
+    ListCollection, ListEntry,
 };
 pub use endpoint::{
     EndpointType, EndpointView, LbEndpointType, LedsEndpoint, LedsLocality, LoadAssignment,
@@ -284,8 +296,9 @@ impl TypeRegistry {
     /// A registry holding the built-in types: [`ListenerType`],
     /// [`RouteConfigurationType`], [`ClusterType`], [`EndpointType`] and
     /// [`LbEndpointType`] (LEDS), [`ValidatingPolicyType`] (what
-    /// policy-stream servers deliver), and the list collections of
-    /// listeners and clusters.
+    /// policy-stream servers deliver), the list collections of listeners
+    /// and clusters, and that of LEDS endpoints (`LbEndpointCollection`,
+    /// gRFC A95: inline entries only).
     pub fn with_builtin() -> Self {
         let mut registry = TypeRegistry::new();
         registry
@@ -296,7 +309,8 @@ impl TypeRegistry {
             .register::<LbEndpointType>()
             .register::<ValidatingPolicyType>()
             .register_list_collection::<ListenerType>(LISTENER_COLLECTION_TYPE_URL)
-            .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL);
+            .register_list_collection::<ClusterType>(CLUSTER_COLLECTION_TYPE_URL)
+            .insert_list_collection::<LbEndpointType>(LB_ENDPOINT_COLLECTION_TYPE_URL, true);
         registry
     }
 }

@@ -1,15 +1,20 @@
-//! LEDS (xDS TP1): localities whose endpoints are the members of an
-//! `LbEndpoint` glob collection.
+//! LEDS: localities whose endpoints are the members of an `LbEndpoint`
+//! glob collection (xDS TP1, delta) or of an `LbEndpointCollection` list
+//! collection (gRFC A95).
 //!
 //! ```text
 //! Cluster ─► ClusterLoadAssignment ─┬─ locality 0: lb_endpoints inline
-//!                                   └─ locality 1: leds_collection_name ─► LbEndpoint glob ─► members
+//!                                   └─ locality 1: leds_collection_name ─► glob or list ─► members
 //! ```
 //!
 //! A collection is one node of kind [`ResourceKind::LbEndpoint`], keyed by
-//! its glob: watched once however many localities name it, cold until the
-//! collection's first answer of any kind (a member, a removal, `Empty`),
-//! then present with its members in a persistent map. A member that joins,
+//! its name: watched once however many localities name it, cold until the
+//! collection's first answer of any kind (a member, a removal, a member
+//! list, `Empty`), then present with its members in a persistent map. A
+//! list collection names its members ([`CollectionUpdate::Listed`]):
+//! exactly those stay, the others leave; their values follow as members'
+//! changes, in the same batch for inline entries, which arrive with the
+//! collection. A member that joins,
 //! changes or leaves costs one map update, and dirties only the clusters
 //! whose assignment names the collection; their entries are rebuilt with
 //! the members as that locality's endpoints, so the snapshot's shape is the
@@ -26,6 +31,7 @@ use std::time::Instant;
 
 use imbl::OrdMap;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::hash::HashSet;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use super::GraphEngine;
@@ -159,8 +165,23 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LedsEndpoint>) 
             error: Arc::new(error),
         })),
         CollectionUpdate::Empty => present(Members::new(), provenance, None),
-        // Glob collections list no members.
-        CollectionUpdate::Listed(_) => None,
+        // A list collection's members now; glob collections list none.
+        CollectionUpdate::Listed(listed) => {
+            let listed: HashSet<&Arc<str>> = listed.iter().collect();
+            let gone: Vec<Arc<str>> = members
+                .keys()
+                .filter(|name| !listed.contains(name))
+                .cloned()
+                .collect();
+            if was_present && gone.is_empty() {
+                return None;
+            }
+            let mut members = members;
+            for name in &gone {
+                members.remove(name);
+            }
+            present(members, provenance, ambient)
+        }
     }
 }
 

@@ -17,10 +17,20 @@
 //! nothing (an ACK) and when none of the store's changed keys is
 //! subscribed (a stream that asked for a few names is not touched by
 //! changes to the others).
+//!
+//! A resource whose message carries no name of its own (a list collection
+//! such as `LbEndpointCollection`, a LEDS `LbEndpoint`) is sent wrapped in
+//! `envoy.service.discovery.v3.Resource` with its name, as the protocol
+//! allows a client that advertises `xds.config.resource-in-sotw`:
+//! unwrapped, the client could not tell what it is.
 
 use std::collections::HashMap;
 
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DiscoveryRequest, DiscoveryResponse, Resource,
+};
+use envoy_types::pb::google::protobuf::Any;
+use prost::{Message as _, Name as _};
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -178,7 +188,7 @@ async fn push(
         type_url: type_url.to_owned(),
         resources: on_the_wire(&faults, type_url, &carried)
             .into_iter()
-            .map(|(_, resource, _)| resource)
+            .map(|(name, resource, version)| named(type_url, name, resource, version))
             .collect(),
         nonce: nonce.clone(),
         ..Default::default()
@@ -198,4 +208,25 @@ async fn push(
             .collect(),
     );
     send(ctx, tx, response, Message::Response).await
+}
+
+/// `resource` as a SotW response carries it: as it is, or wrapped in a
+/// `Resource` with its name when its message has no name field
+/// (`…Collection`, `LbEndpoint`).
+fn named(type_url: &str, name: String, resource: Any, version: String) -> Any {
+    let nameless = type_url.ends_with("Collection")
+        || type_url == "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+    if !nameless {
+        return resource;
+    }
+    let wrapped = Resource {
+        name,
+        version,
+        resource: Some(resource),
+        ..Default::default()
+    };
+    Any {
+        type_url: Resource::type_url(),
+        value: wrapped.encode_to_vec(),
+    }
 }

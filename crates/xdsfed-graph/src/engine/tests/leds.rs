@@ -161,10 +161,12 @@ fn leds_error_after_an_answer_is_ambient_and_members_keep_serving() {
 }
 
 #[test]
-fn non_glob_leds_name_is_an_error_on_the_cluster_and_not_watched() {
+fn leds_glob_of_another_type_is_an_error_on_the_cluster_and_not_watched() {
     let mut h = Harness::new(Roots::new().cluster("c1"));
     h.cluster(eds_cluster("c1", None), "1");
-    let list = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/c1/one";
+    // Neither an LbEndpoint glob nor an LbEndpointCollection (a non-glob
+    // name of another type is NACKed before it reaches the graph).
+    let list = "xdstp://a.example/envoy.config.cluster.v3.Cluster/c1/*";
     h.endpoints(leds_cla("c1", list), "1");
     let log = h.watch_changes();
     assert!(

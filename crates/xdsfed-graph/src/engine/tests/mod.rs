@@ -9,6 +9,7 @@ mod collections;
 mod errors;
 mod gc;
 mod leds;
+mod leds_list;
 mod routes;
 mod sharing;
 mod warming;
