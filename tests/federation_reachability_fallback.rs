@@ -15,8 +15,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::resources::cluster;
 use common::{bootstrap_json, changed_until, client, eventually};
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
@@ -78,38 +76,18 @@ impl Setup {
         &self.testbed.servers()[1]
     }
 
-    /// Takes the primary down: its open streams end and new connections are
-    /// refused until [`Setup::primary_up`].
     async fn primary_down(&self) {
-        self.primary()
-            .update_faults(|f| f.refuse_connections = true);
-        self.primary()
-            .restart(true, Duration::from_millis(1))
-            .await
-            .unwrap();
+        common::take_down(self.primary()).await;
     }
 
     fn primary_up(&self) {
-        self.primary()
-            .update_faults(|f| f.refuse_connections = false);
+        common::bring_up(self.primary());
     }
 
     /// Whether the client subscribes `name` on an open stream to the
     /// secondary, by the secondary's recording.
     fn secondary_subscribes(&self, name: &str) -> bool {
-        let streams = self.secondary().recording().streams();
-        let mut subscribed = false;
-        for stream in streams.iter().filter(|s| s.closed.is_none()) {
-            for r in stream.delta_requests() {
-                if r.resource_names_subscribe.iter().any(|n| n == name) {
-                    subscribed = true;
-                }
-                if r.resource_names_unsubscribe.iter().any(|n| n == name) {
-                    subscribed = false;
-                }
-            }
-        }
-        subscribed
+        common::subscribes_on(self.secondary(), name)
     }
 
     /// Whether any request to the secondary ever named a resource of

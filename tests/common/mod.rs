@@ -267,3 +267,36 @@ pub fn peer_executable(env: &str, name: &str, install: &str) -> Option<std::path
     }
     found
 }
+
+/// Takes `server` down: its open streams end and new connections are
+/// refused until [`bring_up`].
+pub async fn take_down(server: &xdsfed::testbed::Server) {
+    server.update_faults(|f| f.refuse_connections = true);
+    server
+        .restart(true, Duration::from_millis(1))
+        .await
+        .expect("the server restarts");
+}
+
+/// Lets `server` accept connections again after [`take_down`].
+pub fn bring_up(server: &xdsfed::testbed::Server) {
+    server.update_faults(|f| f.refuse_connections = false);
+}
+
+/// Whether the client subscribes `name` on an open delta stream to
+/// `server`, by the server's recording.
+pub fn subscribes_on(server: &xdsfed::testbed::Server, name: &str) -> bool {
+    let streams = server.recording().streams();
+    let mut subscribed = false;
+    for stream in streams.iter().filter(|s| s.closed.is_none()) {
+        for r in stream.delta_requests() {
+            if r.resource_names_subscribe.iter().any(|n| n == name) {
+                subscribed = true;
+            }
+            if r.resource_names_unsubscribe.iter().any(|n| n == name) {
+                subscribed = false;
+            }
+        }
+    }
+    subscribed
+}

@@ -54,7 +54,7 @@ fn changed(id: &str, weight: u32) -> CollectionUpdate<LedsEndpoint> {
 }
 
 /// The weights of the LEDS locality (the second) of cluster `c1`.
-fn leds_weights(s: &Snapshot) -> Vec<u32> {
+pub(super) fn leds_weights(s: &Snapshot) -> Vec<u32> {
     let c = s.cluster("c1").expect("c1 in the snapshot");
     let ClusterEndpoints::Eds {
         assignment: Some(a),

@@ -12,7 +12,7 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 use xdsfed_core::types::LedsEndpoint;
 
 use super::*;
-use crate::{ClusterEndpoints, CollectionUpdate};
+use crate::CollectionUpdate;
 
 const LIST: &str = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpointCollection/c1";
 
@@ -68,18 +68,7 @@ fn changed(id: &str, weight: u32) -> CollectionUpdate<LedsEndpoint> {
 
 /// The weights of the list-LEDS locality (the second) of cluster `c1`.
 fn list_weights(s: &Snapshot) -> Vec<u32> {
-    let c = s.cluster("c1").expect("c1 in the snapshot");
-    let ClusterEndpoints::Eds {
-        assignment: Some(a),
-        ..
-    } = &c.endpoints
-    else {
-        panic!("no assignment: {c:?}");
-    };
-    a.value
-        .localities()
-        .nth(1)
-        .map_or(Vec::new(), |l| l.endpoints().map(|e| e.weight).collect())
+    super::leds::leds_weights(s)
 }
 
 /// gRFC A95: a locality's `leds_collection_name` "must not end with `/*`"
