@@ -61,7 +61,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for step in 0..3 {
         match tokio::time::timeout(Duration::from_secs(5), watch.next()).await? {
             Some(WatchEvent::Changed(cluster)) => {
-                println!("changed: {} ({})", cluster.name, cluster.alt_stat_name)
+                // The view covers what a data plane reads; the rest is
+                // decoded from the bytes on demand.
+                let full = cluster.decode()?;
+                println!("changed: {} ({})", cluster.name(), full.alt_stat_name)
             }
             Some(WatchEvent::DoesNotExist) => println!("does not exist"),
             Some(WatchEvent::Error(e)) => println!("error: {e}"),

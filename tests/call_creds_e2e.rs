@@ -146,7 +146,7 @@ async fn ads_streams_carry_the_bearer_token_and_the_next_stream_the_rotated_one(
     write_token(&setup.token, &first);
     let client = client(&setup.server().uri(), &setup.ca, &setup.token, "");
     let mut watch = client.watch::<ClusterType>(CLUSTER).unwrap();
-    assert_eq!(changed(&mut watch).await.name, CLUSTER);
+    assert_eq!(changed(&mut watch).await.name(), CLUSTER);
     let streams = setup.server().recording().streams();
     assert_eq!(
         streams[0].authorization,
@@ -208,7 +208,7 @@ async fn rest_requests_carry_the_bearer_token() {
     let extra = r#", "api_type": "REST", "refresh_delay": "0.05s", "request_timeout": "1s""#;
     let client = client(&setup.server().uri(), &setup.ca, &setup.token, extra);
     let mut watch = client.watch::<ClusterType>(CLUSTER).unwrap();
-    assert_eq!(changed(&mut watch).await.name, CLUSTER);
+    assert_eq!(changed(&mut watch).await.name(), CLUSTER);
     let streams = setup.server().recording().streams();
     assert_eq!(streams[0].authorization, vec![format!("Bearer {token}")]);
 }
@@ -223,7 +223,7 @@ async fn cdn_fetches_carry_the_bearer_token() {
     let uri = format!("{}/", setup.server().uri());
     let client = client(&uri, &setup.ca, &setup.token, extra);
     let mut watch = client.watch::<ClusterType>(CLUSTER).unwrap();
-    assert_eq!(changed(&mut watch).await.name, CLUSTER);
+    assert_eq!(changed(&mut watch).await.name(), CLUSTER);
     let requests = setup.server().cdn_requests();
     assert!(!requests.is_empty());
     let expected = format!("Bearer {token}");

@@ -34,10 +34,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use xdsfed::core::types::ClusterView;
 
 use common::resources::{cluster, cluster_collection, locator};
 use common::{PATIENCE, peer_executable};
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::CollectionEvent;
 use xdsfed::core::bootstrap::Bootstrap;
@@ -63,10 +63,8 @@ fn member_name(id: &str) -> String {
     format!("xdstp://{CDN}/envoy.config.cluster.v3.Cluster/{id}")
 }
 
-fn service_of(c: &Cluster) -> String {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or_else(String::new, |e| e.service_name.clone())
+fn service_of(c: &ClusterView) -> String {
+    c.eds_service_name().unwrap_or_default().to_owned()
 }
 
 /// nginx as a proxy cache in front of `origin`, in a directory of its own,

@@ -72,12 +72,15 @@ async fn subscribe_update_and_delete_reach_the_watcher(variant: ApiVariant) {
 
     let client = cloud_client(&testbed, variant);
     let mut watch = client.watch::<ClusterType>(&name).unwrap();
-    assert_eq!(changed(&mut watch).await.name, name);
+    assert_eq!(changed(&mut watch).await.name(), name);
 
     let mut updated = cluster(&name, &cloud_endpoints("payments"));
     updated.alt_stat_name = "v2".into();
     server.set_message(&name, &updated).unwrap();
-    assert_eq!(changed(&mut watch).await.alt_stat_name, "v2");
+    assert_eq!(
+        changed(&mut watch).await.decode().unwrap().alt_stat_name,
+        "v2"
+    );
 
     server.delete_resource(CDS, &name).unwrap();
     let event = next(&mut watch).await;
@@ -115,8 +118,8 @@ async fn invalid_update_is_nacked_while_the_good_copy_serves(variant: ApiVariant
         other => panic!("expected an ambient error, got {}", describe(&other)),
     }
     assert_eq!(
-        watch.current().as_deref(),
-        Some(&good),
+        watch.current().map(|c| c.decode().unwrap()),
+        Some(good.clone()),
         "the good copy keeps serving"
     );
     let status = client.status();

@@ -120,8 +120,8 @@ async fn two_authorities_on_two_servers_use_two_streams() {
     ));
     let mut wa = client.watch::<ClusterType>(&a).unwrap();
     let mut wb = client.watch::<ClusterType>(&b).unwrap();
-    assert_eq!(changed(&mut wa).await.name, a);
-    assert_eq!(changed(&mut wb).await.name, b);
+    assert_eq!(changed(&mut wa).await.name(), a);
+    assert_eq!(changed(&mut wb).await.name(), b);
     assert_eq!(cloud.recording().stream_count(), 1);
     assert_eq!(onprem.recording().stream_count(), 1);
     let status = client.status();
@@ -203,7 +203,7 @@ async fn delta_refused_by_the_server_falls_back_to_sotw() {
         "",
     ));
     let mut watch = client.watch::<ClusterType>(&name).unwrap();
-    assert_eq!(changed(&mut watch).await.name, name);
+    assert_eq!(changed(&mut watch).await.name(), name);
     let streams = server.recording().streams();
     assert!(
         streams.iter().any(|s| s.sotw_requests().next().is_some()),

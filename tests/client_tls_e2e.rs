@@ -81,7 +81,7 @@ async fn tls_server_is_verified_against_the_configured_ca() {
 
     let client = tls_bootstrap(&server.uri(), &format!(r#""ca_certificate_file": "{ca}""#));
     let mut watch = client.watch::<ClusterType>(CLUSTER).unwrap();
-    assert_eq!(changed(&mut watch).await.name, CLUSTER);
+    assert_eq!(changed(&mut watch).await.name(), CLUSTER);
 }
 
 #[tokio::test]

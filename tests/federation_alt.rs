@@ -13,10 +13,10 @@ mod common;
 
 use common::resources::cluster;
 use common::{bootstrap_json, changed_until, client, describe, eventually, next};
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::client::client::{WatchError, XdsClient};
 use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::types::ClusterType;
+use xdsfed::core::types::ClusterView;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const CLOUD: &str = "cloud.example";
@@ -26,10 +26,8 @@ fn cluster_name(authority: &str, id: &str) -> String {
     format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 struct Setup {
@@ -115,7 +113,7 @@ async fn alt_serves_while_the_primary_authority_refuses_connections_and_is_left_
         .unwrap();
     assert_eq!(&*watch.key().name, setup.primary.as_str());
     let copy = changed_until(&mut watch, "the alternative", |r| service_of(r) == "onprem").await;
-    assert_eq!(copy.name, setup.alt, "the alternative's own resource");
+    assert_eq!(copy.name(), setup.alt, "the alternative's own resource");
     let status = setup.client.status();
     let entry = status
         .resources

@@ -10,10 +10,10 @@
 mod common;
 
 use std::collections::HashMap;
+use xdsfed::core::types::ClusterView;
 
 use common::resources::{cluster, cluster_collection, inline, locator};
 use common::{PATIENCE, bootstrap_json, changed_until, client, describe, next};
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::client::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::core::types::ClusterType;
 use xdsfed::testbed::{ServerSpec, Testbed};
@@ -29,10 +29,8 @@ fn collection_name(authority: &str, id: &str) -> String {
     format!("xdstp://{authority}/envoy.config.cluster.v3.ClusterCollection/{id}")
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// Where [`until`] keeps the latest `Listed` member list (space-separated).
@@ -156,7 +154,7 @@ async fn list_collection_inline_entries_are_used_and_named_ones_addressable() {
     })
     .await;
     let first = changed_until(&mut entry, "the inline entry", |c| service_of(c) == "v1").await;
-    assert_eq!(first.name, "bar");
+    assert_eq!(first.name(), "bar");
 
     cloud
         .set_resource(&foo, cluster_collection(vec![inline("bar", "v2")]))

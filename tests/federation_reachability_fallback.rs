@@ -17,9 +17,9 @@ mod common;
 
 use common::resources::cluster;
 use common::{bootstrap_json, changed_until, client, eventually};
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::client::client::XdsClient;
 use xdsfed::core::types::ClusterType;
+use xdsfed::core::types::ClusterView;
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 const EDS: &str = "eds.example";
@@ -29,10 +29,8 @@ fn cluster_name(authority: &str, id: &str) -> String {
     format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// Serves `name` on `server`, its EDS service name saying which server.

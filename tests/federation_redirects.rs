@@ -10,10 +10,10 @@
 mod common;
 
 use std::collections::HashMap;
+use xdsfed::core::types::ClusterView;
 
 use common::resources::cluster;
 use common::{PATIENCE, bootstrap_json, client, fast_transport};
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::core::bootstrap::Bootstrap;
@@ -27,10 +27,8 @@ fn name(authority: &str, id: &str) -> String {
     format!("xdstp://{authority}/envoy.config.cluster.v3.Cluster/{id}")
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// cloud (authority CLOUD) and onprem (authority ONPREM), both known to the
@@ -62,7 +60,7 @@ fn redirect(server: &Server, from: &str, to: &str) {
 /// (events of other members are kept, so their order does not matter).
 async fn latest(
     watch: &mut CollectionWatch<ClusterType>,
-    seen: &mut HashMap<String, CollectionEvent<Cluster>>,
+    seen: &mut HashMap<String, CollectionEvent<ClusterView>>,
     members: &[&str],
 ) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
@@ -84,16 +82,16 @@ async fn latest(
 
 async fn event_of(
     watch: &mut CollectionWatch<ClusterType>,
-    seen: &mut HashMap<String, CollectionEvent<Cluster>>,
+    seen: &mut HashMap<String, CollectionEvent<ClusterView>>,
     member: &str,
-) -> CollectionEvent<Cluster> {
+) -> CollectionEvent<ClusterView> {
     latest(watch, seen, &[member]).await;
     seen.remove(member).expect("waited for it")
 }
 
 async fn upsert_of(
     watch: &mut CollectionWatch<ClusterType>,
-    seen: &mut HashMap<String, CollectionEvent<Cluster>>,
+    seen: &mut HashMap<String, CollectionEvent<ClusterView>>,
     member: &str,
 ) -> String {
     match event_of(watch, seen, member).await {
@@ -104,7 +102,7 @@ async fn upsert_of(
 
 async fn error_of(
     watch: &mut CollectionWatch<ClusterType>,
-    seen: &mut HashMap<String, CollectionEvent<Cluster>>,
+    seen: &mut HashMap<String, CollectionEvent<ClusterView>>,
     member: &str,
 ) -> String {
     match event_of(watch, seen, member).await {
@@ -200,7 +198,9 @@ async fn redirect_of_a_singleton_cluster_is_followed_to_another_authority() {
 }
 
 /// The next new copy `watch` delivers.
-async fn changed(watch: &mut xdsfed::client::watch::Watch<ClusterType>) -> std::sync::Arc<Cluster> {
+async fn changed(
+    watch: &mut xdsfed::client::watch::Watch<ClusterType>,
+) -> std::sync::Arc<ClusterView> {
     loop {
         let event = tokio::time::timeout(PATIENCE, watch.next())
             .await

@@ -40,7 +40,7 @@ async fn delta_resource_named_differently_inside_is_nacked_and_the_good_copy_ser
         ApiVariant::Delta,
     );
     let mut watch = client.watch::<ClusterType>(&name).unwrap();
-    assert_eq!(*changed(&mut watch).await, good);
+    assert_eq!(changed(&mut watch).await.decode().unwrap(), good);
 
     // Stored under `name`, but the Cluster inside says `other`.
     server
@@ -61,8 +61,8 @@ async fn delta_resource_named_differently_inside_is_nacked_and_the_good_copy_ser
         other => panic!("expected an ambient error, got {}", describe(&other)),
     }
     assert_eq!(
-        watch.current().as_deref(),
-        Some(&good),
+        watch.current().map(|c| c.decode().unwrap()),
+        Some(good.clone()),
         "the good copy keeps serving"
     );
     let status = client.status();

@@ -134,7 +134,10 @@ async fn one_client_gets_policies_from_two_control_planes_and_clusters_from_ads(
         message_of(p) == "edge only"
     })
     .await;
-    changed_until(&mut payments, "the ADS cluster", |c| c.name == cluster_name).await;
+    changed_until(&mut payments, "the ADS cluster", |c| {
+        c.name() == cluster_name
+    })
+    .await;
 
     // One connection per server: the status lists three, two of them
     // policy streams that answered the policy type.

@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::{CollectionEvent, CollectionWatch};
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::types::ClusterType;
+use xdsfed::core::types::{ClusterDiscovery, ClusterView};
 use xdsfed::testbed::resources::{cluster, cluster_collection, locator};
 use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
@@ -212,7 +212,7 @@ fn bootstrap_json(server_json: &str) -> String {
     )
 }
 
-async fn next_event(watch: &mut CollectionWatch<ClusterType>) -> CollectionEvent<Cluster> {
+async fn next_event(watch: &mut CollectionWatch<ClusterType>) -> CollectionEvent<ClusterView> {
     match tokio::time::timeout(PATIENCE, watch.next()).await {
         Ok(Some(event)) => event,
         other => panic!("no collection event within {PATIENCE:?}: {other:?}"),
@@ -221,15 +221,15 @@ async fn next_event(watch: &mut CollectionWatch<ClusterType>) -> CollectionEvent
 
 /// What a collection event says about member `id`: `Some(service)` for
 /// an upsert (its EDS service), `None` for a removal.
-fn about(event: &CollectionEvent<Cluster>, id: &str) -> Option<Option<String>> {
+fn about(event: &CollectionEvent<ClusterView>, id: &str) -> Option<Option<String>> {
     let name = cluster_name(id);
     match event {
-        CollectionEvent::Upsert { name: n, resource } if **n == *name => Some(Some(
-            resource
-                .eds_cluster_config
-                .as_ref()
-                .map_or_else(String::new, |e| e.service_name.clone()),
-        )),
+        CollectionEvent::Upsert { name: n, resource } if **n == *name => {
+            Some(Some(match resource.discovery() {
+                ClusterDiscovery::Eds { service_name, .. } => service_name.to_owned(),
+                _ => String::new(),
+            }))
+        }
         CollectionEvent::Removed { name: n } if **n == *name => Some(None),
         _ => None,
     }

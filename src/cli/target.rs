@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::config::route::v3::route::Action;
@@ -20,7 +18,7 @@ use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::client::client::{BuildError, WatchError, XdsClient};
 use xdsfed::client::transport::TransportOptions;
 use xdsfed::core::types::{
-    ClusterType, EndpointType, ListenerType, LoadAssignment, ResourceType, RouteConfigurationType, ValidatingPolicyType,
+    AGGREGATE_CLUSTER_TYPE, ClusterDiscovery, ClusterType, ClusterView, EndpointType, ListenerType, LoadAssignment, ResourceType, RouteConfigurationType, ValidatingPolicyType,
 };
 use xdsfed::core::policy_stream::wire::ValidatingPolicy;
 use xdsfed::policy::{Policy, PolicyType};
@@ -485,19 +483,15 @@ impl Describe for RouteConfigurationType {
 
 impl Describe for ClusterType {
     const SHORT: &'static str = "cluster";
-    fn summary(cluster: &Cluster) -> String {
-        let kind = match &cluster.cluster_discovery_type {
-            Some(ClusterDiscoveryType::Type(t)) => DiscoveryType::try_from(*t)
-                .map(|t| t.as_str_name().to_owned())
-                .unwrap_or_else(|_| format!("type {t}")),
-            Some(ClusterDiscoveryType::ClusterType(custom)) => custom.name.clone(),
-            None => "STATIC".to_owned(),
-        };
-        match &cluster.eds_cluster_config {
-            Some(eds) if !eds.service_name.is_empty() => {
-                format!("{kind} endpoints {}", short_name(&eds.service_name))
+    fn summary(cluster: &ClusterView) -> String {
+        match cluster.discovery() {
+            ClusterDiscovery::Eds { service_name, .. } if !service_name.is_empty() => {
+                format!("EDS endpoints {}", short_name(service_name))
             }
-            _ => kind,
+            ClusterDiscovery::Eds { .. } => "EDS".to_owned(),
+            ClusterDiscovery::Aggregate { .. } => AGGREGATE_CLUSTER_TYPE.to_owned(),
+            ClusterDiscovery::Static { .. } => "STATIC".to_owned(),
+            ClusterDiscovery::LogicalDns { .. } => "LOGICAL_DNS".to_owned(),
         }
     }
 }

@@ -36,7 +36,6 @@ const CDS: &str = ClusterType::TYPE_URL;
 fn cluster(name: &str, generation: u64) -> Cluster {
     Cluster {
         name: name.into(),
-        alt_stat_name: format!("generation-{generation}"),
         cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
         eds_cluster_config: Some(EdsClusterConfig {
             eds_config: Some(ConfigSource {
@@ -45,7 +44,7 @@ fn cluster(name: &str, generation: u64) -> Cluster {
                 )),
                 ..Default::default()
             }),
-            service_name: String::new(),
+            service_name: format!("generation-{generation}"),
         }),
         ..Default::default()
     }
@@ -162,7 +161,7 @@ async fn update_over_loopback(cached: usize, rounds: usize) -> Vec<Duration> {
         loop {
             match watch.next().await {
                 Some(WatchEvent::Changed(c))
-                    if c.alt_stat_name == format!("generation-{round}") =>
+                    if c.eds_service_name() == Some(&format!("generation-{round}")) =>
                 {
                     break;
                 }

@@ -27,7 +27,7 @@
 //!     .watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
 //! while let Some(event) = payments.next().await {
 //!     if let WatchEvent::Changed(cluster) = event {
-//!         println!("{} updated", cluster.name);
+//!         println!("{} updated", cluster.name());
 //!     }
 //! }
 //! # Ok(()) }

@@ -37,7 +37,7 @@
 //!     })
 //! });
 //! while let Some(cluster) = clusters.next().await {
-//!     println!("{} updated", cluster.name);
+//!     println!("{} updated", cluster.name());
 //! }
 //! # Ok(()) }
 //! ```
@@ -125,7 +125,7 @@ type Wait = Pin<Box<dyn Future<Output = bool> + Send + Sync>>;
 /// let mut watch = client.watch::<ClusterType>("xdstp://cloud.example/envoy.config.cluster.v3.Cluster/payments")?;
 /// while let Some(event) = watch.next().await {
 ///     match event {
-///         WatchEvent::Changed(cluster) => println!("cluster {} updated", cluster.name),
+///         WatchEvent::Changed(cluster) => println!("cluster {} updated", cluster.name()),
 ///         WatchEvent::DoesNotExist => println!("gone"),
 ///         WatchEvent::Error(e) | WatchEvent::AmbientError(e) => println!("{e}"),
 ///     }

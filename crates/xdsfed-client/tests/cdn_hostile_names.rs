@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
+use xdsfed_core::types::ClusterView;
 
 use xdsfed_client::client::XdsClient;
 use xdsfed_client::watch::WatchEvent;
@@ -67,10 +68,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// The first event of a watch on `name`.
-async fn first_event(
-    client: &XdsClient,
-    name: &str,
-) -> WatchEvent<envoy_types::pb::envoy::config::cluster::v3::Cluster> {
+async fn first_event(client: &XdsClient, name: &str) -> WatchEvent<ClusterView> {
     let mut watch = client.watch::<ClusterType>(name).unwrap();
     tokio::time::timeout(PATIENCE, watch.next())
         .await

@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
+use xdsfed_core::types::ClusterView;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use futures::FutureExt as _;
 use xdsfed_client::client::XdsClient;
 use xdsfed_client::transport::{BackoffConfig, TransportOptions};
@@ -124,10 +124,8 @@ impl Setup {
     }
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// The latest event text per member ("#listed" for the member list,
@@ -152,7 +150,11 @@ async fn until(
     }
 }
 
-fn record(watch: &CollectionWatch<ClusterType>, seen: &mut Seen, event: CollectionEvent<Cluster>) {
+fn record(
+    watch: &CollectionWatch<ClusterType>,
+    seen: &mut Seen,
+    event: CollectionEvent<ClusterView>,
+) {
     let collection = watch.key().name.to_string();
     let (name, text) = match event {
         CollectionEvent::Upsert { name, resource } => (

@@ -10,8 +10,8 @@
 
 use std::path::Path;
 use std::time::Duration;
+use xdsfed_core::types::ClusterView;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use xdsfed_client::client::XdsClient;
 use xdsfed_client::transport::{BackoffConfig, TransportOptions};
 use xdsfed_client::watch::{CollectionEvent, Watch, WatchEvent};
@@ -41,10 +41,8 @@ fn clusters_yaml(version: &str, clusters: &[(&str, &str)]) -> String {
     text
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// Writes `text` to `path` the way configuration tools do: a temporary
@@ -405,5 +403,5 @@ async fn example_file_source_bootstrap_serves_its_file() {
     let client = client(bootstrap);
     let name = "xdstp://config.example/envoy.config.cluster.v3.Cluster/payments";
     let mut watch = client.watch::<ClusterType>(name).unwrap();
-    changed_until(&mut watch, "the example's cluster", |c| c.name == name).await;
+    changed_until(&mut watch, "the example's cluster", |c| c.name() == name).await;
 }

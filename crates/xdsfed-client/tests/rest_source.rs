@@ -11,6 +11,7 @@
 mod scripted_http;
 
 use std::time::Duration;
+use xdsfed_core::types::ClusterView;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{
@@ -81,18 +82,16 @@ fn serve(server: &Server, service: &str) {
     server.set_message(NAME, &cluster(NAME, service)).unwrap();
 }
 
-fn service_of(c: &Cluster) -> &str {
-    c.eds_cluster_config
-        .as_ref()
-        .map_or("", |e| e.service_name.as_str())
+fn service_of(c: &ClusterView) -> &str {
+    c.eds_service_name().unwrap_or_default()
 }
 
 /// The next event that satisfies `want`, skipping others.
 async fn event_until(
     watch: &mut Watch<ClusterType>,
     what: &str,
-    mut want: impl FnMut(&WatchEvent<Cluster>) -> bool,
-) -> WatchEvent<Cluster> {
+    mut want: impl FnMut(&WatchEvent<ClusterView>) -> bool,
+) -> WatchEvent<ClusterView> {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         match tokio::time::timeout_at(deadline, watch.next()).await {

@@ -232,7 +232,10 @@ async fn a_server_coming_back_confirms_or_replaces_persisted_copies() {
             .all(|w| w.state().status == ResourceStatus::Acked && w.state().error.is_none())
     })
     .await;
-    assert_eq!(c2.current().unwrap().alt_stat_name, "changed");
+    assert_eq!(
+        c2.current().unwrap().decode().unwrap().alt_stat_name,
+        "changed"
+    );
     eventually("web, gone from the server, is dropped", || {
         web.state().status == ResourceStatus::DoesNotExist && web.current().is_none()
     })

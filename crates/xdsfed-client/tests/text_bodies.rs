@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
+use xdsfed_core::types::ClusterView;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
@@ -62,7 +63,7 @@ fn response(count: usize) -> DiscoveryResponse {
 }
 
 /// The first event on `c0` other than does-not-exist.
-async fn first_event(client: &XdsClient) -> WatchEvent<Cluster> {
+async fn first_event(client: &XdsClient) -> WatchEvent<ClusterView> {
     let mut watch = client.watch::<ClusterType>("c0").unwrap();
     loop {
         let event = tokio::time::timeout(PATIENCE, watch.next())
@@ -75,7 +76,7 @@ async fn first_event(client: &XdsClient) -> WatchEvent<Cluster> {
     }
 }
 
-fn says_over_the_limit(event: &WatchEvent<Cluster>, limit: &str) {
+fn says_over_the_limit(event: &WatchEvent<ClusterView>, limit: &str) {
     match event {
         WatchEvent::Error(e) | WatchEvent::AmbientError(e) => {
             assert!(e.message().contains(limit), "{}", e.message());

@@ -20,7 +20,7 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use xdsfed_core::types::LoadAssignment;
+use xdsfed_core::types::{ClusterView, LoadAssignment};
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Update, WatchChange,
 };
@@ -100,7 +100,9 @@ fn main() {
     // Decoded resources, built before the clock starts.
     let listener = Arc::new(listener());
     let route = Arc::new(route_config());
-    let clusters: Vec<Arc<Cluster>> = (0..CLUSTERS).map(|i| Arc::new(cluster(i))).collect();
+    let clusters: Vec<Arc<ClusterView>> = (0..CLUSTERS)
+        .map(|i| Arc::new(ClusterView::new(&cluster(i)).expect("a valid cluster")))
+        .collect();
     let assignments: Vec<Arc<LoadAssignment>> =
         (0..CLUSTERS).map(|i| Arc::new(assignment(i, 0))).collect();
     let index: std::collections::HashMap<String, usize> = (0..CLUSTERS)

@@ -127,7 +127,9 @@ pub enum GraphError {
         listener: Arc<str>,
     },
     /// An EDS cluster with an `xdstp://` name must set
-    /// `eds_cluster_config.service_name` (gRFC A47).
+    /// `eds_cluster_config.service_name` (gRFC A47). Clusters are validated
+    /// before the graph reads them, and such a cluster is NACKed, so the
+    /// graph no longer reports this.
     #[error(
         "cluster {cluster:?}: an xdstp:// EDS cluster must set eds_cluster_config.service_name"
     )]
@@ -135,7 +137,9 @@ pub enum GraphError {
         /// The cluster.
         cluster: Arc<str>,
     },
-    /// The aggregate cluster's `ClusterConfig` could not be decoded.
+    /// The aggregate cluster's `ClusterConfig` could not be decoded. Such a
+    /// cluster is NACKed before the graph reads it, so the graph no longer
+    /// reports this.
     #[error("cluster {cluster:?}: cannot decode aggregate ClusterConfig: {reason}")]
     BadAggregateConfig {
         /// The cluster.

@@ -28,6 +28,8 @@
 //! use std::sync::Arc;
 //! use std::time::Instant;
 //! use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+//! use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+//! use xdsfed_core::types::ClusterView;
 //! use xdsfed_graph::{GraphEngine, GraphOptions, Provenance, Roots, Update, WatchChange};
 //!
 //! let now = Instant::now();
@@ -36,11 +38,18 @@
 //! assert!(engine.poll_snapshot().is_none()); // cold: nothing to publish yet
 //!
 //! // A cluster without EDS is a leaf: it is warm as soon as it arrives.
-//! let cluster = Cluster { name: "static-backend".into(), ..Default::default() };
+//! // The engine takes clusters as the client holds them: validated, as
+//! // their bytes and a compact view.
+//! let cluster = ClusterView::new(&Cluster {
+//!     name: "static-backend".into(),
+//!     load_assignment: Some(ClusterLoadAssignment::default()),
+//!     ..Default::default()
+//! })?;
 //! let provenance = Provenance::new(None, "xds.example:443", "v1");
 //! engine.on_cluster(now, "static-backend", Update::Changed(Arc::new(cluster), provenance));
 //! let snapshot = engine.poll_snapshot().expect("every reachable resource is warm");
 //! assert!(snapshot.cluster("static-backend").is_some_and(|c| c.is_ok()));
+//! # Ok::<(), xdsfed_core::types::ValidationError>(())
 //! ```
 
 #![forbid(unsafe_code)]

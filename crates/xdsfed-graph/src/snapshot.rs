@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
 use imbl::{OrdMap, OrdSet};
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
 
 use crate::edges::RouteScan;
@@ -221,7 +221,7 @@ pub struct ClusterSnapshot {
     /// The cluster's name.
     pub name: Arc<str>,
     /// The cluster resource, if one is usable.
-    pub cluster: Option<Versioned<Cluster>>,
+    pub cluster: Option<Versioned<ClusterView>>,
     /// Its endpoints, by cluster type.
     pub endpoints: ClusterEndpoints,
     /// Why traffic cannot go to this cluster. Affects this cluster only.

@@ -30,6 +30,7 @@ use envoy_types::pb::envoy::config::route::v3::route_action::MaxStreamDuration;
 use envoy_types::pb::envoy::config::route::v3::{RetryPolicy, RouteConfiguration};
 use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
 use tower::Service;
+use xdsfed_core::types::ClusterView;
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, SnapshotCell, Update,
     WatchChange,
@@ -117,7 +118,7 @@ fn snapshot(routes: usize, policy: bool) -> Arc<Snapshot> {
                 Update::Changed(Arc::new(route_config.clone()), provenance()),
             ),
             ResourceKind::Cluster => {
-                let c = resources::cluster(&name, "");
+                let c = ClusterView::new(&resources::cluster(&name, "")).expect("a valid cluster");
                 engine.on_cluster(now, &name, Update::Changed(Arc::new(c), provenance()));
             }
             ResourceKind::ClusterLoadAssignment => {

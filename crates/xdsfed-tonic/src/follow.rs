@@ -143,28 +143,21 @@ impl Follower {
             Ok(set) => Arc::new(set),
             Err(why) => return Target::Unavailable(Unservable::Route(why.into())),
         };
-        let cluster = snapshot.cluster(name).and_then(|c| c.cluster.as_ref());
-        let policy = match cluster.map_or(Ok(LbPolicy::RoundRobin), |c| LbPolicy::of(&c.value)) {
+        let cluster = snapshot
+            .cluster(name)
+            .and_then(|c| c.cluster.as_ref())
+            .map(|c| &*c.value);
+        let policy = match cluster.map_or(Ok(LbPolicy::RoundRobin), LbPolicy::of) {
             Ok(policy) => policy,
             Err(why) => {
                 let message = format!("cluster {}: {}", shown(name), cleaned(&why));
                 return Target::Unavailable(Unservable::Route(message.into()));
             }
         };
-        let connect_timeout = cluster
-            .and_then(|c| c.value.connect_timeout.as_ref())
-            .and_then(xdsfed_core::types::std_duration);
-        let outlier = OutlierConfig::of(cluster.and_then(|c| c.value.outlier_detection.as_ref()));
-        // Validated when the cluster was decoded; an error here would be a
-        // cluster from a graph built by hand.
-        let tls = match cluster.map(|c| xdsfed_core::types::upstream_tls(&c.value)) {
-            Some(Err(why)) => {
-                let message = format!("cluster {}: {}", shown(name), cleaned(&why.0));
-                return Target::Unavailable(Unservable::Route(message.into()));
-            }
-            Some(Ok(tls)) => tls.map(Arc::new),
-            None => None,
-        };
+        let connect_timeout = cluster.and_then(|c| c.connect_timeout());
+        let outlier = OutlierConfig::of(cluster.and_then(|c| c.outlier_detection()));
+        // Validated when the cluster was decoded.
+        let tls = cluster.and_then(|c| c.upstream_tls()).cloned();
         let config = BalancerConfig {
             policy,
             connect_timeout,

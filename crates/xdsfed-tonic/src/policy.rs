@@ -8,13 +8,13 @@
 //! (two, or LEAST_REQUEST's `choice_count`); they differ in what the
 //! candidates are compared by (see [`Endpoint`](crate::Endpoint)).
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::LoadBalancingPolicy;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{LbConfig, LbPolicy as LbPolicyEnum};
 use envoy_types::pb::envoy::extensions::load_balancing_policies::least_request::v3::LeastRequest;
 use envoy_types::pb::envoy::extensions::load_balancing_policies::ring_hash::v3::RingHash;
 use envoy_types::pb::envoy::extensions::load_balancing_policies::wrr_locality::v3::WrrLocality;
 use prost::Message;
+use xdsfed_core::types::ClusterView;
 
 /// How a cluster's balancer picks among its endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,29 +62,29 @@ impl LbPolicy {
     ///
     /// ```
     /// use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    /// use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+    /// use xdsfed_core::types::ClusterView;
     /// use xdsfed_tonic::LbPolicy;
-    /// assert_eq!(LbPolicy::of(&Cluster::default()), Ok(LbPolicy::RoundRobin));
-    /// let maglev = Cluster { lb_policy: 5, ..Default::default() };
+    /// let plain = Cluster { load_assignment: Some(ClusterLoadAssignment::default()), ..Default::default() };
+    /// assert_eq!(LbPolicy::of(&ClusterView::new(&plain)?), Ok(LbPolicy::RoundRobin));
+    /// let maglev = ClusterView::new(&Cluster { lb_policy: 5, ..plain })?;
     /// assert!(LbPolicy::of(&maglev).unwrap_err().contains("MAGLEV"));
+    /// # Ok::<(), xdsfed_core::types::ValidationError>(())
     /// ```
-    pub fn of(cluster: &Cluster) -> Result<Self, String> {
-        if let Some(policy) = cluster
-            .load_balancing_policy
-            .as_ref()
-            .filter(|p| !p.policies.is_empty())
-        {
+    pub fn of(cluster: &ClusterView) -> Result<Self, String> {
+        if let Some(policy) = cluster.load_balancing_policy() {
             return from_policy_list(policy, 0);
         }
-        match LbPolicyEnum::try_from(cluster.lb_policy) {
+        match LbPolicyEnum::try_from(cluster.lb_policy()) {
             Ok(LbPolicyEnum::RoundRobin) => Ok(Self::RoundRobin),
             Ok(LbPolicyEnum::LeastRequest) => {
-                let choice_count = match &cluster.lb_config {
+                let choice_count = match cluster.lb_config() {
                     Some(LbConfig::LeastRequestLbConfig(c)) => c.choice_count.map(|v| v.value),
                     _ => None,
                 };
                 least_request(choice_count)
             }
-            Ok(LbPolicyEnum::RingHash) => match &cluster.lb_config {
+            Ok(LbPolicyEnum::RingHash) => match cluster.lb_config() {
                 Some(LbConfig::RingHashLbConfig(c)) => ring_hash(
                     // The cluster's enum: 0 is XX_HASH.
                     c.hash_function == 0,
@@ -94,7 +94,7 @@ impl LbPolicy {
                 _ => ring_hash(true, None, None),
             },
             Ok(other) => Err(refused(other.as_str_name())),
-            Err(_) => Err(refused(&format!("value {}", cluster.lb_policy))),
+            Err(_) => Err(refused(&format!("value {}", cluster.lb_policy()))),
         }
     }
 }
@@ -186,10 +186,22 @@ fn from_policy_list(list: &LoadBalancingPolicy, depth: usize) -> Result<LbPolicy
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
     use envoy_types::pb::envoy::config::cluster::v3::cluster::LeastRequestLbConfig;
     use envoy_types::pb::envoy::config::cluster::v3::load_balancing_policy::Policy;
     use envoy_types::pb::envoy::config::core::v3::TypedExtensionConfig;
+    use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
     use envoy_types::pb::google::protobuf::{Any, UInt32Value};
+
+    /// The policy of `cluster`, held as the client holds it (a STATIC
+    /// cluster, so that it validates without a ConfigSource).
+    fn of(cluster: &Cluster) -> Result<LbPolicy, String> {
+        let cluster = Cluster {
+            load_assignment: Some(ClusterLoadAssignment::default()),
+            ..cluster.clone()
+        };
+        LbPolicy::of(&ClusterView::new(&cluster).expect("a valid cluster"))
+    }
 
     fn entry(type_url: &str, value: Vec<u8>) -> Policy {
         Policy {
@@ -213,10 +225,7 @@ mod tests {
             })),
             ..Default::default()
         };
-        assert_eq!(
-            LbPolicy::of(&cluster),
-            Ok(LbPolicy::LeastRequest { choice_count: 3 })
-        );
+        assert_eq!(of(&cluster), Ok(LbPolicy::LeastRequest { choice_count: 3 }));
     }
 
     /// gRFC A42: RING_HASH reads its ring sizes, from the enum's config or
@@ -235,14 +244,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            LbPolicy::of(&sized(10, 100)),
+            of(&sized(10, 100)),
             Ok(LbPolicy::RingHash {
                 min_ring_size: 10,
                 max_ring_size: 100
             })
         );
-        assert!(LbPolicy::of(&sized(100, 10)).is_err());
-        assert!(LbPolicy::of(&sized(10, 1 << 24)).is_err());
+        assert!(of(&sized(100, 10)).is_err());
+        assert!(of(&sized(10, 1 << 24)).is_err());
         let listed = Cluster {
             load_balancing_policy: Some(LoadBalancingPolicy {
                 policies: vec![entry(RING_HASH_TYPE, RingHash::default().encode_to_vec())],
@@ -250,7 +259,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            LbPolicy::of(&listed),
+            of(&listed),
             Ok(LbPolicy::RingHash {
                 min_ring_size: 1024,
                 max_ring_size: 8 * 1024 * 1024
@@ -264,7 +273,7 @@ mod tests {
             lb_policy: LbPolicyEnum::Maglev as i32,
             ..Default::default()
         };
-        let error = LbPolicy::of(&cluster).unwrap_err();
+        let error = of(&cluster).unwrap_err();
         assert!(error.contains("MAGLEV"), "{error}");
     }
 
@@ -282,10 +291,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert_eq!(
-            LbPolicy::of(&cluster),
-            Ok(LbPolicy::LeastRequest { choice_count: 2 })
-        );
+        assert_eq!(of(&cluster), Ok(LbPolicy::LeastRequest { choice_count: 2 }));
     }
 
     #[test]
@@ -303,7 +309,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert_eq!(LbPolicy::of(&cluster), Ok(LbPolicy::RoundRobin));
+        assert_eq!(of(&cluster), Ok(LbPolicy::RoundRobin));
     }
 
     #[test]
@@ -317,7 +323,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let error = LbPolicy::of(&cluster).unwrap_err();
+        let error = of(&cluster).unwrap_err();
         assert!(error.contains("maglev.v3.Maglev"), "{error}");
     }
 }

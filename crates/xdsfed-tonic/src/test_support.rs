@@ -20,6 +20,7 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use prost::Message;
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
@@ -30,7 +31,7 @@ use xdsfed_graph::{
 pub(crate) struct Resources {
     pub(crate) listeners: HashMap<String, Listener>,
     pub(crate) route_configs: HashMap<String, RouteConfiguration>,
-    pub(crate) clusters: HashMap<String, Cluster>,
+    pub(crate) clusters: HashMap<String, ClusterView>,
     pub(crate) assignments: HashMap<String, LoadAssignment>,
 }
 
@@ -44,7 +45,8 @@ impl Resources {
         self
     }
     pub(crate) fn cluster(mut self, c: Cluster) -> Self {
-        self.clusters.insert(c.name.clone(), c);
+        let held = ClusterView::new(&c).expect("a valid cluster");
+        self.clusters.insert(c.name.clone(), held);
         self
     }
     pub(crate) fn assignment(mut self, a: ClusterLoadAssignment) -> Self {

@@ -8,10 +8,15 @@ use envoy_types::pb::envoy::config::cluster::v3::{
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 
+use bytes::Bytes;
+
 use super::{ResourceType, ValidationError, check_config_source, decode_message, unpack_any};
 
 mod san;
 mod upstream_tls;
+mod view;
+
+pub use view::{ClusterDiscovery, ClusterView};
 
 pub use san::{SanMatcher, SubjectAltName, leaf_subject_alt_names, san_matches};
 pub use upstream_tls::{ProviderRef, TLS_TRANSPORT_SOCKET, UpstreamTls, upstream_tls};
@@ -19,23 +24,29 @@ pub use upstream_tls::{ProviderRef, TLS_TRANSPORT_SOCKET, UpstreamTls, upstream_
 /// The name of the aggregate cluster extension (gRFC A37).
 pub const AGGREGATE_CLUSTER_TYPE: &str = "envoy.clusters.aggregate";
 
-/// The CDS resource type.
+/// The CDS resource type. A resource is held as its bytes and a compact
+/// view ([`ClusterView`]); the full message is decoded on demand.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClusterType;
 
 impl ResourceType for ClusterType {
     const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
     const SOTW_FULL_STATE: bool = true;
-    type Resource = Cluster;
+    type Resource = ClusterView;
 
-    fn decode(bytes: &[u8]) -> Result<Cluster, ValidationError> {
-        let cluster: Cluster = decode_message(bytes, "Cluster")?;
-        validate_cluster(&cluster)?;
-        Ok(cluster)
+    fn decode(bytes: &[u8]) -> Result<ClusterView, ValidationError> {
+        Self::decode_shared(&Bytes::copy_from_slice(bytes))
     }
 
-    fn name(resource: &Cluster) -> Option<&str> {
-        Some(resource.name.as_str()).filter(|n| !n.is_empty())
+    fn decode_shared(bytes: &Bytes) -> Result<ClusterView, ValidationError> {
+        // The message lives only until its view is built.
+        let cluster: Cluster = decode_message(bytes, "Cluster")?;
+        let tls = validate_cluster(&cluster)?;
+        ClusterView::of_validated(&cluster, bytes.clone(), tls)
+    }
+
+    fn name(resource: &ClusterView) -> Option<&str> {
+        Some(resource.name()).filter(|n| !n.is_empty())
     }
 
     fn name_of_invalid(bytes: &[u8]) -> Option<String> {
@@ -61,7 +72,8 @@ pub fn aggregate_children(cluster: &Cluster) -> Option<Result<Vec<String>, Valid
     Some(unpack_any::<ClusterConfig>(any, "cluster_type.typed_config").map(|c| c.clusters))
 }
 
-fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
+/// Validates `cluster`; its TLS (gRFC A29) comes out of it.
+fn validate_cluster(cluster: &Cluster) -> Result<Option<UpstreamTls>, ValidationError> {
     if let Some(lrs) = cluster.lrs_server.as_ref()
         && !matches!(
             lrs.config_source_specifier,
@@ -73,7 +85,12 @@ fn validate_cluster(cluster: &Cluster) -> Result<(), ValidationError> {
     if let Some(od) = &cluster.outlier_detection {
         validate_outlier_detection(od)?;
     }
-    upstream_tls(cluster)?;
+    let tls = upstream_tls(cluster)?;
+    validate_discovery(cluster)?;
+    Ok(tls)
+}
+
+fn validate_discovery(cluster: &Cluster) -> Result<(), ValidationError> {
     match &cluster.cluster_discovery_type {
         Some(ClusterDiscoveryType::ClusterType(custom)) => {
             if custom.name != AGGREGATE_CLUSTER_TYPE {
@@ -370,7 +387,9 @@ mod tests {
     fn aggregate_cluster_lists_its_children() {
         let c = aggregate_cluster("agg", &["a", "b"]);
         let out = ClusterType::decode(&c.encode_to_vec()).expect("valid");
-        let children = aggregate_children(&out).expect("aggregate").expect("valid");
-        assert_eq!(children, ["a", "b"]);
+        let ClusterDiscovery::Aggregate { children } = out.discovery() else {
+            panic!("not aggregate: {out:?}");
+        };
+        assert_eq!(children, [Box::from("a"), Box::from("b")]);
     }
 }

@@ -270,7 +270,9 @@ pub fn std_duration(
     std::time::Duration::from_secs(secs).checked_add(std::time::Duration::from_nanos(nanos))
 }
 
-pub use cluster::{AGGREGATE_CLUSTER_TYPE, ClusterType, aggregate_children};
+pub use cluster::{
+    AGGREGATE_CLUSTER_TYPE, ClusterDiscovery, ClusterType, ClusterView, aggregate_children,
+};
 pub use cluster::{
     ProviderRef, SanMatcher, SubjectAltName, TLS_TRANSPORT_SOCKET, UpstreamTls,
     leaf_subject_alt_names, san_matches, upstream_tls,

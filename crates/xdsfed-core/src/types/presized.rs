@@ -15,6 +15,10 @@
 //! an invalid message fails with prost's error, path included. (prost's
 //! nesting limit of 100 counts from each locality rather than from the
 //! assignment, two levels up: a limit against runaway recursion, still one.)
+//!
+//! The same walk finds where a field's value lies in the bytes
+//! ([`field_range`]), so that a view can point into the bytes it keeps
+//! rather than copy strings out of the decoded message.
 
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LocalityLbEndpoints};
 use prost::Message;
@@ -78,6 +82,30 @@ fn count(bytes: &[u8], number: u32) -> Option<usize> {
         n += usize::from(field.number == number && field.payload.is_some());
     }
     Some(n)
+}
+
+/// Where, in `bytes`, the value of the length-delimited field reached by
+/// `path` (field numbers, outermost first) lies: its last occurrence within
+/// the last occurrence of each enclosing field. `None` when it is absent or
+/// the walk cannot follow the bytes. Repeats of an enclosing message merge
+/// when decoded, so callers check what they find against the decoded
+/// message.
+pub(crate) fn field_range(bytes: &[u8], path: &[u32]) -> Option<std::ops::Range<usize>> {
+    let (&number, inner) = path.split_first()?;
+    let mut found = None;
+    for field in Fields(bytes) {
+        let field = field?;
+        if field.number == number && field.payload.is_some() {
+            found = field.payload;
+        }
+    }
+    let payload = found?;
+    let start = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+    if inner.is_empty() {
+        return Some(start..start + payload.len());
+    }
+    let range = field_range(payload, inner)?;
+    Some(start + range.start..start + range.end)
 }
 
 /// One field of a message as it lies in the bytes.

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
@@ -18,6 +17,7 @@ use xdsfed_client::cache::ResourceStatus;
 use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
 use xdsfed_core::protocol::ResourceKey;
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, LedsEndpoint, ListenerType, LoadAssignment,
     RouteConfigurationType,
@@ -31,10 +31,10 @@ use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
 pub(crate) enum Input {
     Listener(Arc<str>, Update<Listener>),
     RouteConfig(Arc<str>, Update<RouteConfiguration>),
-    Cluster(Arc<str>, Update<Cluster>),
+    Cluster(Arc<str>, Update<ClusterView>),
     Endpoints(Arc<str>, Update<LoadAssignment>),
     ListenerCollection(Arc<str>, CollectionUpdate<Listener>),
-    ClusterCollection(Arc<str>, CollectionUpdate<Cluster>),
+    ClusterCollection(Arc<str>, CollectionUpdate<ClusterView>),
     /// An LEDS glob collection a ClusterLoadAssignment names.
     Leds(Arc<str>, CollectionUpdate<LedsEndpoint>),
 }
@@ -128,7 +128,7 @@ impl CollectionFollowed for ListenerType {
 }
 
 impl CollectionFollowed for ClusterType {
-    fn collection_input(collection: Arc<str>, update: CollectionUpdate<Cluster>) -> Input {
+    fn collection_input(collection: Arc<str>, update: CollectionUpdate<ClusterView>) -> Input {
         Input::ClusterCollection(collection, update)
     }
 }
@@ -146,7 +146,7 @@ impl Followed for RouteConfigurationType {
 }
 
 impl Followed for ClusterType {
-    fn input(name: Arc<str>, update: Update<Cluster>) -> Input {
+    fn input(name: Arc<str>, update: Update<ClusterView>) -> Input {
         Input::Cluster(name, update)
     }
 }

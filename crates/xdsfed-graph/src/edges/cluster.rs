@@ -1,30 +1,24 @@
 //! Cluster → endpoints, or → child clusters.
 //!
+//! Clusters arrive validated ([`ClusterView`]), so what is read here is
+//! already known to be well formed:
+//!
 //! - EDS: one edge to the ClusterLoadAssignment named by
 //!   `eds_cluster_config.service_name`, or by the cluster's own name when that
-//!   is empty. gRFC A47: with an `xdstp://` cluster name the service name is
-//!   required, since the cluster's name is not a valid endpoints name.
-//! - Aggregate (`cluster_type` named `envoy.clusters.aggregate`, typed config
-//!   `ClusterConfig`): one edge per child cluster, in priority order; a child
-//!   listed twice is one edge.
-//! - Anything else (STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST, other
-//!   custom types): a leaf, with its inline `load_assignment` if it has one.
+//!   is empty (validation requires it for an `xdstp://` cluster, gRFC A47).
+//! - Aggregate (gRFC A37): one edge per child cluster, in priority order; a
+//!   child listed twice is one edge.
+//! - STATIC and LOGICAL_DNS: a leaf, with its inline `load_assignment`.
 
 use std::sync::Arc;
 use xdsfed_core::hash::HashSet;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::cluster::v3::cluster::{ClusterDiscoveryType, DiscoveryType};
-use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
-use prost::Message;
-use xdsfed_core::types::LoadAssignment;
+use envoy_types::pb::envoy::config::core::v3::ConfigSource;
+use xdsfed_core::types::{ClusterDiscovery, ClusterView, LoadAssignment};
 
 use super::{Edge, Key, ParseCx, canonical_name, cluster_edge};
 use crate::error::GraphError;
 use crate::resource::ResourceKind;
-
-/// The custom cluster type name of aggregate clusters.
-pub(crate) const AGGREGATE_CLUSTER_TYPE: &str = "envoy.clusters.aggregate";
 
 /// What kind of cluster it is, as far as the graph cares.
 #[derive(Debug, Clone)]
@@ -54,40 +48,31 @@ impl ClusterShape {
 pub(crate) fn parse_cluster(
     cx: ParseCx<'_>,
     name: &Arc<str>,
-    cluster: &Cluster,
+    cluster: &ClusterView,
 ) -> (ClusterShape, Vec<Edge>) {
-    match &cluster.cluster_discovery_type {
-        Some(ClusterDiscoveryType::ClusterType(custom))
-            if custom.name == AGGREGATE_CLUSTER_TYPE =>
-        {
-            aggregate(cx, name, custom.typed_config.as_ref())
+    match cluster.discovery() {
+        ClusterDiscovery::Aggregate { children } => aggregate(cx, name, children),
+        ClusterDiscovery::Eds { service_name } => {
+            eds(cx, name, service_name, cluster.eds_config().as_deref())
         }
-        Some(ClusterDiscoveryType::Type(t)) if *t == DiscoveryType::Eds as i32 => {
-            eds(cx, name, cluster)
-        }
-        _ => inline(name, cluster),
+        ClusterDiscovery::Static { load_assignment }
+        | ClusterDiscovery::LogicalDns { load_assignment } => inline(load_assignment),
     }
 }
 
-fn eds(cx: ParseCx<'_>, name: &Arc<str>, cluster: &Cluster) -> (ClusterShape, Vec<Edge>) {
-    let config = cluster.eds_cluster_config.as_ref();
-    let raw = config.map_or("", |c| c.service_name.as_str());
-    let raw = if raw.is_empty() {
-        if xdsfed_core::name::authority_of(name).is_some() {
-            return invalid(GraphError::XdstpEdsWithoutServiceName {
-                cluster: Arc::clone(name),
-            });
-        }
-        name.as_ref()
-    } else {
-        raw
-    };
+fn eds(
+    cx: ParseCx<'_>,
+    name: &Arc<str>,
+    raw: &str,
+    source: Option<&ConfigSource>,
+) -> (ClusterShape, Vec<Edge>) {
+    // Validation NACKs an xdstp cluster without a service name (gRFC A47).
+    let raw = if raw.is_empty() { name.as_ref() } else { raw };
     let kind = ResourceKind::ClusterLoadAssignment;
     let service_name = match canonical_name(kind, raw) {
         Ok(n) => n,
         Err(e) => return invalid(e),
     };
-    let source = config.and_then(|c| c.eds_config.as_ref());
     match cx.resolve(kind, &service_name, source, name) {
         Ok(via) => {
             let edge = Edge {
@@ -101,25 +86,11 @@ fn eds(cx: ParseCx<'_>, name: &Arc<str>, cluster: &Cluster) -> (ClusterShape, Ve
     }
 }
 
-fn aggregate(
-    cx: ParseCx<'_>,
-    name: &Arc<str>,
-    config: Option<&envoy_types::pb::google::protobuf::Any>,
-) -> (ClusterShape, Vec<Edge>) {
-    let bytes = config.map_or(&[][..], |any| any.value.as_slice());
-    let config = match ClusterConfig::decode(bytes) {
-        Ok(c) => c,
-        Err(e) => {
-            return invalid(GraphError::BadAggregateConfig {
-                cluster: Arc::clone(name),
-                reason: Arc::from(e.to_string()),
-            });
-        }
-    };
+fn aggregate(cx: ParseCx<'_>, name: &Arc<str>, listed: &[Box<str>]) -> (ClusterShape, Vec<Edge>) {
     let mut seen = HashSet::default();
-    let mut children = Vec::with_capacity(config.clusters.len());
-    let mut edges = Vec::with_capacity(config.clusters.len());
-    for raw in &config.clusters {
+    let mut children = Vec::with_capacity(listed.len());
+    let mut edges = Vec::with_capacity(listed.len());
+    for raw in listed {
         let edge = cluster_edge(cx, raw, name);
         if seen.insert(Arc::clone(&edge.target.name)) {
             children.push(Arc::clone(&edge.target.name));
@@ -132,16 +103,10 @@ fn aggregate(
     (shape, edges)
 }
 
-/// A leaf, with its inline endpoints held as EDS ones are.
-fn inline(name: &Arc<str>, cluster: &Cluster) -> (ClusterShape, Vec<Edge>) {
-    let held = cluster.load_assignment.as_ref().map(LoadAssignment::new);
-    match held.transpose() {
-        Ok(held) => (ClusterShape::Inline(held.map(Arc::new)), Vec::new()),
-        Err(e) => invalid(GraphError::BadLoadAssignment {
-            cluster: Arc::clone(name),
-            reason: Arc::from(e.0),
-        }),
-    }
+/// A leaf, with its inline endpoints held as EDS ones are (validated and
+/// viewed when the cluster was).
+fn inline(held: Option<&Arc<LoadAssignment>>) -> (ClusterShape, Vec<Edge>) {
+    (ClusterShape::Inline(held.cloned()), Vec::new())
 }
 
 fn invalid(error: GraphError) -> (ClusterShape, Vec<Edge>) {

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
 
 use super::node::{Node, State, Value};
@@ -58,7 +58,7 @@ impl GraphResource for RouteConfiguration {
     }
 }
 
-impl GraphResource for Cluster {
+impl GraphResource for ClusterView {
     fn read(
         res: Arc<Self>,
         name: &Arc<str>,

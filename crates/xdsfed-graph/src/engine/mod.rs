@@ -62,10 +62,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use xdsfed_core::hash::{HashMap, HashSet};
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use imbl::OrdMap;
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{Key, ParseCx, Via, canonical_name};
@@ -298,7 +298,7 @@ impl GraphEngine {
     }
 
     /// The client reported on cluster `name`.
-    pub fn on_cluster(&mut self, now: Instant, name: &str, update: Update<Cluster>) {
+    pub fn on_cluster(&mut self, now: Instant, name: &str, update: Update<ClusterView>) {
         self.on_update(now, ResourceKind::Cluster, name, update);
     }
 
@@ -338,7 +338,7 @@ impl GraphEngine {
         &mut self,
         now: Instant,
         collection: &str,
-        update: CollectionUpdate<Cluster>,
+        update: CollectionUpdate<ClusterView>,
     ) {
         self.on_collection_update(now, ResourceKind::Cluster, collection, update);
     }

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use xdsfed_core::hash::HashSet;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
@@ -41,7 +41,7 @@ pub(super) enum Value {
         headers: Arc<[Arc<str>]>,
     },
     Cluster {
-        res: Arc<Cluster>,
+        res: Arc<ClusterView>,
         shape: ClusterShape,
     },
     Endpoints {

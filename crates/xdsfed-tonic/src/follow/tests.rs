@@ -83,10 +83,9 @@ async fn a_policy_change_builds_a_new_balancer_and_unused_clusters_are_dropped()
     f.apply(resources(&[("/a/", "a"), ("/b/", "b")], &[1]).snapshot(roots()));
     let first = Arc::clone(balancer(&target(&f, "/a/x")));
 
-    let mut res = resources(&[("/a/", "a")], &[1]);
-    if let Some(c) = res.clusters.get_mut("a") {
-        c.lb_policy = LbPolicyEnum::LeastRequest as i32;
-    }
+    let mut least_request = crate::test_support::eds_cluster("a");
+    least_request.lb_policy = LbPolicyEnum::LeastRequest as i32;
+    let res = resources(&[("/a/", "a")], &[1]).cluster(least_request);
     f.apply(res.snapshot(roots()));
     let second = Arc::clone(balancer(&target(&f, "/a/x")));
     assert!(!Arc::ptr_eq(&first, &second));

@@ -245,9 +245,8 @@ impl Harness {
     /// The `alt_stat_name` of the copy `key` holds.
     pub(crate) fn tag(&self, key: &ResourceKey) -> Option<String> {
         let resource = self.model.state(key)?.resource.as_ref()?;
-        let cluster =
-            resource.downcast::<envoy_types::pb::envoy::config::cluster::v3::Cluster>()?;
-        Some(cluster.alt_stat_name.clone())
+        let cluster = resource.downcast::<crate::types::ClusterView>()?;
+        Some(cluster.decode().ok()?.alt_stat_name)
     }
 
     pub(crate) fn drain(&mut self) {

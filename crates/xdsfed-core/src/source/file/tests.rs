@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use crate::types::ClusterView;
 
 use super::*;
 use crate::protocol::CoreEvent;
@@ -66,9 +66,8 @@ fn show(events: &[CoreEvent]) -> Vec<String> {
                 ..
             } => {
                 let service = resource
-                    .downcast::<Cluster>()
-                    .and_then(|c| c.eds_cluster_config.clone())
-                    .map(|e| e.service_name)
+                    .downcast::<ClusterView>()
+                    .and_then(|c| c.eds_service_name().map(str::to_owned))
                     .unwrap_or_default();
                 format!("U {} {service} {version}", key.name)
             }

@@ -87,20 +87,6 @@ fn aggregate_tree_of_depth_17_is_refused_and_16_accepted() {
     assert!(s.cluster("c2").is_some_and(|c| c.is_ok()));
 }
 
-/// An aggregate cluster whose tree has no leaf cannot take traffic.
-#[test]
-fn aggregate_without_children_is_an_error_on_that_cluster() {
-    let mut h = cluster_roots("agg");
-    h.cluster(aggregate_cluster("agg", &[]), "1");
-    let s = h.ready();
-    assert_eq!(
-        s.cluster("agg").and_then(|c| c.error.clone()),
-        Some(GraphError::AggregateEmpty {
-            cluster: Arc::from("agg")
-        })
-    );
-}
-
 /// When a child turns from a leaf into an aggregate, the parent's leaf list
 /// is rebuilt.
 #[test]

@@ -178,19 +178,3 @@ fn unknown_authority_fails_only_its_edge() {
         Some(GraphError::UnknownAuthority { authority, .. }) if &*authority == "b.test"
     ));
 }
-
-/// gRFC A47: an `xdstp://` EDS cluster must name its EDS service.
-#[test]
-fn xdstp_eds_cluster_without_service_name_is_an_error_on_that_cluster() {
-    let mut h = Harness::new(Roots::new().cluster(CA));
-    h.watch_changes();
-    h.cluster(eds_cluster(CA, None), "1");
-    assert!(h.watch_changes().watched.is_empty());
-    let s = h.ready();
-    assert_eq!(
-        s.cluster(CA).and_then(|c| c.error.clone()),
-        Some(GraphError::XdstpEdsWithoutServiceName {
-            cluster: Arc::from(CA)
-        })
-    );
-}

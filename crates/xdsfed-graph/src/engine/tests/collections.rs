@@ -23,7 +23,7 @@ impl Harness {
     fn cluster_member(&mut self, collection: &str, c: Cluster, version: &str) {
         let name: Arc<str> = Arc::from(c.name.as_str());
         let p = Self::provenance(&name, version);
-        let update = CollectionUpdate::Member(name, Update::Changed(Arc::new(c), p));
+        let update = CollectionUpdate::Member(name, Update::Changed(Arc::new(held(&c)), p));
         self.engine
             .on_cluster_collection(self.now, collection, update);
     }
@@ -33,7 +33,7 @@ impl Harness {
             .on_listener_collection(self.now, collection, update);
     }
 
-    fn cluster_collection(&mut self, collection: &str, update: CollectionUpdate<Cluster>) {
+    fn cluster_collection(&mut self, collection: &str, update: CollectionUpdate<ClusterView>) {
         self.engine
             .on_cluster_collection(self.now, collection, update);
     }

@@ -21,7 +21,8 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::cluster::v3::cluster::{
     ClusterDiscoveryType, CustomClusterType, DiscoveryType, EdsClusterConfig,
 };
-use envoy_types::pb::envoy::config::core::v3::ConfigSource;
+use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
+use envoy_types::pb::envoy::config::core::v3::{AggregatedConfigSource, ConfigSource};
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints,
 };
@@ -40,6 +41,7 @@ use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use envoy_types::pb::xds::core::v3::Authority;
 use prost::Message;
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
+use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
 
 use crate::{
@@ -163,6 +165,11 @@ pub(super) fn header_route(header: &str) -> Route {
     route_to(ClusterSpecifier::ClusterHeader(header.into()))
 }
 
+/// `c` as the client holds it once validated.
+pub(super) fn held(c: &Cluster) -> ClusterView {
+    ClusterView::new(c).expect("a valid cluster")
+}
+
 /// An EDS cluster; `service` `None` leaves `service_name` empty.
 pub(super) fn eds_cluster(name: &str, service: Option<&str>) -> Cluster {
     eds_cluster_with_source(name, service, None)
@@ -177,7 +184,7 @@ pub(super) fn eds_cluster_with_source(
         name: name.into(),
         cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
         eds_cluster_config: Some(EdsClusterConfig {
-            eds_config: source,
+            eds_config: Some(source.unwrap_or_else(ads)),
             service_name: service.unwrap_or_default().into(),
         }),
         ..Default::default()
@@ -258,6 +265,14 @@ pub(super) fn config_source(names: &[&str]) -> ConfigSource {
             .iter()
             .map(|n| Authority { name: (*n).into() })
             .collect(),
+        ..ads()
+    }
+}
+
+/// `ads`: the bootstrap's servers, which validation requires at least.
+pub(super) fn ads() -> ConfigSource {
+    ConfigSource {
+        config_source_specifier: Some(ConfigSourceSpecifier::Ads(AggregatedConfigSource {})),
         ..Default::default()
     }
 }
@@ -335,7 +350,7 @@ impl Harness {
         let name = c.name.clone();
         let p = Self::provenance(&name, version);
         self.engine
-            .on_cluster(self.now, &name, Update::Changed(Arc::new(c), p));
+            .on_cluster(self.now, &name, Update::Changed(Arc::new(held(&c)), p));
     }
 
     pub(super) fn endpoints(&mut self, c: ClusterLoadAssignment, version: &str) {

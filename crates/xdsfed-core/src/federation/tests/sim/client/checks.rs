@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Action, Cluster, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation,
-};
+use super::{Action, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation};
 use crate::authority::Partition;
 use crate::entry::ResourceStatus;
 use crate::federation::tests::sim::server::Body;
 use crate::federation::tests::support::apply_delivery;
+use crate::types::ClusterView;
 
 /// What the federation core asks of the cache, read off the model.
 pub(super) struct Answers<'a>(pub(super) &'a BTreeMap<ResourceKey, Entry>);
@@ -210,6 +209,6 @@ enum Expect {
 }
 
 fn tag_of(state: &crate::entry::ResourceState) -> Option<String> {
-    let cluster = state.resource.as_ref()?.downcast::<Cluster>()?;
-    Some(cluster.alt_stat_name.clone())
+    let cluster = state.resource.as_ref()?.downcast::<ClusterView>()?;
+    Some(cluster.decode().ok()?.alt_stat_name)
 }
