@@ -60,7 +60,7 @@ pub(crate) fn parse_allowed_grpc_services(
     for (target, entry) in map.entries()? {
         entry.object()?;
         check_server_uri(target)
-            .map_err(|problem| entry.error(format!("the target {target:?} {problem}")))?;
+            .map_err(|problem| entry.error(format!("cannot be dialled: {problem}")))?;
         let creds = entry.require("channel_creds", "an array of {\"type\": ...} objects")?;
         let channel_creds = parse_channel_creds(&creds)?;
         let call_creds = parse_call_creds(&entry, &channel_creds)?;
