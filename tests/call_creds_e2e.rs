@@ -12,8 +12,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::resources::cluster;
 use common::credentials::{jwt, pki};
+use common::resources::cluster;
 use common::{changed, eventually, fast_transport, next};
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::WatchEvent;

@@ -369,7 +369,11 @@ fn check_refuses_a_bad_allowed_grpc_service_naming_the_field() {
     let fx = Fixture::start();
     let entry = r#"allowed_grpc_services."127.0.0.1:9""#;
     let cases = [
-        (r#"{"127.0.0.1:9": {}}"#.to_owned(), format!("{entry}.channel_creds"), "required"),
+        (
+            r#"{"127.0.0.1:9": {}}"#.to_owned(),
+            format!("{entry}.channel_creds"),
+            "required",
+        ),
         (
             r#"{"127.0.0.1:9": {"channel_creds": [{"type": "google_default"}]}}"#.to_owned(),
             format!("{entry}.channel_creds"),
@@ -412,7 +416,9 @@ fn check_lists_allowed_grpc_services_with_their_credentials() {
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.contains("ALLOWED gRPC SERVICES"), "{stdout}");
     assert!(
-        stdout.lines().any(|l| l.trim_end() == "127.0.0.1:9  insecure"),
+        stdout
+            .lines()
+            .any(|l| l.trim_end() == "127.0.0.1:9  insecure"),
         "{stdout}"
     );
     let output = xdsfed(&["bootstrap", "check", "--json", file])

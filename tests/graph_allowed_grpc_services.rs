@@ -115,10 +115,7 @@ async fn an_untrusted_servers_source_naming_a_listed_target_is_dialled_with_the_
     a.set_message(CLUSTER, &web).unwrap();
     b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
         .unwrap();
-    let client = client(&bootstrap(
-        &a.uri(),
-        &listed_with_tls(&target, &ca, &token),
-    ));
+    let client = client(&bootstrap(&a.uri(), &listed_with_tls(&target, &ca, &token)));
     let mut graph = ConfigGraph::builder(client.clone())
         .cluster(CLUSTER)
         .start();

@@ -62,7 +62,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::bootstrap::{
-    AllowedGrpcService, ApiVariant, Bootstrap, CallCreds, ChannelCreds, ServerConfig, ServerProtocol,
+    AllowedGrpcService, ApiVariant, Bootstrap, CallCreds, ChannelCreds, ServerConfig,
+    ServerProtocol,
 };
 use crate::name::{NameError, ResourceName, authority_of};
 use interned::Interned;

@@ -94,10 +94,7 @@ mod tests {
     fn refused(allowed: &str) -> (String, String) {
         match with(allowed) {
             Ok(b) => panic!("accepted: {:?}", b.allowed_grpc_services),
-            Err(e) => (
-                e.field_path().unwrap_or_default().to_owned(),
-                e.to_string(),
-            ),
+            Err(e) => (e.field_path().unwrap_or_default().to_owned(), e.to_string()),
         }
     }
 
@@ -137,10 +134,16 @@ mod tests {
     #[test]
     fn allowed_service_without_supported_channel_creds_is_refused_naming_the_field() {
         let (path, _) = refused(r#"{"eds.example:443": {}}"#);
-        assert_eq!(path, r#"allowed_grpc_services."eds.example:443".channel_creds"#);
+        assert_eq!(
+            path,
+            r#"allowed_grpc_services."eds.example:443".channel_creds"#
+        );
         let (path, text) =
             refused(r#"{"eds.example:443": {"channel_creds": [{"type": "google_default"}]}}"#);
-        assert_eq!(path, r#"allowed_grpc_services."eds.example:443".channel_creds"#);
+        assert_eq!(
+            path,
+            r#"allowed_grpc_services."eds.example:443".channel_creds"#
+        );
         assert!(text.contains("google_default"), "{text}");
     }
 
@@ -163,9 +166,8 @@ mod tests {
     /// must be one this client's transport can dial.
     #[test]
     fn allowed_service_whose_target_cannot_be_dialled_is_refused_naming_the_scheme() {
-        let (path, text) = refused(
-            r#"{"dns:///eds.example:443": {"channel_creds": [{"type": "insecure"}]}}"#,
-        );
+        let (path, text) =
+            refused(r#"{"dns:///eds.example:443": {"channel_creds": [{"type": "insecure"}]}}"#);
         assert_eq!(path, r#"allowed_grpc_services."dns:///eds.example:443""#);
         assert!(text.contains("\"dns\""), "{text}");
         let (_, text) = refused(r#"["eds.example:443"]"#);

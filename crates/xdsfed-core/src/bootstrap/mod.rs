@@ -61,11 +61,11 @@ pub use call_creds::{CallCreds, JWT_TOKEN_FILE};
 pub use certs::{CertificateProvider, DEFAULT_REFRESH_INTERVAL, FileWatcherConfig};
 pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
 pub use node::{Locality, Node, USER_AGENT_NAME};
-pub use target::check_server_uri;
 pub use server::{
     ApiVariant, CdnTiming, ChannelCreds, FILE_SCHEME, FileFormat, FileSource, PolicyStreamTiming,
     RestTiming, ServerConfig, ServerProtocol, features,
 };
+pub use target::check_server_uri;
 
 use crate::file::{BOOTSTRAP_LIMIT, read_bounded};
 use walk::At;

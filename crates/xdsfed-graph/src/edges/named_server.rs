@@ -30,8 +30,8 @@ use std::path::PathBuf;
 use envoy_types::pb::envoy::config::core::v3::api_config_source::ApiType;
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
 use envoy_types::pb::envoy::config::core::v3::data_source::Specifier;
-use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
 use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::channel_credentials::CredentialSpecifier;
+use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
 use envoy_types::pb::envoy::config::core::v3::{
     ApiConfigSource, ConfigSource, DataSource, PathConfigSource,
 };

@@ -115,17 +115,17 @@ fn plaintext_target(uri: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envoy_types::pb::envoy::config::core::v3::DataSource;
     use envoy_types::pb::envoy::config::core::v3::api_config_source::ApiType;
     use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
-    use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
-    use envoy_types::pb::envoy::config::core::v3::{
-        AggregatedConfigSource, ApiConfigSource, GrpcService,
-    };
-    use envoy_types::pb::envoy::config::core::v3::DataSource;
     use envoy_types::pb::envoy::config::core::v3::data_source::Specifier;
     use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::ChannelCredentials;
     use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::SslCredentials;
     use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::channel_credentials::CredentialSpecifier;
+    use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
+    use envoy_types::pb::envoy::config::core::v3::{
+        AggregatedConfigSource, ApiConfigSource, GrpcService,
+    };
     use envoy_types::pb::xds::core::v3::Authority;
     use xdsfed_core::bootstrap::{AllowedGrpcService, ApiVariant, CallCreds, ChannelCreds};
 
@@ -269,7 +269,8 @@ mod tests {
         let mut source = naming(target);
         if let Some(ConfigSourceSpecifier::ApiConfigSource(api)) =
             &mut source.config_source_specifier
-            && let Some(TargetSpecifier::GoogleGrpc(google)) = &mut api.grpc_services[0].target_specifier
+            && let Some(TargetSpecifier::GoogleGrpc(google)) =
+                &mut api.grpc_services[0].target_specifier
         {
             google.channel_credentials = Some(ChannelCredentials {
                 credential_specifier: Some(CredentialSpecifier::SslCredentials(SslCredentials {
