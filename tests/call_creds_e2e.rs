@@ -12,65 +12,18 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::credentials::{jwt, pki};
 use common::resources::cluster;
 use common::{changed, eventually, fast_transport, next};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::Bootstrap;
 use xdsfed::core::types::ClusterType;
-use xdsfed::testbed::{Protocol, Server, ServerSpec, ServerTls, Testbed};
+use xdsfed::testbed::{Protocol, Server, ServerSpec, Testbed};
 
 const AUTHORITY: &str = "secure.example";
 const CLUSTER: &str = "xdstp://secure.example/envoy.config.cluster.v3.Cluster/payments";
 const EDS: &str = "xdstp://secure.example/envoy.config.endpoint.v3.ClusterLoadAssignment/payments";
-
-/// The server's TLS settings and the CA's PEM that trusts them.
-fn pki() -> (ServerTls, String) {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("no names");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key"))
-        .expect("CA certificate");
-    let key = KeyPair::generate().expect("key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("IP SAN")
-        .signed_by(&key, &ca)
-        .expect("leaf certificate");
-    let tls = ServerTls {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-        client_ca_pem: None,
-    };
-    (tls, ca.pem())
-}
-
-/// Unpadded base64url.
-fn b64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-/// An unsigned JWT for `subject`, expiring in an hour.
-fn jwt(subject: &str) -> String {
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 3600;
-    let claims = format!(r#"{{"sub": "{subject}", "exp": {exp}}}"#);
-    format!(
-        "{}.{}.sig",
-        b64(br#"{"alg":"none"}"#),
-        b64(claims.as_bytes())
-    )
-}
 
 /// Writes `token` to `path` as a rotation does: a new file renamed over
 /// the old one, with a trailing newline the credential trims.

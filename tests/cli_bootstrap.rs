@@ -347,3 +347,86 @@ fn check_refuses_a_bad_jwt_call_credential_naming_the_field() {
         assert!(stderr.contains(says), "{call_creds}: {stderr}");
     }
 }
+
+/// A bootstrap with one insecure server and `allowed` as its
+/// `allowed_grpc_services`.
+fn with_allowed(fx: &Fixture, allowed: &str) -> PathBuf {
+    fx.write(
+        "allowed.json",
+        &format!(
+            r#"{{"xds_servers": [{{"server_uri": "127.0.0.1:1", "channel_creds": [{{"type": "insecure"}}]}}],
+                "node": {{"id": "n"}}, "allowed_grpc_services": {allowed}}}"#
+        ),
+    )
+}
+
+/// gRFC A102: an `allowed_grpc_services` entry's `channel_creds` "is
+/// required and must contain at least one channel creds type that the
+/// client supports"; its key must be a target this client can dial, and
+/// its TLS files readable PEM. Each is bad input naming the field.
+#[test]
+fn check_refuses_a_bad_allowed_grpc_service_naming_the_field() {
+    let fx = Fixture::start();
+    let entry = r#"allowed_grpc_services."127.0.0.1:9""#;
+    let cases = [
+        (
+            r#"{"127.0.0.1:9": {}}"#.to_owned(),
+            format!("{entry}.channel_creds"),
+            "required",
+        ),
+        (
+            r#"{"127.0.0.1:9": {"channel_creds": [{"type": "google_default"}]}}"#.to_owned(),
+            format!("{entry}.channel_creds"),
+            "google_default",
+        ),
+        (
+            r#"{"dns:///eds.example:443": {"channel_creds": [{"type": "insecure"}]}}"#.to_owned(),
+            r#"allowed_grpc_services."dns:///eds.example:443""#.to_owned(),
+            "\"dns\" scheme",
+        ),
+        (
+            format!(
+                r#"{{"127.0.0.1:9": {{"channel_creds": [{}]}}}}"#,
+                tls_with_ca(Path::new("/nonexistent/ca.pem"))
+            ),
+            format!("{entry}.channel_creds.config.ca_certificate_file"),
+            "cannot be read",
+        ),
+    ];
+    for (allowed, field, says) in cases {
+        let file = with_allowed(&fx, &allowed);
+        let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
+        assert!(stderr.contains(&field), "{allowed}: {stderr}");
+        assert!(stderr.contains(says), "{allowed}: {stderr}");
+    }
+}
+
+/// `bootstrap check` lists each allowed gRPC service (gRFC A102) with the
+/// credentials it is dialled with, in text and in JSON.
+#[test]
+fn check_lists_allowed_grpc_services_with_their_credentials() {
+    let fx = Fixture::start();
+    let file = with_allowed(
+        &fx,
+        r#"{"127.0.0.1:9": {"channel_creds": [{"type": "insecure"}]}}"#,
+    );
+    let file = file.to_str().unwrap();
+    let output = xdsfed(&["bootstrap", "check", file]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("ALLOWED gRPC SERVICES"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_end() == "127.0.0.1:9  insecure"),
+        "{stdout}"
+    );
+    let output = xdsfed(&["bootstrap", "check", "--json", file])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["allowed_grpc_services"],
+        serde_json::json!([{"target": "127.0.0.1:9", "channel_creds": "insecure", "call_creds": []}])
+    );
+}

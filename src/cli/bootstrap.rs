@@ -1,6 +1,7 @@
 //! `xdsfed bootstrap check FILE`: validate a bootstrap and show how it
-//! resolves: each authority's servers in order of preference, and which
-//! authorities end up on the same ADS stream.
+//! resolves: each authority's servers in order of preference, which
+//! authorities end up on the same ADS stream, and the gRPC services servers
+//! without `trusted_xds_server` may name (gRFC A102), with their credentials.
 //!
 //! ```text
 //! bootstrap-examples/federated.yaml: valid
@@ -63,6 +64,11 @@ fn check(args: CheckArgs) -> Result<(), CliError> {
                 "server": s.server,
                 "serves": s.serves,
             })).collect::<Vec<_>>(),
+            "allowed_grpc_services": report.allowed.iter().map(|a| serde_json::json!({
+                "target": a.target,
+                "channel_creds": a.channel_creds,
+                "call_creds": a.call_creds,
+            })).collect::<Vec<_>>(),
         });
         return emit(&serde_json::to_string_pretty(&json).unwrap_or_default());
     }
@@ -87,9 +93,17 @@ struct StreamRow {
     serves: Vec<String>,
 }
 
+/// One entry of `allowed_grpc_services` (gRFC A102).
+struct AllowedRow {
+    target: String,
+    channel_creds: &'static str,
+    call_creds: Vec<&'static str>,
+}
+
 struct Report {
     authorities: Vec<AuthorityRow>,
     streams: Vec<StreamRow>,
+    allowed: Vec<AllowedRow>,
 }
 
 impl Report {
@@ -131,9 +145,19 @@ impl Report {
                 }
             })
             .collect();
+        let allowed = bootstrap
+            .allowed_grpc_services
+            .iter()
+            .map(|(target, listed)| AllowedRow {
+                target: target.clone(),
+                channel_creds: listed.channel_creds.type_name(),
+                call_creds: listed.call_creds.iter().map(|c| c.type_name()).collect(),
+            })
+            .collect();
         Report {
             authorities,
             streams,
+            allowed,
         }
     }
 
@@ -195,7 +219,26 @@ impl Report {
                 serves.join(", ")
             ));
         }
+        self.allowed_text(&mut out);
         out
+    }
+
+    /// The `allowed_grpc_services` section, when the bootstrap has one:
+    /// each target and the credentials it is dialled with.
+    fn allowed_text(&self, out: &mut String) {
+        if self.allowed.is_empty() {
+            return;
+        }
+        out.push_str(
+            "\nALLOWED gRPC SERVICES (targets servers without trusted_xds_server may name)\n",
+        );
+        let targets: Vec<String> = self.allowed.iter().map(|a| shown(&a.target)).collect();
+        let width = targets.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+        for (a, target) in self.allowed.iter().zip(&targets) {
+            let mut creds = vec![a.channel_creds];
+            creds.extend(&a.call_creds);
+            out.push_str(&format!("{}  {}\n", pad(target, width), creds.join(", ")));
+        }
     }
 }
 

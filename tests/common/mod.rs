@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod credentials;
 pub mod resources;
 
 use std::time::Duration;

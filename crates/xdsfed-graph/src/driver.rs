@@ -36,6 +36,9 @@
 //!   the source names a server the client can dial (an `api_config_source`
 //!   whose first gRPC service is a `google_grpc` target); otherwise (`ads`,
 //!   `self`, `envoy_grpc`) the bootstrap, as above.
+//! - `Watch` with [`Via::AllowedGrpcService`] → the same, on the server
+//!   the engine resolved with the bootstrap's `allowed_grpc_services`
+//!   credentials (gRFC A102).
 //! - A watch the client refuses (a malformed name, an authority in neither
 //!   the `ConfigSource` nor the bootstrap) is fed back to the engine as
 //!   [`Update::Error`] for that resource: the error lands on that edge only.
@@ -115,7 +118,7 @@ use crate::resource::ResourceKind;
 use crate::snapshot::Snapshot;
 use inputs::{CollectionFollowed, Followed, Input, collection_stream, wildcard_stream};
 use sets::Sets;
-use xdsfed_core::bootstrap::features;
+use xdsfed_core::bootstrap::{ServerConfig, features};
 
 /// At most this many events are fed between two looks at the engine, so
 /// that a flood of updates cannot hold a snapshot back indefinitely.
@@ -485,6 +488,7 @@ impl Driver {
         } else {
             let server = match via {
                 Via::ConfigSource(source) => crate::edges::named_server::server_of(source),
+                Via::AllowedGrpcService(server) => Some(ServerConfig::clone(server)),
                 Via::Bootstrap => None,
             };
             self.sets.watch(kind, &name, server.as_ref())
@@ -573,11 +577,14 @@ fn bootstrap_authorities(client: &XdsClient) -> KnownAuthorities {
     )
 }
 
-/// The bootstrap's authority-to-server map and its trusted servers, for
-/// ConfigSources beside names.
+/// The bootstrap's authority-to-server map, its trusted servers and its
+/// `allowed_grpc_services`, for ConfigSources beside names.
 fn bootstrap_trust(client: &XdsClient) -> ConfigSourceTrust {
     let registry = client.registry();
-    let mut trust = ConfigSourceTrust::default();
+    let mut trust = ConfigSourceTrust {
+        allowed_grpc_services: registry.allowed_grpc_services().clone(),
+        ..ConfigSourceTrust::default()
+    };
     for server in registry.server_ids() {
         for authority in registry.authorities_for(server) {
             trust

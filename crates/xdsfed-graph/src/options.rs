@@ -3,6 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use xdsfed_core::bootstrap::AllowedGrpcService;
+
 /// The resources the graph starts from. Everything else is reached by
 /// following edges, and is watched only while some path from a root
 /// reaches it.
@@ -161,9 +163,13 @@ pub struct GraphOptions {
 ///   (with its fallback) is used; a source naming another server is refused,
 ///   so that no server can take over another authority's names;
 /// - an authority the bootstrap does not map may be given a server by a
-///   source only inside a resource that came from a trusted server
-///   (`trusted_xds_server`, gRFC A81): adding a server means dialling an
-///   address or reading a local file that a server chose.
+///   source inside a resource that came from a trusted server
+///   (`trusted_xds_server`, gRFC A81/A102), with the source's target and
+///   credentials: adding a server means dialling an address or reading a
+///   local file that a server chose;
+/// - from any other server, only a gRPC target the bootstrap lists in
+///   `allowed_grpc_services` (gRFC A102), dialled with the listed
+///   credentials, never the source's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigSourceTrust {
     /// Each authority of the bootstrap and the `server_uri`s it maps to.
@@ -171,6 +177,9 @@ pub struct ConfigSourceTrust {
     /// The servers (as provenances name them) whose resources may add
     /// servers for authorities the bootstrap does not map.
     pub trusted_servers: BTreeSet<String>,
+    /// gRFC A102's `allowed_grpc_services`: the targets any server may
+    /// name, by target URI, with the credentials they are dialled with.
+    pub allowed_grpc_services: BTreeMap<String, AllowedGrpcService>,
 }
 
 impl Default for GraphOptions {
@@ -215,6 +224,7 @@ impl GraphOptions {
 static NO_TRUST: ConfigSourceTrust = ConfigSourceTrust {
     mapped: BTreeMap::new(),
     trusted_servers: BTreeSet::new(),
+    allowed_grpc_services: BTreeMap::new(),
 };
 
 impl GraphOptions {

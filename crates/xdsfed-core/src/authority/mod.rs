@@ -62,7 +62,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::bootstrap::{
-    ApiVariant, Bootstrap, CallCreds, ChannelCreds, ServerConfig, ServerProtocol,
+    AllowedGrpcService, ApiVariant, Bootstrap, CallCreds, ChannelCreds, ServerConfig,
+    ServerProtocol,
 };
 use crate::name::{NameError, ResourceName, authority_of};
 use interned::Interned;
@@ -273,6 +274,9 @@ pub struct AuthorityRegistry {
     ids: BTreeMap<ServerKey, ServerId>,
     /// How many of `servers` are the bootstrap's.
     bootstrap_servers: usize,
+    /// gRFC A102: the targets untrusted servers may name, with their
+    /// credentials.
+    allowed_grpc_services: BTreeMap<String, AllowedGrpcService>,
 }
 
 impl AuthorityRegistry {
@@ -288,6 +292,7 @@ impl AuthorityRegistry {
             servers: Vec::new(),
             ids: BTreeMap::new(),
             bootstrap_servers: 0,
+            allowed_grpc_services: bootstrap.allowed_grpc_services.clone(),
         };
         registry.top_level_ids =
             registry.intern_serving(&bootstrap.xds_servers, &Partition::OldStyle);
@@ -375,5 +380,12 @@ impl AuthorityRegistry {
     /// Whether the bootstrap configures `authority` (normalised).
     pub fn has_authority(&self, authority: &str) -> bool {
         self.authorities.contains_key(authority)
+    }
+
+    /// The bootstrap's `allowed_grpc_services` (gRFC A102): target URI →
+    /// the credentials it is dialled with when a server without
+    /// `trusted_xds_server` names it.
+    pub fn allowed_grpc_services(&self) -> &BTreeMap<String, AllowedGrpcService> {
+        &self.allowed_grpc_services
     }
 }

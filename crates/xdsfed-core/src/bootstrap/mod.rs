@@ -39,6 +39,7 @@
 //! an unknown field is ignored, as gRPC does, so that one file can serve
 //! clients of different versions. `docs/bootstrap.md` documents every field.
 
+mod allowed;
 mod call_creds;
 mod certs;
 mod document;
@@ -55,6 +56,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use allowed::AllowedGrpcService;
 pub use call_creds::{CallCreds, JWT_TOKEN_FILE};
 pub use certs::{CertificateProvider, DEFAULT_REFRESH_INTERVAL, FileWatcherConfig};
 pub use error::{BootstrapError, BootstrapErrorKind, Format, Origin};
@@ -63,6 +65,7 @@ pub use server::{
     ApiVariant, CdnTiming, ChannelCreds, FILE_SCHEME, FileFormat, FileSource, PolicyStreamTiming,
     RestTiming, ServerConfig, ServerProtocol, features,
 };
+pub use target::check_server_uri;
 
 use crate::file::{BOOTSTRAP_LIMIT, read_bounded};
 use walk::At;
@@ -109,6 +112,10 @@ pub struct Bootstrap {
     pub server_listener_resource_name_template: Option<String>,
     /// Certificate provider instances by name.
     pub certificate_providers: BTreeMap<String, CertificateProvider>,
+    /// gRFC A102's `allowed_grpc_services`: the targets a server without
+    /// `trusted_xds_server` may name in a `GrpcService`, each with the
+    /// credentials it is dialled with (the `GrpcService`'s own are ignored).
+    pub allowed_grpc_services: BTreeMap<String, AllowedGrpcService>,
 }
 
 impl Bootstrap {
@@ -233,6 +240,7 @@ impl Bootstrap {
             Some(at) => certs::parse_certificate_providers(&at)?,
             None => BTreeMap::new(),
         };
+        let allowed_grpc_services = allowed::parse_allowed_grpc_services(&root)?;
         Ok(Bootstrap {
             node,
             xds_servers,
@@ -240,6 +248,7 @@ impl Bootstrap {
             client_default_listener_resource_name_template,
             server_listener_resource_name_template,
             certificate_providers,
+            allowed_grpc_services,
         })
     }
 }

@@ -566,7 +566,7 @@ fn parse_timing(at: &At<'_>) -> Result<PolicyStreamTiming> {
 /// The first supported entry wins; unsupported types before it are skipped,
 /// as gRPC does, so that one bootstrap can serve clients with different
 /// credential support.
-fn parse_channel_creds(at: &At<'_>) -> Result<ChannelCreds> {
+pub(crate) fn parse_channel_creds(at: &At<'_>) -> Result<ChannelCreds> {
     let mut seen = Vec::new();
     for entry in at.array()? {
         let kind = entry.require("type", "a string")?.str()?;

@@ -29,7 +29,7 @@ const GRPC_SCHEMES: &[&str] = &[
 const EXPECTED: &str = "expected host:port, http://host:port or https://host:port";
 
 /// Checks `uri`; the problem in words when the transport cannot dial it.
-pub(crate) fn check_server_uri(uri: &str) -> Result<(), String> {
+pub fn check_server_uri(uri: &str) -> Result<(), String> {
     if let Some(c) = uri.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("contains {c:?}: {EXPECTED}"));
     }

@@ -28,6 +28,7 @@ mod trust;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::core::v3::ConfigSource;
+use xdsfed_core::bootstrap::ServerConfig;
 
 use crate::error::GraphError;
 use crate::options::{ConfigSourceTrust, KnownAuthorities};
@@ -47,6 +48,11 @@ pub enum Via {
     /// Through the `ConfigSource` found beside the name, whose `authorities`
     /// list the name's authority.
     ConfigSource(Arc<ConfigSource>),
+    /// Through the server the `ConfigSource` beside the name names, which
+    /// came from a server without `trusted_xds_server`: its target is in
+    /// the bootstrap's `allowed_grpc_services`, and the server carries the
+    /// credentials listed there, not the source's (gRFC A102).
+    AllowedGrpcService(Arc<ServerConfig>),
 }
 
 /// A resource identity inside the engine: its kind and its canonical name.

@@ -12,6 +12,11 @@
 //! - a `path_config_source`: a filesystem source (its `watched_directory`
 //!   too).
 //!
+//! For a source from a server without `trusted_xds_server` whose target the
+//! bootstrap lists in `allowed_grpc_services` (gRFC A102), the source's
+//! credentials are ignored ([`server_without_credentials`]) and the listed
+//! ones used instead.
+//!
 //! Every other source (`ads`, `self`, an `envoy_grpc` cluster, which is a
 //! name in a data plane's own configuration that a client cannot dial,
 //! credentials the client cannot express) falls back to the bootstrap: the
@@ -25,8 +30,8 @@ use std::path::PathBuf;
 use envoy_types::pb::envoy::config::core::v3::api_config_source::ApiType;
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
 use envoy_types::pb::envoy::config::core::v3::data_source::Specifier;
-use envoy_types::pb::envoy::config::core::v3::grpc_service::TargetSpecifier;
 use envoy_types::pb::envoy::config::core::v3::grpc_service::google_grpc::channel_credentials::CredentialSpecifier;
+use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
 use envoy_types::pb::envoy::config::core::v3::{
     ApiConfigSource, ConfigSource, DataSource, PathConfigSource,
 };
@@ -34,8 +39,21 @@ use xdsfed_core::bootstrap::{
     ApiVariant, ChannelCreds, FileSource, RestTiming, ServerConfig, ServerProtocol,
 };
 
-/// The server `source` names, when it names one the client can dial.
+/// The server `source` names, when it names one the client can dial, with
+/// the credentials the source gives it.
 pub(crate) fn server_of(source: &ConfigSource) -> Option<ServerConfig> {
+    let mut server = server_without_credentials(source)?;
+    if let Some(google) = api_of(source).and_then(google_of) {
+        server.channel_creds = channel_creds_of(google)?;
+    }
+    Some(server)
+}
+
+/// The server `source` names, its channel credentials left insecure and
+/// never read: for a target whose credentials the bootstrap gives (gRFC
+/// A102 `allowed_grpc_services`), the source's own are ignored, usable or
+/// not.
+pub(crate) fn server_without_credentials(source: &ConfigSource) -> Option<ServerConfig> {
     let api = match &source.config_source_specifier {
         Some(ConfigSourceSpecifier::ApiConfigSource(api)) => api,
         Some(ConfigSourceSpecifier::PathConfigSource(path)) => return file_server(path),
@@ -51,39 +69,53 @@ pub(crate) fn server_of(source: &ConfigSource) -> Option<ServerConfig> {
         Ok(ApiType::Rest) => (ApiVariant::Sotw, ServerProtocol::Rest(rest_timing(api))),
         _ => return None,
     };
-    let Some(TargetSpecifier::GoogleGrpc(google)) = api
-        .grpc_services
-        .first()
-        .and_then(|s| s.target_specifier.as_ref())
-    else {
-        return None;
-    };
-    if google.target_uri.is_empty() {
-        return None;
-    }
-    let credentials = google
-        .channel_credentials
-        .as_ref()
-        .and_then(|c| c.credential_specifier.as_ref());
-    let channel_creds = match credentials {
-        // Envoy dials a google_grpc target without credentials in plaintext.
-        None | Some(CredentialSpecifier::LocalCredentials(_)) => ChannelCreds::Insecure,
-        Some(CredentialSpecifier::SslCredentials(ssl)) => ChannelCreds::Tls {
-            // The client does not use the platform's roots: without a CA
-            // file there is nothing to verify the server against.
-            ca_certificate_file: Some(file_of(ssl.root_certs.as_ref())?),
-            certificate_file: optional_file(ssl.cert_chain.as_ref())?,
-            private_key_file: optional_file(ssl.private_key.as_ref())?,
-        },
-        Some(CredentialSpecifier::GoogleDefault(_)) => return None,
-    };
+    let google = google_of(api)?;
     let mut server = ServerConfig::insecure(google.target_uri.clone());
-    server.channel_creds = channel_creds;
     server.api = api_variant;
     // The source chose the variant; do not second-guess it.
     server.api_pinned = true;
     server.protocol = protocol;
     Some(server)
+}
+
+fn api_of(source: &ConfigSource) -> Option<&ApiConfigSource> {
+    match &source.config_source_specifier {
+        Some(ConfigSourceSpecifier::ApiConfigSource(api)) => Some(api),
+        _ => None,
+    }
+}
+
+/// The first gRPC service of `api`, when it is a `google_grpc` target.
+fn google_of(api: &ApiConfigSource) -> Option<&GoogleGrpc> {
+    match api
+        .grpc_services
+        .first()
+        .and_then(|s| s.target_specifier.as_ref())
+    {
+        Some(TargetSpecifier::GoogleGrpc(google)) if !google.target_uri.is_empty() => Some(google),
+        _ => None,
+    }
+}
+
+/// A `google_grpc` target's channel credentials, when the client can
+/// express them.
+fn channel_creds_of(google: &GoogleGrpc) -> Option<ChannelCreds> {
+    let credentials = google
+        .channel_credentials
+        .as_ref()
+        .and_then(|c| c.credential_specifier.as_ref());
+    match credentials {
+        // Envoy dials a google_grpc target without credentials in plaintext.
+        None | Some(CredentialSpecifier::LocalCredentials(_)) => Some(ChannelCreds::Insecure),
+        Some(CredentialSpecifier::SslCredentials(ssl)) => Some(ChannelCreds::Tls {
+            // The client does not use the platform's roots: without a CA
+            // file there is nothing to verify the server against.
+            ca_certificate_file: Some(file_of(ssl.root_certs.as_ref())?),
+            certificate_file: optional_file(ssl.cert_chain.as_ref())?,
+            private_key_file: optional_file(ssl.private_key.as_ref())?,
+        }),
+        Some(CredentialSpecifier::GoogleDefault(_)) => None,
+    }
 }
 
 /// A `path_config_source`: the file (its format from its extension) and
