@@ -8,9 +8,6 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use envoy_types::pb::envoy::config::route::v3::route::Action;
-use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::RouteSpecifier;
 use prost::Message;
@@ -18,7 +15,7 @@ use xdsfed::core::bootstrap::{Bootstrap, BootstrapErrorKind};
 use xdsfed::client::client::{BuildError, WatchError, XdsClient};
 use xdsfed::client::transport::TransportOptions;
 use xdsfed::core::types::{
-    AGGREGATE_CLUSTER_TYPE, ClusterDiscovery, ClusterType, ClusterView, EndpointType, ListenerType, LoadAssignment, ResourceType, RouteConfigurationType, ValidatingPolicyType,
+    AGGREGATE_CLUSTER_TYPE, ClusterDiscovery, ClusterType, ClusterView, RouteConfigView, RouteTarget, EndpointType, ListenerType, LoadAssignment, ResourceType, RouteConfigurationType, ValidatingPolicyType,
 };
 use xdsfed::core::policy_stream::wire::ValidatingPolicy;
 use xdsfed::policy::{Policy, PolicyType};
@@ -460,7 +457,7 @@ impl Describe for ListenerType {
 
 impl Describe for RouteConfigurationType {
     const SHORT: &'static str = "route";
-    fn summary(rc: &RouteConfiguration) -> String {
+    fn summary(rc: &RouteConfigView) -> String {
         let clusters = route_clusters(rc);
         let names: Vec<String> = clusters
             .iter()
@@ -471,7 +468,7 @@ impl Describe for RouteConfigurationType {
             .collect();
         format!(
             "{} virtual hosts → {}",
-            rc.virtual_hosts.len(),
+            rc.virtual_host_count(),
             if names.is_empty() {
                 "no clusters".to_owned()
             } else {
@@ -550,29 +547,18 @@ impl Describe for ValidatingPolicyType {
 
 /// Every cluster a route configuration's routes send to, with its weight
 /// when the route splits traffic, in order of first appearance.
-pub(crate) fn route_clusters<'a>(rc: &'a RouteConfiguration) -> Vec<(String, Option<u32>)> {
+pub(crate) fn route_clusters(rc: &RouteConfigView) -> Vec<(String, Option<u32>)> {
     let mut out: Vec<(String, Option<u32>)> = Vec::new();
     // A set beside the list: a configuration may route to 100 000 clusters.
-    let mut seen: std::collections::HashSet<&'a str> = std::collections::HashSet::new();
-    let mut add = |name: &'a str, weight: Option<u32>| {
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for target in rc.targets() {
+        let (name, weight) = match target {
+            RouteTarget::Cluster(name) => (name, None),
+            RouteTarget::Weighted(name, weight) => (name, Some(weight)),
+            RouteTarget::Mirror(_) | RouteTarget::Header(_) => continue,
+        };
         if seen.insert(name) {
             out.push((name.to_owned(), weight));
-        }
-    };
-    for vhost in &rc.virtual_hosts {
-        for route in &vhost.routes {
-            let Some(Action::Route(action)) = &route.action else {
-                continue;
-            };
-            match &action.cluster_specifier {
-                Some(ClusterSpecifier::Cluster(name)) => add(name, None),
-                Some(ClusterSpecifier::WeightedClusters(weighted)) => {
-                    for c in &weighted.clusters {
-                        add(&c.name, Some(c.weight.map_or(0, |w| w.value)));
-                    }
-                }
-                _ => {}
-            }
         }
     }
     out

@@ -1,4 +1,5 @@
-//! What the cache holds for accepted clusters and ClusterLoadAssignments:
+//! What the cache holds for accepted route configurations, clusters and
+//! ClusterLoadAssignments:
 //! the bytes the server sent and a compact view, not the decoded prost
 //! message. dhat's heap statistics give the bytes live after ingest.
 
@@ -12,22 +13,27 @@ use std::time::Instant;
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, Resource};
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use xdsfed_client::cache::{Cache, DataErrorPolicy, Provenance};
 use xdsfed_core::protocol::{AuthorityFilter, ResourceKey, Session, SessionConfig};
-use xdsfed_core::types::{ClusterType, EndpointType, ResourceType, TypeRegistry};
+use xdsfed_core::types::{
+    ClusterType, EndpointType, ResourceType, RouteConfigurationType, TypeRegistry,
+};
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 
-const RESOURCES: usize = 1_000;
 const ENDPOINTS: u32 = 10;
+const ROUTES: usize = 100;
 
 /// A resource type of the test, with the messages it ingests as the scale
 /// benchmark serves them.
 trait Served: ResourceType {
+    /// How many the test ingests.
+    const COUNT: usize = 1_000;
     type Message: Message + Default;
     fn resource_name(i: usize) -> String;
     fn message(i: usize) -> Self::Message;
@@ -50,6 +56,32 @@ impl Served for EndpointType {
     }
 }
 
+impl Served for RouteConfigurationType {
+    const COUNT: usize = 100;
+    type Message = RouteConfiguration;
+
+    fn resource_name(i: usize) -> String {
+        format!("xdstp://a.test/envoy.config.route.v3.RouteConfiguration/front-{i}")
+    }
+
+    /// 100 routes, each to a cluster of its own.
+    fn message(i: usize) -> RouteConfiguration {
+        let routes: Vec<(String, String)> = (0..ROUTES)
+            .map(|r| {
+                (
+                    format!("/svc-{r}/"),
+                    ClusterType::resource_name(i * ROUTES + r),
+                )
+            })
+            .collect();
+        let pairs: Vec<(&str, &str)> = routes
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        xdsfed_testbed::resources::route_config(&Self::resource_name(i), &pairs)
+    }
+}
+
 impl Served for ClusterType {
     type Message = Cluster;
 
@@ -63,7 +95,7 @@ impl Served for ClusterType {
     }
 }
 
-/// Bytes live after ingesting [`RESOURCES`] watched resources of `T`, per
+/// Bytes live after ingesting `T::COUNT` watched resources of `T`, per
 /// resource, over what was live before the response arrived; and the
 /// resources' wire size, per resource.
 fn held_bytes_per_resource<T: Served>() -> (f64, f64) {
@@ -82,8 +114,8 @@ fn held_bytes_per_resource<T: Served>() -> (f64, f64) {
         authority: Some(Arc::from("a.test")),
         server: Arc::clone(&server),
     };
-    let mut receivers = Vec::with_capacity(RESOURCES);
-    for i in 0..RESOURCES {
+    let mut receivers = Vec::with_capacity(T::COUNT);
+    for i in 0..T::COUNT {
         let key = ResourceKey::new(T::TYPE_URL, T::resource_name(i));
         receivers.push(cache.add_watcher(&key, provenance.clone(), policy).0);
         session.subscribe(key);
@@ -94,7 +126,7 @@ fn held_bytes_per_resource<T: Served>() -> (f64, f64) {
 
     let before = dhat::HeapStats::get().curr_bytes;
     let mut wire = 0;
-    let resources: Vec<Resource> = (0..RESOURCES)
+    let resources: Vec<Resource> = (0..T::COUNT)
         .map(|i| {
             let value = T::message(i).encode_to_vec();
             wire += value.len();
@@ -124,17 +156,17 @@ fn held_bytes_per_resource<T: Served>() -> (f64, f64) {
         .iter()
         .filter(|rx| rx.borrow().resource.is_some())
         .count();
-    assert_eq!(held, RESOURCES, "every resource is held");
+    assert_eq!(held, T::COUNT, "every resource is held");
     (
-        (after - before) as f64 / RESOURCES as f64,
-        wire as f64 / RESOURCES as f64,
+        (after - before) as f64 / T::COUNT as f64,
+        wire as f64 / T::COUNT as f64,
     )
 }
 
 /// Bytes live while the same resources are held as decoded prost
 /// messages, per resource: what the cache held before the compact views.
 fn prost_bytes_per_resource<T: Served>() -> f64 {
-    let bytes: Vec<Vec<u8>> = (0..RESOURCES)
+    let bytes: Vec<Vec<u8>> = (0..T::COUNT)
         .map(|i| T::message(i).encode_to_vec())
         .collect();
     let before = dhat::HeapStats::get().curr_bytes;
@@ -144,7 +176,7 @@ fn prost_bytes_per_resource<T: Served>() -> f64 {
         .collect();
     let after = dhat::HeapStats::get().curr_bytes;
     drop(decoded);
-    (after - before) as f64 / RESOURCES as f64
+    (after - before) as f64 / T::COUNT as f64
 }
 
 /// Ingests `T`'s resources and checks that what is held of each, with the
@@ -164,15 +196,17 @@ fn held_within<T: Served>(what: &str, bound: f64) {
     );
 }
 
-/// Rule: an accepted cluster or assignment is held as its bytes and a
-/// compact view. For 10 endpoints, an assignment's decoded prost message
-/// alone is 4.7 KB (lists presized) to 8.9 KB (as prost decodes it), an
-/// EDS cluster's 3.4 KB; the bytes plus the view, with the cache's and the
-/// session's bookkeeping of the resource, stay under 2 KB and 1 KB.
-/// (One test: dhat profiles one test at a time.)
+/// Rule: an accepted route configuration, cluster or assignment is held as
+/// its bytes and a compact view. For 10 endpoints, an assignment's decoded
+/// prost message alone is 4.7 KB (lists presized) to 8.9 KB (as prost
+/// decodes it), an EDS cluster's 3.5 KB, a route configuration's some
+/// 3 KB a route; the bytes plus the view, with the cache's and the
+/// session's bookkeeping of the resource, stay under 2 KB, 1 KB and 300 B
+/// a route. (One test: dhat profiles one test at a time.)
 #[test]
-fn accepted_clusters_and_assignments_are_held_as_their_bytes_and_a_compact_view() {
+fn accepted_resources_are_held_as_their_bytes_and_a_compact_view() {
     let _profiler = dhat::Profiler::builder().testing().build();
     held_within::<EndpointType>("ClusterLoadAssignment", 2_048.0);
     held_within::<ClusterType>("Cluster", 1_024.0);
+    held_within::<RouteConfigurationType>("RouteConfiguration of 100 routes", 30_000.0);
 }

@@ -20,7 +20,7 @@ use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use xdsfed_core::types::{ClusterView, LoadAssignment};
+use xdsfed_core::types::{ClusterView, LoadAssignment, RouteConfigView};
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Update, WatchChange,
 };
@@ -99,7 +99,8 @@ fn provenance(name: &str, version: &str) -> Provenance {
 fn main() {
     // Decoded resources, built before the clock starts.
     let listener = Arc::new(listener());
-    let route = Arc::new(route_config());
+    let route =
+        Arc::new(RouteConfigView::new(&route_config()).expect("a valid route configuration"));
     let clusters: Vec<Arc<ClusterView>> = (0..CLUSTERS)
         .map(|i| Arc::new(ClusterView::new(&cluster(i)).expect("a valid cluster")))
         .collect();

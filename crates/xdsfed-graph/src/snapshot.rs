@@ -18,10 +18,10 @@
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
 use imbl::{OrdMap, OrdSet};
 use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
+use xdsfed_core::types::RouteConfigView;
 
 use crate::edges::RouteScan;
 use crate::error::GraphError;
@@ -171,7 +171,7 @@ pub struct RouteConfigSnapshot {
     /// Its name (empty for an unnamed inline configuration).
     pub name: Arc<str>,
     /// The resource, if one is usable.
-    pub route_config: Option<Versioned<RouteConfiguration>>,
+    pub route_config: Option<Versioned<RouteConfigView>>,
     /// The clusters its routes can send to, each once, in first-use order.
     pub clusters: Arc<[Arc<str>]>,
     /// Header names whose value selects a cluster per request
@@ -184,7 +184,7 @@ pub struct RouteConfigSnapshot {
 impl RouteConfigSnapshot {
     pub(crate) fn present(
         name: Arc<str>,
-        route_config: Versioned<RouteConfiguration>,
+        route_config: Versioned<RouteConfigView>,
         scan: &RouteScan,
     ) -> Self {
         Self {
@@ -206,12 +206,13 @@ impl RouteConfigSnapshot {
         }
     }
 
-    /// The virtual hosts, in the resource's order (empty when unusable).
-    /// Choosing one by domain is the data plane's job.
-    pub fn virtual_hosts(&self) -> &[VirtualHost] {
+    /// How many virtual hosts it has (0 when unusable). Choosing one by
+    /// domain is the data plane's job, on the full message
+    /// (`route_config.value.decode()`).
+    pub fn virtual_host_count(&self) -> usize {
         self.route_config
             .as_ref()
-            .map_or(&[], |rc| rc.value.virtual_hosts.as_slice())
+            .map_or(0, |rc| rc.value.virtual_host_count())
     }
 }
 

@@ -30,7 +30,7 @@ use envoy_types::pb::envoy::config::route::v3::route_action::MaxStreamDuration;
 use envoy_types::pb::envoy::config::route::v3::{RetryPolicy, RouteConfiguration};
 use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
 use tower::Service;
-use xdsfed_core::types::ClusterView;
+use xdsfed_core::types::{ClusterView, RouteConfigView};
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, SnapshotCell, Update,
     WatchChange,
@@ -100,6 +100,7 @@ fn snapshot(routes: usize, policy: bool) -> Arc<Snapshot> {
     if policy {
         with_call_policy(&mut route_config);
     }
+    let held_routes = RouteConfigView::new(&route_config).expect("a valid route configuration");
     let provenance = || Provenance::new(None, "bench", "1");
     let now = std::time::Instant::now();
     let mut engine = GraphEngine::new(Roots::new().listener("front"), GraphOptions::default(), now);
@@ -115,7 +116,7 @@ fn snapshot(routes: usize, policy: bool) -> Arc<Snapshot> {
             ResourceKind::RouteConfiguration => engine.on_route_config(
                 now,
                 &name,
-                Update::Changed(Arc::new(route_config.clone()), provenance()),
+                Update::Changed(Arc::new(held_routes.clone()), provenance()),
             ),
             ResourceKind::Cluster => {
                 let c = ClusterView::new(&resources::cluster(&name, "")).expect("a valid cluster");

@@ -116,7 +116,7 @@ impl Follower {
         let listener = Arc::clone(&self.listener);
         let max_duration = listener_max_duration(&snapshot, &listener);
         let table = route_config(&snapshot, &listener).map(|config| {
-            RouteTable::compile_with(config, &authority, max_duration, |name| {
+            RouteTable::compile_with(&config, &authority, max_duration, |name| {
                 if let Some(target) = targets.get(name) {
                     return Arc::clone(target);
                 }
@@ -209,11 +209,10 @@ fn listener_max_duration(snapshot: &Snapshot, listener: &str) -> Option<Duration
         .filter(|d| !d.is_zero())
 }
 
-/// The listener's route configuration, or why it cannot be used.
-fn route_config<'s>(
-    snapshot: &'s Snapshot,
-    listener: &str,
-) -> Result<&'s RouteConfiguration, Unservable> {
+/// The listener's route configuration, decoded from the bytes the graph
+/// holds (the routing table is compiled from the full message), or why it
+/// cannot be used.
+fn route_config(snapshot: &Snapshot, listener: &str) -> Result<RouteConfiguration, Unservable> {
     let unusable = |why: String| Unservable::Listener(why.into());
     let entry = snapshot.listener(listener).ok_or_else(|| {
         unusable(format!(
@@ -229,15 +228,22 @@ fn route_config<'s>(
         Some(RouteBinding::Inline(config)) => Some(config),
         None => None,
     };
-    config
+    let held = config
         .and_then(|c| c.route_config.as_ref())
-        .map(|c| &*c.value)
         .ok_or_else(|| {
             unusable(format!(
                 "listener {} has no usable route configuration",
                 shown(listener)
             ))
-        })
+        })?;
+    // The bytes were decoded and validated when they arrived.
+    held.value.decode().map_err(|e| {
+        unusable(format!(
+            "listener {}: route configuration: {}",
+            shown(listener),
+            cleaned(&e.to_string())
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -20,8 +20,8 @@ use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use prost::Message;
-use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
+use xdsfed_core::types::{ClusterView, RouteConfigView};
 use xdsfed_graph::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
 };
@@ -30,7 +30,7 @@ use xdsfed_graph::{
 #[derive(Debug, Default)]
 pub(crate) struct Resources {
     pub(crate) listeners: HashMap<String, Listener>,
-    pub(crate) route_configs: HashMap<String, RouteConfiguration>,
+    pub(crate) route_configs: HashMap<String, RouteConfigView>,
     pub(crate) clusters: HashMap<String, ClusterView>,
     pub(crate) assignments: HashMap<String, LoadAssignment>,
 }
@@ -41,7 +41,8 @@ impl Resources {
         self
     }
     pub(crate) fn route_config(mut self, r: RouteConfiguration) -> Self {
-        self.route_configs.insert(r.name.clone(), r);
+        let held = RouteConfigView::new(&r).expect("a valid route configuration");
+        self.route_configs.insert(r.name.clone(), held);
         self
     }
     pub(crate) fn cluster(mut self, c: Cluster) -> Self {

@@ -48,6 +48,7 @@ use xdsfed::client::transport::{BackoffConfig, TransportOptions};
 use xdsfed::client::watch::CollectionEvent;
 use xdsfed::core::bootstrap::{Bootstrap, FILE_SCHEME};
 use xdsfed::core::status::ClientStatus;
+use xdsfed::core::types::RouteConfigView;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot};
 use xdsfed::policy::{Policy, PolicyType};
 use xdsfed::testbed::faults::Faults;
@@ -227,24 +228,30 @@ impl Demo {
     /// Act 2: the cloud server changes the route's weights.
     async fn update(&mut self) -> Result<(), CliError> {
         let current = self.graph.load();
-        let Some(route) = current
+        let Some(held) = current
             .as_ref()
             .and_then(|s| s.route_config(ROUTE))
             .and_then(|rc| rc.route_config.as_ref())
-            .map(|v| v.value.as_ref().clone())
         else {
             return Err(CliError::runtime(
                 "the route configuration is not in the snapshot",
             ));
         };
-        let before = weights(&route);
-        let shifted = shift_weights(route, 50);
+        let before = weights(&held.value);
+        // The full message, to change and serve again.
+        let route = held
+            .value
+            .decode()
+            .map_err(|e| CliError::runtime(format!("the held route configuration: {e}")))?;
+        const EACH: u32 = 50;
+        let shifted = shift_weights(route, EACH);
+        let after: Vec<(String, u32)> = before.iter().map(|(n, _)| (n.clone(), EACH)).collect();
         let names: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
         emit(&format!(
             "\n2. An update: the cloud server changes the route's weights\n   ({}) from {} to {}.",
             names.join(" / "),
             weights_text(&before),
-            weights_text(&weights(&shifted))
+            weights_text(&after)
         ))?;
         let cloud = self.server("cloud")?.clone();
         let stored = cloud
@@ -668,7 +675,7 @@ fn policy(name: &str, what: &str) -> Policy {
 }
 
 /// `(cluster id, weight)` of the route's weighted clusters.
-fn weights(route: &RouteConfiguration) -> Vec<(String, u32)> {
+fn weights(route: &RouteConfigView) -> Vec<(String, u32)> {
     route_clusters(route)
         .into_iter()
         .filter_map(|(name, weight)| weight.map(|w| (id_of(&name).to_owned(), w)))

@@ -288,7 +288,7 @@ pub use endpoint::{
     LocalityView,
 };
 pub use listener::{ListenerType, http_connection_manager};
-pub use route::RouteConfigurationType;
+pub use route::{RouteConfigView, RouteConfigurationType, RouteTarget};
 pub use validating_policy::{
     EVALUATION_MODES, VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL, ValidatingPolicyType,
     is_considered as is_policy_considered, validate as validate_policy,

@@ -6,25 +6,37 @@ use envoy_types::pb::envoy::config::route::v3::{
     route_match::PathSpecifier,
 };
 
+use bytes::Bytes;
+
 use super::{ResourceType, ValidationError, decode_message};
 
-/// The RDS resource type.
+mod view;
+
+pub use view::{RouteConfigView, RouteTarget};
+
+/// The RDS resource type. A resource is held as its bytes and a compact
+/// view ([`RouteConfigView`]); the full message is decoded on demand.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RouteConfigurationType;
 
 impl ResourceType for RouteConfigurationType {
     const TYPE_URL: &'static str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
     const SOTW_FULL_STATE: bool = false;
-    type Resource = RouteConfiguration;
+    type Resource = RouteConfigView;
 
-    fn decode(bytes: &[u8]) -> Result<RouteConfiguration, ValidationError> {
-        let rc: RouteConfiguration = decode_message(bytes, "RouteConfiguration")?;
-        validate_route_configuration(&rc)?;
-        Ok(rc)
+    fn decode(bytes: &[u8]) -> Result<RouteConfigView, ValidationError> {
+        Self::decode_shared(&Bytes::copy_from_slice(bytes))
     }
 
-    fn name(resource: &RouteConfiguration) -> Option<&str> {
-        Some(resource.name.as_str()).filter(|n| !n.is_empty())
+    fn decode_shared(bytes: &Bytes) -> Result<RouteConfigView, ValidationError> {
+        // The message lives only until its view is built.
+        let rc: RouteConfiguration = decode_message(bytes, "RouteConfiguration")?;
+        validate_route_configuration(&rc)?;
+        RouteConfigView::of_validated(&rc, bytes.clone())
+    }
+
+    fn name(resource: &RouteConfigView) -> Option<&str> {
+        Some(resource.name()).filter(|n| !n.is_empty())
     }
 
     fn name_of_invalid(bytes: &[u8]) -> Option<String> {

@@ -10,7 +10,6 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use futures::stream::{BoxStream, Stream, StreamExt};
 use xdsfed_client::WatchError;
 use xdsfed_client::cache::ResourceStatus;
@@ -18,6 +17,7 @@ use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, Wildcar
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
 use xdsfed_core::protocol::ResourceKey;
 use xdsfed_core::types::ClusterView;
+use xdsfed_core::types::RouteConfigView;
 use xdsfed_core::types::{
     ClusterType, EndpointType, LbEndpointType, LedsEndpoint, ListenerType, LoadAssignment,
     RouteConfigurationType,
@@ -30,7 +30,7 @@ use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
 #[derive(Debug)]
 pub(crate) enum Input {
     Listener(Arc<str>, Update<Listener>),
-    RouteConfig(Arc<str>, Update<RouteConfiguration>),
+    RouteConfig(Arc<str>, Update<RouteConfigView>),
     Cluster(Arc<str>, Update<ClusterView>),
     Endpoints(Arc<str>, Update<LoadAssignment>),
     ListenerCollection(Arc<str>, CollectionUpdate<Listener>),
@@ -140,7 +140,7 @@ impl CollectionFollowed for LbEndpointType {
 }
 
 impl Followed for RouteConfigurationType {
-    fn input(name: Arc<str>, update: Update<RouteConfiguration>) -> Input {
+    fn input(name: Arc<str>, update: Update<RouteConfigView>) -> Input {
         Input::RouteConfig(name, update)
     }
 }

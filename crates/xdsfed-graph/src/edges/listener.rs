@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use xdsfed_core::hash::HashSet;
+use xdsfed_core::types::RouteConfigView;
 
 use envoy_types::pb::envoy::config::listener::v3::{FilterChain, Listener, filter::ConfigType};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
@@ -165,12 +166,22 @@ impl Builder<'_> {
     }
 
     fn inline(&mut self, rc: envoy_types::pb::envoy::config::route::v3::RouteConfiguration) {
+        // Held as an RDS configuration is: its bytes and a view.
+        let rc = match RouteConfigView::new(&rc) {
+            Ok(rc) => rc,
+            Err(e) => {
+                return self.fail(GraphError::BadHttpConnectionManager {
+                    listener: Arc::clone(self.name),
+                    reason: Arc::from(format!("route_config.{}", e.0)),
+                });
+            }
+        };
         let scan = scan_route_config(self.cx, &rc, self.name);
         for edge in &scan.edges {
             self.edge(edge.clone());
         }
         let snapshot = RouteConfigSnapshot::present(
-            Arc::from(rc.name.as_str()),
+            Arc::from(rc.name()),
             Versioned {
                 value: Arc::new(rc),
                 provenance: self.provenance.clone(),

@@ -10,12 +10,7 @@
 
 use std::sync::Arc;
 use xdsfed_core::hash::HashSet;
-
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use envoy_types::pb::envoy::config::route::v3::route::Action;
-use envoy_types::pb::envoy::config::route::v3::route_action::{
-    ClusterSpecifier, RequestMirrorPolicy,
-};
+use xdsfed_core::types::{RouteConfigView, RouteTarget};
 
 use super::{Edge, ParseCx, cluster_edge};
 
@@ -31,21 +26,20 @@ pub(crate) struct RouteScan {
 }
 
 #[derive(Default)]
-struct Collector {
+struct Collector<'v> {
     scan: RouteScan,
     // Dedup is by the name as written: routes usually repeat names verbatim,
     // and this avoids canonicalising the same string again.
-    seen_raw: HashSet<String>,
+    seen_raw: HashSet<&'v str>,
     seen_key: HashSet<Arc<str>>,
-    seen_header: HashSet<String>,
+    seen_header: HashSet<&'v str>,
 }
 
-impl Collector {
-    fn cluster(&mut self, cx: ParseCx<'_>, raw: &str, referrer: &Arc<str>) {
-        if raw.is_empty() || self.seen_raw.contains(raw) {
+impl<'v> Collector<'v> {
+    fn cluster(&mut self, cx: ParseCx<'_>, raw: &'v str, referrer: &Arc<str>) {
+        if raw.is_empty() || !self.seen_raw.insert(raw) {
             return;
         }
-        self.seen_raw.insert(raw.to_owned());
         let edge = cluster_edge(cx, raw, referrer);
         if self.seen_key.insert(Arc::clone(&edge.target.name)) {
             self.scan.clusters.push(Arc::clone(&edge.target.name));
@@ -53,16 +47,9 @@ impl Collector {
         }
     }
 
-    fn header(&mut self, header: &str) {
-        if !header.is_empty() && self.seen_header.insert(header.to_owned()) {
+    fn header(&mut self, header: &'v str) {
+        if !header.is_empty() && self.seen_header.insert(header) {
             self.scan.dynamic_cluster_headers.push(Arc::from(header));
-        }
-    }
-
-    fn mirrors(&mut self, cx: ParseCx<'_>, mirrors: &[RequestMirrorPolicy], referrer: &Arc<str>) {
-        for mirror in mirrors {
-            self.cluster(cx, &mirror.cluster, referrer);
-            self.header(&mirror.cluster_header);
         }
     }
 }
@@ -71,31 +58,16 @@ impl Collector {
 /// (the route configuration, or the listener for an inline one) in errors.
 pub(crate) fn scan_route_config(
     cx: ParseCx<'_>,
-    rc: &RouteConfiguration,
+    rc: &RouteConfigView,
     referrer: &Arc<str>,
 ) -> RouteScan {
     let mut c = Collector::default();
-    c.mirrors(cx, &rc.request_mirror_policies, referrer);
-    for vhost in &rc.virtual_hosts {
-        c.mirrors(cx, &vhost.request_mirror_policies, referrer);
-        for route in &vhost.routes {
-            let Some(Action::Route(action)) = &route.action else {
-                continue;
-            };
-            match &action.cluster_specifier {
-                Some(ClusterSpecifier::Cluster(name)) => c.cluster(cx, name, referrer),
-                Some(ClusterSpecifier::WeightedClusters(weighted)) => {
-                    for wc in &weighted.clusters {
-                        c.cluster(cx, &wc.name, referrer);
-                        c.header(&wc.cluster_header);
-                    }
-                }
-                Some(ClusterSpecifier::ClusterHeader(header)) => c.header(header),
-                Some(ClusterSpecifier::ClusterSpecifierPlugin(_))
-                | Some(ClusterSpecifier::InlineClusterSpecifierPlugin(_))
-                | None => {}
-            }
-            c.mirrors(cx, &action.request_mirror_policies, referrer);
+    for target in rc.targets() {
+        match target {
+            RouteTarget::Cluster(name)
+            | RouteTarget::Weighted(name, _)
+            | RouteTarget::Mirror(name) => c.cluster(cx, name, referrer),
+            RouteTarget::Header(header) => c.header(header),
         }
     }
     c.scan

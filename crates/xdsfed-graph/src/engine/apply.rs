@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
 use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
+use xdsfed_core::types::RouteConfigView;
 
 use super::node::{Node, State, Value};
 use super::{GraphEngine, Listing};
@@ -41,7 +41,7 @@ impl GraphResource for Listener {
     }
 }
 
-impl GraphResource for RouteConfiguration {
+impl GraphResource for RouteConfigView {
     fn read(
         res: Arc<Self>,
         name: &Arc<str>,

@@ -63,9 +63,9 @@ use std::time::Instant;
 use xdsfed_core::hash::{HashMap, HashSet};
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use imbl::OrdMap;
 use xdsfed_core::types::ClusterView;
+use xdsfed_core::types::RouteConfigView;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{Key, ParseCx, Via, canonical_name};
@@ -288,12 +288,7 @@ impl GraphEngine {
     }
 
     /// The client reported on route configuration `name`.
-    pub fn on_route_config(
-        &mut self,
-        now: Instant,
-        name: &str,
-        update: Update<RouteConfiguration>,
-    ) {
+    pub fn on_route_config(&mut self, now: Instant, name: &str, update: Update<RouteConfigView>) {
         self.on_update(now, ResourceKind::RouteConfiguration, name, update);
     }
 

@@ -19,9 +19,9 @@ use std::time::Instant;
 use xdsfed_core::hash::HashSet;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use xdsfed_core::error::XdsError;
 use xdsfed_core::types::ClusterView;
+use xdsfed_core::types::RouteConfigView;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
 use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
@@ -36,7 +36,7 @@ pub(super) enum Value {
         shape: Arc<ListenerShape>,
     },
     Route {
-        res: Arc<RouteConfiguration>,
+        res: Arc<RouteConfigView>,
         clusters: Arc<[Arc<str>]>,
         headers: Arc<[Arc<str>]>,
     },

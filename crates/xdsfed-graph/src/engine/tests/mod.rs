@@ -29,9 +29,10 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 use envoy_types::pb::envoy::config::listener::v3::{ApiListener, Listener};
 use envoy_types::pb::envoy::config::route::v3::route::Action;
 use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
+use envoy_types::pb::envoy::config::route::v3::route_match::PathSpecifier;
 use envoy_types::pb::envoy::config::route::v3::weighted_cluster::ClusterWeight;
 use envoy_types::pb::envoy::config::route::v3::{
-    Route, RouteAction, RouteConfiguration, VirtualHost, WeightedCluster,
+    Route, RouteAction, RouteConfiguration, RouteMatch, VirtualHost, WeightedCluster,
 };
 use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
@@ -41,8 +42,8 @@ use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use envoy_types::pb::xds::core::v3::Authority;
 use prost::Message;
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
-use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::LoadAssignment;
+use xdsfed_core::types::{ClusterView, RouteConfigView};
 
 use crate::{
     GraphEngine, GraphOptions, Provenance, ResourceKind, Roots, Snapshot, Update, WatchChange,
@@ -115,6 +116,10 @@ pub(super) fn listener_inline(name: &str, rc: RouteConfiguration) -> Listener {
 
 fn route_to(specifier: ClusterSpecifier) -> Route {
     Route {
+        r#match: Some(RouteMatch {
+            path_specifier: Some(PathSpecifier::Prefix("/".into())),
+            ..Default::default()
+        }),
         action: Some(Action::Route(RouteAction {
             cluster_specifier: Some(specifier),
             ..Default::default()
@@ -342,8 +347,14 @@ impl Harness {
     pub(super) fn route(&mut self, rc: RouteConfiguration, version: &str) {
         let name = rc.name.clone();
         let p = Self::provenance(&name, version);
-        self.engine
-            .on_route_config(self.now, &name, Update::Changed(Arc::new(rc), p));
+        self.engine.on_route_config(
+            self.now,
+            &name,
+            Update::Changed(
+                Arc::new(RouteConfigView::new(&rc).expect("a valid route configuration")),
+                p,
+            ),
+        );
     }
 
     pub(super) fn cluster(&mut self, c: Cluster, version: &str) {

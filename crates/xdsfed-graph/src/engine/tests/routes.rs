@@ -49,7 +49,7 @@ fn rds_route_config_is_watched_and_its_clusters_followed() {
     assert!(matches!(&l.routes[..], [RouteBinding::Rds(r)] if &**r == "r"));
     let rc = s.route_config("r").expect("rds route config");
     assert_eq!(&rc.clusters[..], [Arc::from("a"), Arc::from("b")]);
-    assert_eq!(rc.virtual_hosts().len(), 1);
+    assert_eq!(rc.virtual_host_count(), 1);
     let ClusterEndpoints::Eds {
         service_name,
         assignment: Some(assignment),
