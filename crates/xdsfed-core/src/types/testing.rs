@@ -8,6 +8,18 @@ use crate::types::Decoded;
 /// `alt_stat_name`.
 pub fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
     use crate::types::{ClusterType, Erased, ErasedType};
+    use prost::Message;
+    Erased::<ClusterType>::new()
+        .decode(cluster_message(name, alt_stat_name).encode_to_vec().into())
+        .expect("a valid cluster")
+}
+
+/// The message of [`cluster_copy`], for a server to send: encoding it
+/// needs no validation.
+pub fn cluster_message(
+    name: &str,
+    alt_stat_name: &str,
+) -> envoy_types::pb::envoy::config::cluster::v3::Cluster {
     use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
     use envoy_types::pb::envoy::config::core::v3::{
         Address, SocketAddress, address, socket_address,
@@ -15,8 +27,7 @@ pub fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
     use envoy_types::pb::envoy::config::endpoint::v3::{
         ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
     };
-    use prost::Message;
-    let cluster = Cluster {
+    Cluster {
         name: name.into(),
         alt_stat_name: alt_stat_name.into(),
         cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
@@ -43,10 +54,7 @@ pub fn cluster_copy(name: &str, alt_stat_name: &str) -> Decoded {
             ..Default::default()
         }),
         ..Default::default()
-    };
-    Erased::<ClusterType>::new()
-        .decode(cluster.encode_to_vec().into())
-        .expect("a valid cluster")
+    }
 }
 
 /// A list collection body with `entries`, its bytes standing for a body

@@ -26,6 +26,8 @@ use crate::types::TypeRegistry;
 const SERVERS: [&str; 4] = ["a1", "a2", "b1", "b2"];
 const AUTHORITIES: [&str; 2] = ["a", "b"];
 const IDS: [&str; 4] = ["c0", "c1", "c2", "c3"];
+/// How often a step is followed by one about list collections.
+const LIST_STEP_PERCENT: u64 = 30;
 
 /// Which authorities fall back on reachability alone (gRFC A95), drawn
 /// from a generator of their own: the run's own draws, and so the runs of
@@ -33,6 +35,13 @@ const IDS: [&str; 4] = ["c0", "c1", "c2", "c3"];
 fn draw_reachability_only(seed: u64) -> Vec<&'static str> {
     let mut rng = Rng::new(seed.rotate_left(32) ^ 0xa95);
     AUTHORITIES.into_iter().filter(|_| rng.chance(40)).collect()
+}
+
+/// The generator of the LEDS list collection draws, of its own like
+/// [`draw_reachability_only`]'s, so that the run's other draws stay as
+/// they were.
+fn lists_rng(seed: u64) -> Rng {
+    Rng::new(seed.rotate_left(16) ^ 0x1ed5)
 }
 
 fn name(authority: &str, id: &str) -> String {
@@ -68,7 +77,7 @@ pub(crate) struct World {
     now: Instant,
     faults: bool,
     fed: Federation,
-    peers: BTreeMap<&'static str, Peer>,
+    peers: Peers,
     entries: BTreeMap<ResourceKey, Entry>,
     /// Watched names (with directives), one per watcher.
     watches: Vec<String>,
@@ -76,6 +85,21 @@ pub(crate) struct World {
     servers_of: HashMap<String, Vec<Arc<str>>>,
     /// The authorities with gRFC A95's `fallback_on_reachability_only`.
     reachability_only: Vec<&'static str>,
+    /// Draws about LEDS list collections.
+    lists_rng: Rng,
+    /// Watched list collections, one per watcher.
+    list_watches: Vec<String>,
+    /// The members the cache holds for each watched list collection.
+    views: BTreeMap<ResourceKey, BTreeMap<ResourceKey, Held>>,
+    /// A list collection or a member changed since [`World::check_lists`]
+    /// last ran.
+    lists_touched: bool,
+}
+
+/// A model cache entry of a list collection's member.
+struct Held {
+    state: ResourceState,
+    reported: crate::entry::ReportedNack,
 }
 
 impl World {
@@ -132,11 +156,15 @@ impl World {
             now: t0,
             faults: true,
             fed: Federation::new(registry, 8),
-            peers,
+            peers: Peers::new(peers),
             entries: BTreeMap::new(),
             watches: Vec::new(),
             servers_of,
             reachability_only,
+            lists_rng: lists_rng(seed),
+            list_watches: Vec::new(),
+            views: BTreeMap::new(),
+            lists_touched: false,
         }
     }
 
@@ -151,14 +179,16 @@ impl World {
             for id in IDS {
                 if self.rng.chance(70) {
                     let body = self.random_body(label);
-                    if let Some(p) = self.peers.get_mut(label) {
-                        p.server.set(&name(&label[..1], id), body);
-                    }
+                    self.peer(label).server.set(&name(&label[..1], id), body);
                 }
             }
         }
+        self.seed_lists();
         for _ in 0..steps {
             self.random_step();
+            if self.lists_rng.chance(LIST_STEP_PERCENT) {
+                self.random_list_step();
+            }
             let pause = Duration::from_millis(self.rng.below(4_000) as u64);
             self.advance(pause);
         }
@@ -234,14 +264,14 @@ impl World {
     }
 
     fn peer(&mut self, label: &str) -> &mut Peer {
-        self.peers.get_mut(label).expect("a known server")
+        self.peers.get_mut(label)
     }
 
     fn server_change(&mut self, label: &str, change: impl FnOnce(&mut ModelServer)) {
         let now = self.now;
         let peer = self.peer(label);
         change(&mut peer.server);
-        if let Some(response) = peer.server.push(&[]) {
+        for response in peer.server.push(&[]) {
             let at = peer.server.delayed_until.unwrap_or(now).max(now);
             peer.down.push_back((at, response));
         }
@@ -264,17 +294,7 @@ impl World {
             .and_then(|n| n.directives().alt())
             .map(|a| ResourceKey::new(CDS, a.canonical()));
         let partition = Partition::of(&parsed);
-        self.fed
-            .ensure_authority(&partition, &parsed)
-            .expect("a known authority");
-        let provenance = Arc::clone(&self.servers_of[authority][0]);
-        let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
-            state: ResourceState::requested(),
-            reported: None,
-            watchers: 0,
-            provenance,
-        });
-        entry.watchers += 1;
+        self.add_entry_watcher(&key, &parsed, authority);
         let answers = checks::Answers(&self.entries);
         self.fed
             .watch(&key, Home::Authority(partition), alt, &answers);
@@ -291,14 +311,37 @@ impl World {
         self.log(|| format!("unwatch {watched}"));
         let parsed = ResourceName::parse_user_supplied(&watched).expect("a valid name");
         let key = ResourceKey::new(CDS, parsed.canonical().as_ref());
-        if let Some(entry) = self.entries.get_mut(&key) {
-            entry.watchers -= 1;
-            if entry.watchers == 0 {
-                self.entries.remove(&key);
-            }
-        }
+        self.remove_entry_watcher(&key);
         self.fed.unwatch(&key);
         self.drain();
+    }
+
+    /// The cache's side of a new watcher of `key` (of `authority`): its
+    /// entry, made on the first.
+    fn add_entry_watcher(&mut self, key: &ResourceKey, parsed: &ResourceName, authority: &str) {
+        let partition = Partition::of(parsed);
+        self.fed
+            .ensure_authority(&partition, parsed)
+            .expect("a known authority");
+        let provenance = Arc::clone(&self.servers_of[authority][0]);
+        let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
+            state: ResourceState::requested(),
+            reported: None,
+            watchers: 0,
+            provenance,
+        });
+        entry.watchers += 1;
+    }
+
+    /// The cache's side of a watcher of `key` leaving: the last one takes
+    /// its entry.
+    fn remove_entry_watcher(&mut self, key: &ResourceKey) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.watchers -= 1;
+            if entry.watchers == 0 {
+                self.entries.remove(key);
+            }
+        }
     }
 
     fn heal(&mut self) {
@@ -321,3 +364,7 @@ impl World {
 
 mod checks;
 mod io;
+mod lists;
+mod peers;
+
+use peers::Peers;

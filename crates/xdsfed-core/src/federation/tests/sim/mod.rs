@@ -8,9 +8,27 @@
 //! loop, deletions) and faults (stream loss, refused connections, servers
 //! that accept and never answer, restarts with and without their state,
 //! responses held past the does-not-exist timer, duplicate names, names of
-//! another authority). After every step the invariants hold:
+//! another authority).
 //!
-//! - no watcher ever sees a copy that failed validation;
+//! Beside them, from a generator of its own (so that the draws above stay
+//! as they were for a seed), it draws gRFC A95's LEDS list collections:
+//! watches and unwatches of `LbEndpointCollection`s of both authorities,
+//! decoded and validated by the type registry's own list collection type,
+//! and servers that hold such collections of inline `LbEndpoint`s and
+//! change them (an endpoint added, removed or changed, every endpoint gone,
+//! the collection deleted), send invalid ones (a locator entry, an endpoint
+//! that fails validation, bytes that are no collection) and collections of
+//! another authority. The faults above hit them as they hit clusters.
+//!
+//! After every step the invariants hold:
+//!
+//! - no watcher ever sees a copy that failed validation, nor a collection
+//!   with a locator entry or an invalid endpoint;
+//! - a collection's watchers hold exactly the members its last good copy
+//!   lists, each with that copy's endpoint;
+//! - a collection's copy comes from its authority's active server: the
+//!   secondary while the primary is unreachable, the primary again once
+//!   it answers;
 //! - a copy is dropped only by its server's deletion: a NACK or a
 //!   disconnect keeps the last good copy serving;
 //! - a copy reaches an entry only from a server of the authority it was
@@ -27,13 +45,16 @@
 //!   answers.
 //!
 //! Then the faults stop, and within [`SETTLE`] of virtual time every
-//! watcher holds what its authority's primary holds, and every authority
-//! is back on its primary (gRFC A71).
+//! watcher holds what its authority's primary holds (a collection's
+//! watchers exactly its endpoints, none for an empty list, and a known
+//! absence for a deleted one), and every authority is back on its primary
+//! (gRFC A71).
 //!
 //! `XDSFED_SIM_SEEDS=N` runs N seeds (10,000 by default in CI);
 //! `XDSFED_SIM_SEED=S` replays one seed and prints its trace.
 
 mod client;
+mod endpoints;
 mod rng;
 mod server;
 

@@ -5,7 +5,6 @@ use crate::hash::HashSet;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::{ConfigSource, config_source};
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
@@ -15,8 +14,10 @@ use envoy_types::pb::xds::core::v3::{ResourceLocator, resource_locator};
 use prost::Message;
 
 use super::super::support::CDS;
+use super::endpoints::{self, Flaw, Member};
 use crate::protocol::RESOURCE_LOCATOR_TYPE_URL;
-use crate::types::testing::cluster_copy;
+use crate::types::LB_ENDPOINT_COLLECTION_TYPE_URL;
+use crate::types::testing::cluster_message;
 
 /// What a server holds under a name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,15 +31,18 @@ pub(crate) enum Body {
     Malformed,
     /// A `ResourceLocator` to another cluster: `(authority, id)`.
     Redirect(String, String),
+    /// A valid LEDS list collection (gRFC A95): its inline endpoints.
+    List(Vec<Member>),
+    /// A LEDS list collection made invalid by one more entry.
+    FlawedList(Vec<Member>, Flaw),
 }
 
 impl Body {
     pub(crate) fn to_any(&self, name: &str) -> Any {
         match self {
-            Body::Valid(tag) => any(cluster_copy(name, tag).raw().to_vec()),
+            Body::Valid(tag) => any(cluster_message(name, tag).encode_to_vec()),
             Body::Poison => {
-                let mut cluster =
-                    Cluster::decode(cluster_copy(name, "poison").raw().clone()).unwrap_or_default();
+                let mut cluster = cluster_message(name, "poison");
                 cluster.lrs_server = Some(ConfigSource {
                     config_source_specifier: Some(config_source::ConfigSourceSpecifier::Ads(
                         Default::default(),
@@ -47,7 +51,12 @@ impl Body {
                 });
                 any(cluster.encode_to_vec())
             }
-            Body::Malformed => any(vec![0xff, 0xff, 0xff, 0x07]),
+            Body::Malformed => Any {
+                type_url: type_of(name).into(),
+                value: vec![0xff, 0xff, 0xff, 0x07],
+            },
+            Body::List(members) => endpoints::to_any(members, None),
+            Body::FlawedList(members, flaw) => endpoints::to_any(members, Some(*flaw)),
             Body::Redirect(authority, id) => Any {
                 type_url: RESOURCE_LOCATOR_TYPE_URL.into(),
                 value: ResourceLocator {
@@ -63,6 +72,29 @@ impl Body {
     }
 }
 
+/// The type of the resource `name`: a LEDS list collection or a cluster.
+pub(crate) fn type_of(name: &str) -> &'static str {
+    if endpoints::is_list(name) {
+        LB_ENDPOINT_COLLECTION_TYPE_URL
+    } else {
+        CDS
+    }
+}
+
+/// A valid copy of `name`, sent as the resource of another authority.
+fn foreign_body(name: &str) -> Body {
+    let tag = "foreign".to_owned();
+    if endpoints::is_list(name) {
+        Body::List(vec![Member {
+            name: None,
+            address: tag,
+            port: 80,
+        }])
+    } else {
+        Body::Valid(tag)
+    }
+}
+
 fn any(value: Vec<u8>) -> Any {
     Any {
         type_url: CDS.into(),
@@ -70,11 +102,17 @@ fn any(value: Vec<u8>) -> Any {
     }
 }
 
+/// One response's worth per type: resources and removed names.
+type ByType = BTreeMap<&'static str, (Vec<Resource>, Vec<String>)>;
+
 /// One model server.
 #[derive(Default)]
 pub(crate) struct ModelServer {
     /// The truth: name → (version, body).
     pub(crate) truth: BTreeMap<String, (u64, Body)>,
+    /// Each name's body as last set, encoded once rather than on every
+    /// push (stale for a name no longer in `truth`, never read then).
+    encoded: BTreeMap<String, Any>,
     next_version: u64,
     /// The stream, when one is open.
     pub(crate) open: bool,
@@ -106,6 +144,7 @@ pub(crate) struct ModelServer {
 impl ModelServer {
     pub(crate) fn set(&mut self, name: &str, body: Body) {
         self.next_version += 1;
+        self.encoded.insert(name.to_owned(), body.to_any(name));
         self.truth
             .insert(name.to_owned(), (self.next_version, body));
     }
@@ -140,7 +179,7 @@ impl ModelServer {
         &mut self,
         request: &DeltaDiscoveryRequest,
         second: u64,
-    ) -> Option<DeltaDiscoveryResponse> {
+    ) -> Vec<DeltaDiscoveryResponse> {
         *self.requests_per_second.entry(second).or_default() += 1;
         assert!(
             request.response_nonce.is_empty() || self.nonces.contains(&request.response_nonce),
@@ -161,26 +200,34 @@ impl ModelServer {
         self.push(&request.resource_names_subscribe)
     }
 
-    /// What the client lacks, as one response; subscribed names that do not
-    /// exist (among `newly`, or known to the client) are removed.
-    pub(crate) fn push(&mut self, newly: &[String]) -> Option<DeltaDiscoveryResponse> {
+    /// What the client lacks, as one response per type; subscribed names
+    /// that do not exist (among `newly`, or known to the client) are
+    /// removed.
+    pub(crate) fn push(&mut self, newly: &[String]) -> Vec<DeltaDiscoveryResponse> {
         if !self.open || self.dead {
-            return None;
+            return Vec::new();
         }
-        let mut resources = Vec::new();
+        let mut by_type = ByType::new();
         for (name, (version, body)) in &self.truth {
+            if !self.subs.contains(name) {
+                continue;
+            }
             let version = version.to_string();
-            if self.subs.contains(name) && self.client_has.get(name) != Some(&version) {
-                resources.push(Resource {
+            if self.client_has.get(name) != Some(&version) {
+                by_type.entry(type_of(name)).or_default().0.push(Resource {
                     name: name.clone(),
                     version: version.clone(),
-                    resource: Some(body.to_any(name)),
+                    resource: Some(
+                        self.encoded
+                            .get(name)
+                            .cloned()
+                            .unwrap_or_else(|| body.to_any(name)),
+                    ),
                     ..Resource::default()
                 });
                 self.client_has.insert(name.clone(), version);
             }
         }
-        let mut removed: Vec<String> = Vec::new();
         let gone: Vec<String> = self
             .client_has
             .keys()
@@ -189,31 +236,39 @@ impl ModelServer {
             .collect();
         for name in gone {
             self.client_has.remove(&name);
-            removed.push(name);
+            by_type.entry(type_of(&name)).or_default().1.push(name);
         }
         for name in newly {
+            let removed = &mut by_type.entry(type_of(name)).or_default().1;
             if !self.truth.contains_key(name) && !removed.contains(name) {
                 removed.push(name.clone());
             }
         }
-        self.add_faults(&mut resources);
-        if resources.is_empty() && removed.is_empty() {
-            return None;
+        self.add_faults(&mut by_type);
+        let mut responses = Vec::new();
+        for (type_url, (resources, removed)) in by_type {
+            if resources.is_empty() && removed.is_empty() {
+                continue;
+            }
+            self.next_nonce += 1;
+            let nonce = format!("n{}", self.next_nonce);
+            self.nonces.insert(nonce.clone());
+            responses.push(DeltaDiscoveryResponse {
+                type_url: type_url.into(),
+                nonce,
+                resources,
+                removed_resources: removed,
+                ..DeltaDiscoveryResponse::default()
+            });
         }
-        self.next_nonce += 1;
-        let nonce = format!("n{}", self.next_nonce);
-        self.nonces.insert(nonce.clone());
-        Some(DeltaDiscoveryResponse {
-            type_url: CDS.into(),
-            nonce,
-            resources,
-            removed_resources: removed,
-            ..DeltaDiscoveryResponse::default()
-        })
+        responses
     }
 
-    fn add_faults(&mut self, resources: &mut Vec<Resource>) {
-        if !resources.is_empty() && std::mem::take(&mut self.duplicate_next) {
+    fn add_faults(&mut self, by_type: &mut ByType) {
+        let first = by_type.values_mut().find(|(r, _)| !r.is_empty());
+        if let Some((resources, _)) = first
+            && std::mem::take(&mut self.duplicate_next)
+        {
             let first = resources[0].clone();
             if let Ok(version) = first.version.parse::<u64>() {
                 self.spoiled.insert((first.name.clone(), version));
@@ -221,10 +276,11 @@ impl ModelServer {
             resources.push(first);
         }
         if let Some(name) = self.foreign_next.take() {
+            let (resources, _) = by_type.entry(type_of(&name)).or_default();
             resources.push(Resource {
                 name: name.clone(),
                 version: "foreign".into(),
-                resource: Some(Body::Valid("foreign".into()).to_any(&name)),
+                resource: Some(foreign_body(&name).to_any(&name)),
                 ..Resource::default()
             });
         }

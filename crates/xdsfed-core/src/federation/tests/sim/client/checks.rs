@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::{Action, CoreEvent, Entry, ResourceKey, Source, World, authority_of, federation};
 use crate::authority::Partition;
 use crate::entry::ResourceStatus;
+use crate::federation::tests::sim::endpoints::{Member, is_list};
 use crate::federation::tests::sim::server::Body;
 use crate::federation::tests::support::apply_delivery;
 use crate::types::ClusterView;
@@ -37,6 +38,14 @@ impl World {
                 if let Some(entry) = self.entries.get_mut(&key) {
                     federation::transient(&mut entry.state, &error);
                 }
+            }
+            Action::ListMembers {
+                collection,
+                members,
+            } => self.set_members(collection, members),
+            Action::ForgetList { collection } => {
+                self.views.remove(&collection);
+                self.lists_touched = true;
             }
             Action::StreamHealthy { server } => {
                 for entry in self.entries.values_mut() {
@@ -76,9 +85,14 @@ impl World {
                 "{} delivered from {}, which does not serve the authority of {fetched_as}",
                 key.name, source.server
             );
+            if is_list(fetched_as) {
+                self.check_served_by_active(fetched_as, &source);
+            }
         }
+        self.lists_touched |= is_list(&key.name);
         let trace = self.trace;
         let Some(entry) = self.entries.get_mut(&key) else {
+            self.deliver_member(&key, event, source);
             return;
         };
         let had_copy = entry.state.resource.is_some();
@@ -154,6 +168,10 @@ impl World {
             );
         }
         for (key, entry) in &self.entries {
+            if is_list(&key.name) {
+                self.check_list_converged(key, &entry.state);
+                continue;
+            }
             match self.expected(&key.name) {
                 Expect::Copy(tag) => assert_eq!(
                     tag_of(&entry.state).as_deref(),
@@ -175,7 +193,7 @@ impl World {
 
     /// What `name`'s watchers should hold: the primary's copy, through its
     /// redirects.
-    fn expected(&self, name: &str) -> Expect {
+    pub(super) fn expected(&self, name: &str) -> Expect {
         let mut name = name.to_owned();
         let mut seen = vec![name.clone()];
         loop {
@@ -189,7 +207,10 @@ impl World {
                 None if seen.len() == 1 => return Expect::Absent,
                 None => return Expect::Unknown,
                 Some(Body::Valid(tag)) => return Expect::Copy(tag.clone()),
-                Some(Body::Poison | Body::Malformed) => return Expect::Unknown,
+                Some(Body::List(members)) => return Expect::List(members.clone()),
+                Some(Body::Poison | Body::Malformed | Body::FlawedList(..)) => {
+                    return Expect::Unknown;
+                }
                 Some(Body::Redirect(authority, id)) => {
                     name = super::name(authority, id);
                     if seen.contains(&name) || seen.len() > 8 {
@@ -202,8 +223,12 @@ impl World {
     }
 }
 
-enum Expect {
+/// What a watcher should hold once faults stop.
+pub(super) enum Expect {
+    /// A cluster, by its tag.
     Copy(String),
+    /// A LEDS list collection's endpoints.
+    List(Vec<Member>),
     Absent,
     Unknown,
 }

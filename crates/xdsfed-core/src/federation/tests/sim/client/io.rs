@@ -131,7 +131,7 @@ impl World {
                     request.response_nonce
                 );
             }
-            if let Some(response) = peer.server.handle(&request, second) {
+            for response in peer.server.handle(&request, second) {
                 if trace {
                     eprintln!(
                         "          {label} -> {} resources, removed {:?}",
@@ -227,6 +227,7 @@ impl World {
         while let Some(action) = self.fed.poll_action() {
             self.apply(action);
         }
+        self.check_lists();
     }
 
     fn apply(&mut self, action: Action) {
@@ -267,7 +268,7 @@ impl World {
     fn label_of(&self, server: crate::authority::ServerId) -> &'static str {
         SERVERS
             .into_iter()
-            .find(|l| self.peers[l].id == server)
+            .find(|l| self.peers[*l].id == server)
             .expect("a known server")
     }
 
