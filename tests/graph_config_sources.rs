@@ -10,6 +10,8 @@
 // expect and panic, like the tests themselves (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "graph_config_sources/allowed_grpc_services.rs"]
+mod allowed_grpc_services;
 mod common;
 
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;

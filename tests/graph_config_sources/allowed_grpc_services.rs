@@ -6,12 +6,6 @@
 //! unlisted target is refused on the cluster, naming the target. The rule
 //! is in docs/federation.md ("ConfigSources beside names").
 
-// Helpers of tests and benchmarks state their expectations with unwrap,
-// expect and panic, like the tests themselves (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
 use std::path::Path;
 
 use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
@@ -19,9 +13,9 @@ use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetS
 use envoy_types::pb::envoy::config::core::v3::{ApiConfigSource, ConfigSource, GrpcService};
 use envoy_types::pb::xds::core::v3::Authority;
 
-use common::credentials::{jwt, pki};
-use common::resources::{cluster, endpoints};
-use common::{client, snapshot_where};
+use super::common::credentials::{jwt, pki};
+use super::common::resources::{cluster, endpoints};
+use super::common::{client, snapshot_where};
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphError, Snapshot};
 use xdsfed::testbed::{ServerSpec, Testbed};
 
