@@ -139,7 +139,7 @@ fn check_refuses_server_uris_the_transport_cannot_dial() {
         ("not a uri!!", "xds_servers[0].server_uri"),
         ("127.0.0.1:99999", "port 99999"),
         ("unix:///tmp/xds.sock", "Unix domain sockets"),
-        ("dns:///xds.example.com:443", "\"dns\" scheme"),
+        ("dns://8.8.8.8/xds.example.com:443", "\"dns\" scheme"),
     ] {
         let file = one_server(&fx, "uri.json", uri, r#"{"type": "insecure"}"#);
         let stderr = refused(&["bootstrap", "check", file.to_str().unwrap()]);
@@ -380,9 +380,9 @@ fn check_refuses_a_bad_allowed_grpc_service_naming_the_field() {
             "google_default",
         ),
         (
-            r#"{"dns:///eds.example:443": {"channel_creds": [{"type": "insecure"}]}}"#.to_owned(),
-            r#"allowed_grpc_services."dns:///eds.example:443""#.to_owned(),
-            "\"dns\" scheme",
+            r#"{"unix:///run/eds.sock": {"channel_creds": [{"type": "insecure"}]}}"#.to_owned(),
+            r#"allowed_grpc_services."unix:///run/eds.sock""#.to_owned(),
+            "Unix domain sockets",
         ),
         (
             format!(

@@ -246,3 +246,22 @@ async fn transient_error_clears_when_the_server_is_back_with_nothing_new(variant
     .await;
     assert!(watch.current().is_some());
 }
+
+/// gRPC's spelling of a target, `dns:///host:port` (what bootstraps written
+/// for gRPC carry), is dialled as `host:port`.
+#[tokio::test]
+async fn a_server_uri_in_grpcs_dns_form_is_dialled() {
+    let testbed = one_server().await;
+    let server = &testbed.servers()[0];
+    let name = cloud_cluster("payments");
+    server
+        .set_message(&name, &cluster(&name, &cloud_endpoints("payments")))
+        .unwrap();
+    let uri = format!("dns:///{}", server.uri());
+    let client = client_with(
+        &bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""),
+        ApiVariant::Delta,
+    );
+    let mut watch = client.watch::<ClusterType>(&name).unwrap();
+    assert_eq!(changed(&mut watch).await.name(), name);
+}

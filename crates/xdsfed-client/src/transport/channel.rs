@@ -78,12 +78,13 @@ pub fn endpoint(
             private_key_file.as_deref(),
         )?),
     };
-    let target = if uri.contains("://") {
-        uri.clone()
+    let dialled = xdsfed_core::bootstrap::dial_target(uri);
+    let target = if dialled.contains("://") {
+        dialled.to_owned()
     } else if tls.is_some() {
-        format!("https://{uri}")
+        format!("https://{dialled}")
     } else {
-        format!("http://{uri}")
+        format!("http://{dialled}")
     };
     let mut ep = Endpoint::from_shared(target).map_err(|e| TransportError::BadTarget {
         uri: uri.clone(),

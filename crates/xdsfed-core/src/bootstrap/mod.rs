@@ -65,7 +65,7 @@ pub use server::{
     ApiVariant, CdnTiming, ChannelCreds, FILE_SCHEME, FileFormat, FileSource, PolicyStreamTiming,
     RestTiming, ServerConfig, ServerProtocol, features,
 };
-pub use target::check_server_uri;
+pub use target::{check_server_uri, dial_target};
 
 use crate::file::{BOOTSTRAP_LIMIT, read_bounded};
 use walk::At;

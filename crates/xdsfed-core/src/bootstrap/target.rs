@@ -4,13 +4,14 @@
 //!
 //! ```text
 //! host:port                 127.0.0.1:18000, xds.example.com:443, [::1]:18000
+//! dns:///host:port          gRPC's form of the same: the system resolver
 //! http://host[:port]        plaintext (the default port is 80)
 //! https://host[:port]       TLS (the default port is 443)
 //! ```
 //!
-//! gRPC accepts more target schemes (`dns:`, `unix:`, `ipv4:`, `xds:` …);
-//! this client's transport dials TCP host:port only, so it refuses them
-//! here with what to write instead.
+//! gRPC accepts more target schemes (`unix:`, `ipv4:`, `xds:`, `dns:` naming
+//! a DNS server …); this client's transport dials TCP host:port only, so it
+//! refuses them here with what to write instead.
 
 /// gRPC target schemes the transport does not dial, as they appear
 /// before the first `:` (`unix:/path`, `dns:///host:port`).
@@ -26,10 +27,34 @@ const GRPC_SCHEMES: &[&str] = &[
 ];
 
 /// What the error messages offer instead.
-const EXPECTED: &str = "expected host:port, http://host:port or https://host:port";
+const EXPECTED: &str =
+    "expected host:port, dns:///host:port, http://host:port or https://host:port";
+
+/// gRPC's DNS target with no DNS server named: the system resolver, as
+/// for `host:port`.
+const DNS_SYSTEM_RESOLVER: &str = "dns:///";
+
+/// What the transport dials for `uri`: `dns:///host:port` is `host:port`;
+/// anything else is itself.
+///
+/// ```
+/// use xdsfed_core::bootstrap::dial_target;
+/// assert_eq!(dial_target("dns:///xds.example.com:443"), "xds.example.com:443");
+/// assert_eq!(dial_target("https://xds.example.com"), "https://xds.example.com");
+/// ```
+pub fn dial_target(uri: &str) -> &str {
+    let n = DNS_SYSTEM_RESOLVER.len();
+    match uri.get(..n) {
+        Some(scheme) if scheme.eq_ignore_ascii_case(DNS_SYSTEM_RESOLVER) => {
+            uri.get(n..).unwrap_or(uri)
+        }
+        _ => uri,
+    }
+}
 
 /// Checks `uri`; the problem in words when the transport cannot dial it.
 pub fn check_server_uri(uri: &str) -> Result<(), String> {
+    let uri = dial_target(uri);
     if let Some(c) = uri.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("contains {c:?}: {EXPECTED}"));
     }
@@ -153,6 +178,8 @@ mod tests {
             "HTTPS://xds.cloud.example",
             "http://[::1]:8080/",
             "traffic_director-1.example:443",
+            "dns:///xds.example.com:443",
+            "DNS:///127.0.0.1:18000",
         ] {
             assert_eq!(check_server_uri(uri), Ok(()), "{uri}");
         }
@@ -169,7 +196,8 @@ mod tests {
             ("garbage!!:1", "'!'"),
             ("unix:/run/xds.sock", "Unix domain sockets"),
             ("unix:///run/xds.sock", "Unix domain sockets"),
-            ("dns:///xds.example.com:443", "\"dns\""),
+            ("dns://8.8.8.8/xds.example.com:443", "\"dns\""),
+            ("dns:///xds.example.com", "no port"),
             ("ftp://host:21", "\"ftp\""),
             ("http://host:1/path", "path"),
             ("http://user@host:1", "user"),
