@@ -10,7 +10,6 @@ use std::path::Path;
 
 use common::resources::{cluster, endpoints};
 use common::{changed, fast_transport, next};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use xdsfed::client::client::XdsClient;
 use xdsfed::client::watch::WatchEvent;
 use xdsfed::core::bootstrap::Bootstrap;
@@ -28,19 +27,11 @@ struct Pki {
 }
 
 fn pki() -> Pki {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("no names");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key"))
-        .expect("CA certificate");
-    let key = KeyPair::generate().expect("key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("IP SAN")
-        .signed_by(&key, &ca)
-        .expect("leaf certificate");
+    let (tls, ca) = common::credentials::pki();
     Pki {
-        ca: ca.pem(),
-        cert: cert.pem(),
-        key: key.serialize_pem(),
+        ca,
+        cert: tls.cert_pem,
+        key: tls.key_pem,
     }
 }
 

@@ -8,41 +8,12 @@
 
 use std::path::Path;
 
-use envoy_types::pb::envoy::config::core::v3::config_source::ConfigSourceSpecifier;
-use envoy_types::pb::envoy::config::core::v3::grpc_service::{GoogleGrpc, TargetSpecifier};
-use envoy_types::pb::envoy::config::core::v3::{ApiConfigSource, ConfigSource, GrpcService};
-use envoy_types::pb::xds::core::v3::Authority;
-
 use super::common::credentials::{jwt, pki};
 use super::common::resources::{cluster, endpoints};
 use super::common::{client, snapshot_where};
+use super::{A, B, CLA, CLUSTER, source_naming};
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphError, Snapshot};
 use xdsfed::testbed::{ServerSpec, Testbed};
-
-const A: &str = "a.example";
-const B: &str = "b.example";
-const CLUSTER: &str = "xdstp://a.example/envoy.config.cluster.v3.Cluster/web";
-const CLA: &str = "xdstp://b.example/envoy.config.endpoint.v3.ClusterLoadAssignment/web";
-
-/// A ConfigSource serving `B` from the delta ADS target `target`, with no
-/// channel credentials: Envoy's plaintext.
-fn plaintext_source(target: &str) -> ConfigSource {
-    ConfigSource {
-        authorities: vec![Authority { name: B.into() }],
-        config_source_specifier: Some(ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
-            api_type: 6, // AGGREGATED_DELTA_GRPC
-            grpc_services: vec![GrpcService {
-                target_specifier: Some(TargetSpecifier::GoogleGrpc(GoogleGrpc {
-                    target_uri: target.into(),
-                    ..Default::default()
-                })),
-                ..Default::default()
-            }],
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
 
 /// A bootstrap whose only server, `a` at `uri`, is not trusted, with the
 /// `allowed_grpc_services` map `allowed` (JSON).
@@ -105,7 +76,7 @@ async fn an_untrusted_servers_source_naming_a_listed_target_is_dialled_with_the_
     // A bare host:port: the scheme would otherwise choose the transport.
     let target = b.addr().to_string();
     let mut web = cluster(CLUSTER, CLA);
-    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(plaintext_source(&target));
+    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(source_naming(&target, B));
     a.set_message(CLUSTER, &web).unwrap();
     b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
         .unwrap();
@@ -155,7 +126,7 @@ async fn an_untrusted_servers_source_naming_an_unlisted_target_is_refused_naming
     let (a, b) = (testbed.server("a").unwrap(), testbed.server("b").unwrap());
     let target = b.addr().to_string();
     let mut web = cluster(CLUSTER, CLA);
-    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(plaintext_source(&target));
+    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(source_naming(&target, B));
     a.set_message(CLUSTER, &web).unwrap();
     b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
         .unwrap();
