@@ -35,11 +35,22 @@ async fn one_server() -> Testbed {
 }
 
 fn cloud_client(testbed: &Testbed, variant: ApiVariant) -> xdsfed::client::client::XdsClient {
-    let uri = testbed.servers()[0].uri();
-    client_with(
-        &bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""),
-        variant,
-    )
+    client_of(&testbed.servers()[0].uri(), variant)
+}
+
+/// A client whose one server, for every authority, is `uri`.
+fn client_of(uri: &str, variant: ApiVariant) -> xdsfed::client::client::XdsClient {
+    client_with(&bootstrap_json(uri, &[(CLOUD, &[uri])], ""), variant)
+}
+
+/// One server holding the cluster `payments`, and that cluster's name.
+async fn payments_on_one_server() -> (Testbed, String) {
+    let testbed = one_server().await;
+    let name = cloud_cluster("payments");
+    testbed.servers()[0]
+        .set_message(&name, &cluster(&name, &cloud_endpoints("payments")))
+        .unwrap();
+    (testbed, name)
 }
 
 macro_rules! both_variants {
@@ -63,12 +74,8 @@ both_variants!(
 );
 
 async fn subscribe_update_and_delete_reach_the_watcher(variant: ApiVariant) {
-    let testbed = one_server().await;
+    let (testbed, name) = payments_on_one_server().await;
     let server = &testbed.servers()[0];
-    let name = cloud_cluster("payments");
-    server
-        .set_message(&name, &cluster(&name, &cloud_endpoints("payments")))
-        .unwrap();
 
     let client = cloud_client(&testbed, variant);
     let mut watch = client.watch::<ClusterType>(&name).unwrap();
@@ -251,17 +258,9 @@ async fn transient_error_clears_when_the_server_is_back_with_nothing_new(variant
 /// for gRPC carry), is dialled as `host:port`.
 #[tokio::test]
 async fn a_server_uri_in_grpcs_dns_form_is_dialled() {
-    let testbed = one_server().await;
-    let server = &testbed.servers()[0];
-    let name = cloud_cluster("payments");
-    server
-        .set_message(&name, &cluster(&name, &cloud_endpoints("payments")))
-        .unwrap();
-    let uri = format!("dns:///{}", server.uri());
-    let client = client_with(
-        &bootstrap_json(&uri, &[(CLOUD, &[uri.as_str()])], ""),
-        ApiVariant::Delta,
-    );
+    let (testbed, name) = payments_on_one_server().await;
+    let uri = format!("dns:///{}", testbed.servers()[0].uri());
+    let client = client_of(&uri, ApiVariant::Delta);
     let mut watch = client.watch::<ClusterType>(&name).unwrap();
     assert_eq!(changed(&mut watch).await.name(), name);
 }
