@@ -13,7 +13,7 @@ use super::common::resources::{cluster, endpoints};
 use super::common::{client, snapshot_where};
 use super::{A, B, CLA, CLUSTER, source_naming};
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, GraphError, Snapshot};
-use xdsfed::testbed::{ServerSpec, Testbed};
+use xdsfed::testbed::{Server, ServerSpec, Testbed};
 
 /// A bootstrap whose only server, `a` at `uri`, is not trusted, with the
 /// `allowed_grpc_services` map `allowed` (JSON).
@@ -24,6 +24,19 @@ fn bootstrap(uri: &str, allowed: &str) -> String {
             "authorities": {{"{A}": {{}}}},
             "allowed_grpc_services": {allowed}}}"#
     )
+}
+
+/// Serves the cluster on `a` with a ConfigSource naming `b`'s bare
+/// `host:port` (a scheme would choose the transport), and its endpoints on
+/// `b`; returns that target.
+fn web_through(a: &Server, b: &Server) -> String {
+    let target = b.addr().to_string();
+    let mut web = cluster(CLUSTER, CLA);
+    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(source_naming(&target, B));
+    a.set_message(CLUSTER, &web).unwrap();
+    b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
+        .unwrap();
+    target
 }
 
 /// `target` listed with TLS trusting `ca` and the JWT in `token`.
@@ -73,13 +86,7 @@ async fn an_untrusted_servers_source_naming_a_listed_target_is_dialled_with_the_
     std::fs::write(&ca, ca_pem).unwrap();
     let jwt = jwt("allowed");
     std::fs::write(&token, &jwt).unwrap();
-    // A bare host:port: the scheme would otherwise choose the transport.
-    let target = b.addr().to_string();
-    let mut web = cluster(CLUSTER, CLA);
-    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(source_naming(&target, B));
-    a.set_message(CLUSTER, &web).unwrap();
-    b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
-        .unwrap();
+    let target = web_through(a, b);
     let client = client(&bootstrap(&a.uri(), &listed_with_tls(&target, &ca, &token)));
     let mut graph = ConfigGraph::builder(client.clone())
         .cluster(CLUSTER)
@@ -124,12 +131,7 @@ async fn an_untrusted_servers_source_naming_an_unlisted_target_is_refused_naming
         .await
         .unwrap();
     let (a, b) = (testbed.server("a").unwrap(), testbed.server("b").unwrap());
-    let target = b.addr().to_string();
-    let mut web = cluster(CLUSTER, CLA);
-    web.eds_cluster_config.as_mut().unwrap().eds_config = Some(source_naming(&target, B));
-    a.set_message(CLUSTER, &web).unwrap();
-    b.set_message(CLA, &endpoints(CLA, &[("10.0.0.7", 8080)]))
-        .unwrap();
+    let target = web_through(a, b);
     let other = r#"{"127.0.0.1:9": {"channel_creds": [{"type": "insecure"}]}}"#;
     let client = client(&bootstrap(&a.uri(), other));
     let mut graph = ConfigGraph::builder(client.clone())
