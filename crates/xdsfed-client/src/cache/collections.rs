@@ -39,7 +39,14 @@ impl Cache {
         let Some(entry) = inner.entries.get_mut(key) else {
             return;
         };
-        entry.sets.push((Arc::clone(queue), Arc::clone(label)));
+        // Exactly sized: an entry is nearly always in one set, and a Vec's
+        // first push reserves room for four.
+        let joined = (Arc::clone(queue), Arc::clone(label));
+        entry.sets = std::mem::take(&mut entry.sets)
+            .into_vec()
+            .into_iter()
+            .chain([joined])
+            .collect();
         // The watch that subscribed the member is gone: the set reads the
         // state through the cache.
         entry.slot.shed_unused_channel();
@@ -52,9 +59,9 @@ impl Cache {
     pub(crate) fn leave_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &str) {
         let mut inner = self.lock();
         if let Some(entry) = inner.entries.get_mut(key) {
-            entry
-                .sets
-                .retain(|(q, l)| !(Arc::ptr_eq(q, queue) && **l == *label));
+            let mut sets = std::mem::take(&mut entry.sets).into_vec();
+            sets.retain(|(q, l)| !(Arc::ptr_eq(q, queue) && **l == *label));
+            entry.sets = sets.into_boxed_slice();
         }
     }
 

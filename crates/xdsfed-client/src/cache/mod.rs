@@ -45,7 +45,7 @@ struct Entry {
     /// The watch sets this entry is a member of, each with the name the
     /// set knows it by: a change queues that name rather than waking a
     /// channel receiver per resource.
-    sets: Vec<(Arc<WildcardQueue>, Arc<str>)>,
+    sets: Box<[(Arc<WildcardQueue>, Arc<str>)]>,
 }
 
 #[derive(Default)]
@@ -352,7 +352,7 @@ impl Entry {
             provenance,
             policy,
             reported_nack: None,
-            sets: Vec::new(),
+            sets: Box::default(),
         }
     }
 }
@@ -396,6 +396,9 @@ impl Inner {
             .unwrap_or_else(|| Source::direct_under(server, entry.provenance.authority.clone()));
         let answered = self.answered.contains(&source.server);
         let reported = &mut entry.reported_nack;
+        // Without a state directory there is nothing to write: no record
+        // is made (sharing the bytes with one would cost an allocation).
+        let persisting = self.writer.is_some();
         let mut persist = None;
         let changed = entry.slot.modify(|state| {
             let had = state.resource.is_some();
@@ -412,7 +415,9 @@ impl Inner {
             // A copy from disk confirmed as it was persisted wakes its
             // watchers (its status changed) but is on disk already.
             let differs = woke && !persisted.is_some_and(|p| p.is(state, &sent_by));
-            persist = persistence(event, had, old_version, sent_by, state, differs);
+            if persisting {
+                persist = persistence(event, had, old_version, sent_by, state, differs);
+            }
             woke
         });
         if changed {

@@ -103,7 +103,7 @@ impl<T: ResourceType> WatchSet<T> {
     /// subscribed both times stays subscribed throughout.
     pub fn insert(&mut self, name: &str) -> Result<(), WatchError> {
         let watch = self.client.watch::<T>(name)?;
-        self.join(Arc::from(name), watch);
+        self.join(name, watch);
         Ok(())
     }
 
@@ -116,7 +116,7 @@ impl<T: ResourceType> WatchSet<T> {
         server: &ServerConfig,
     ) -> Result<(), WatchError> {
         let watch = self.client.watch_on_server::<T>(name, server)?;
-        self.join(Arc::from(name), watch);
+        self.join(name, watch);
         Ok(())
     }
 
@@ -160,9 +160,16 @@ impl<T: ResourceType> WatchSet<T> {
     /// Keeps `watch`'s subscription as member `name`; the cache queues the
     /// member's changes from now on, and its state now if it has one. A
     /// member it replaces is released last.
-    fn join(&mut self, name: Arc<str>, watch: Watch<T>) {
+    fn join(&mut self, name: &str, watch: Watch<T>) {
         let provenance = watch.provenance().clone();
         let guard = watch.into_guard();
+        // A name given in its canonical form is the cache's key: share it
+        // rather than hold a second copy per member.
+        let name = if *guard.key.name == *name {
+            Arc::clone(&guard.key.name)
+        } else {
+            Arc::from(name)
+        };
         let replaced = self.members.remove(&name);
         if let Some(old) = &replaced {
             self.cache.leave_set(&old.guard.key, &self.queue, &name);

@@ -4,7 +4,7 @@
 use super::state::{Fetch, Home};
 use super::{Action, Federation};
 use crate::authority::{Partition, ServerId};
-use crate::hash::HashSet;
+use crate::hash::SmallSet;
 use crate::name::ResourceName;
 use crate::protocol::{ResourceKey, glob_of};
 
@@ -31,7 +31,7 @@ impl Federation {
         for server in servers {
             self.subscribe(server, key.clone());
         }
-        let readers: HashSet<ResourceKey> = [reader].into_iter().collect();
+        let readers = SmallSet::One(reader);
         let fetch = Fetch {
             home,
             readers,

@@ -1,7 +1,7 @@
 //! What the federation core holds: authorities and their servers, what is
 //! fetched where, and what feeds each watched entry.
 
-use crate::hash::HashSet;
+use crate::hash::{HashSet, SmallSet};
 use std::sync::Arc;
 
 use crate::authority::{Partition, ServerId};
@@ -53,7 +53,8 @@ pub enum Home {
 /// One key subscribed on the wire, and the watched entries it feeds.
 pub(crate) struct Fetch {
     pub(crate) home: Home,
-    pub(crate) readers: HashSet<ResourceKey>,
+    /// Usually one: the entry of the same name.
+    pub(crate) readers: SmallSet<ResourceKey>,
     /// The last answer its servers gave (a copy, a deletion, an absence, a
     /// redirect, an error), for a reader that joins later: the server will
     /// not send it again.

@@ -18,13 +18,89 @@ pub struct ResourceKey {
 }
 
 impl ResourceKey {
-    /// A key from a type URL and a cache key.
-    pub fn new(type_url: impl Into<Arc<str>>, name: impl Into<Arc<str>>) -> Self {
+    /// A key from a type URL and a cache key. A type URL given as text is
+    /// the process's one shared copy of it (see [`TypeUrl`]).
+    pub fn new(type_url: impl TypeUrl, name: impl Into<Arc<str>>) -> Self {
         ResourceKey {
-            type_url: type_url.into(),
+            type_url: type_url.into_type_url(),
             name: name.into(),
         }
     }
+}
+
+/// A type URL as a key holds it: one shared `Arc<str>` per type in the
+/// process, however many keys name it.
+///
+/// A million keys of one type would otherwise each allocate their own copy
+/// of the same 60 bytes. Text is looked up among the type URLs already
+/// interned (a handful: the registered types); an `Arc<str>` is taken as
+/// it is. The table is bounded, so text nobody registered cannot grow it
+/// without limit: past [`INTERNED_TYPE_URLS`] distinct URLs, a key
+/// allocates its own copy as before.
+///
+/// ```
+/// use std::sync::Arc;
+/// use xdsfed_core::protocol::ResourceKey;
+///
+/// let cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+/// let a = ResourceKey::new(cds, "a");
+/// let b = ResourceKey::new(String::from(cds), "b");
+/// assert!(Arc::ptr_eq(&a.type_url, &b.type_url));
+/// ```
+pub trait TypeUrl {
+    /// The shared copy of this type URL.
+    fn into_type_url(self) -> Arc<str>;
+}
+
+impl TypeUrl for Arc<str> {
+    fn into_type_url(self) -> Arc<str> {
+        self
+    }
+}
+
+impl TypeUrl for &Arc<str> {
+    fn into_type_url(self) -> Arc<str> {
+        Arc::clone(self)
+    }
+}
+
+impl TypeUrl for &str {
+    fn into_type_url(self) -> Arc<str> {
+        intern_type_url(self)
+    }
+}
+
+impl TypeUrl for String {
+    fn into_type_url(self) -> Arc<str> {
+        intern_type_url(&self)
+    }
+}
+
+impl TypeUrl for &String {
+    fn into_type_url(self) -> Arc<str> {
+        intern_type_url(self)
+    }
+}
+
+/// How many distinct type URLs the process shares; more than any client
+/// registers.
+pub const INTERNED_TYPE_URLS: usize = 64;
+
+fn intern_type_url(type_url: &str) -> Arc<str> {
+    static TABLE: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
+    // A poisoned table only means another thread panicked while holding
+    // it; its contents are whole either way.
+    let mut table = TABLE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(shared) = table.iter().find(|t| ***t == *type_url) {
+        return Arc::clone(shared);
+    }
+    let shared: Arc<str> = Arc::from(type_url);
+    if table.len() < INTERNED_TYPE_URLS {
+        table.push(Arc::clone(&shared));
+    }
+    shared
 }
 
 impl std::fmt::Display for ResourceKey {

@@ -96,7 +96,7 @@ pub use config::{
     FEATURE_LB_ENDPOINT_COLLECTION, FEATURE_RESOURCE_IN_SOTW, FEATURE_RESOURCE_TTL, SessionConfig,
     with_client_features,
 };
-pub use event::{CoreEvent, RemovedReason, ResourceKey};
+pub use event::{CoreEvent, INTERNED_TYPE_URLS, RemovedReason, ResourceKey, TypeUrl};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
 pub(crate) use ingest::{decode_registered, locator_key, locator_target, same_name};
 pub use session::{Phase, Request, Session, SessionStats, TypeUpdates};

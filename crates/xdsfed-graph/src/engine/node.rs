@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
-use xdsfed_core::hash::HashSet;
+use xdsfed_core::hash::SmallSet;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use xdsfed_core::error::XdsError;
@@ -76,7 +76,7 @@ pub(super) enum State {
 pub(super) struct Node {
     pub(super) state: State,
     /// The nodes with an edge to this one. Only live nodes appear here.
-    pub(super) parents: HashSet<Key>,
+    pub(super) parents: SmallSet<Key>,
     /// Named in the [`Roots`](crate::Roots).
     pub(super) named_root: bool,
     /// Delivered by a wildcard subscription and not since deleted.
@@ -92,7 +92,7 @@ impl Node {
     pub(super) fn new(state: State) -> Self {
         Self {
             state,
-            parents: HashSet::default(),
+            parents: SmallSet::Empty,
             named_root: false,
             wildcard_member: false,
             collections: 0,

@@ -9,9 +9,16 @@
 //! map a seed of its own on top. A server cannot see the client's hashes,
 //! so it cannot search for names that collide under seeds it never learns.
 //! docs/performance.md ("Hashing") says why this hasher and not another.
+//!
+//! [`SmallSet`] is the set of per-resource bookkeeping whose usual size is
+//! one: inline until a second element arrives.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
+
+mod small_set;
+
+pub use small_set::SmallSet;
 
 use foldhash::SharedSeed;
 use foldhash::fast::{FoldHasher, SeedableRandomState};
