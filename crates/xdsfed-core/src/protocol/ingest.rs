@@ -257,6 +257,9 @@ impl Session {
                 *counts.entry(Arc::clone(key)).or_default() += 1;
             }
         }
+        if let Some(state) = self.states.get_mut(type_url) {
+            state.durable.held.reserve_for(counts.keys().map(|k| &**k));
+        }
         let mut duplicates_reported: HashSet<Arc<str>> = HashSet::default();
         for item in items {
             let key = match item.key.clone() {

@@ -106,6 +106,21 @@ impl Held {
         self.versions.contains_key(name)
     }
 
+    /// Makes room for the names among `names` not held yet, in one step
+    /// rather than the table doubling its way there (a cold start brings
+    /// tens of thousands in one response). Names already held take no
+    /// room, so an update of everything held does not grow the table.
+    pub(crate) fn reserve_for<'a>(&mut self, names: impl ExactSizeIterator<Item = &'a str>) {
+        let spare = self.versions.capacity() - self.versions.len();
+        if names.len() <= spare {
+            return;
+        }
+        let new = names
+            .filter(|name| !self.versions.contains_key(*name))
+            .count();
+        self.versions.reserve(new);
+    }
+
     /// Holds `name` at `version`; `globs` is whether any glob of the type
     /// is subscribed (the name is then indexed under its glob).
     pub(crate) fn insert(&mut self, name: Arc<str>, version: Arc<str>, globs: bool) {

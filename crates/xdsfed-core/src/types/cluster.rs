@@ -10,7 +10,7 @@ use envoy_types::pb::envoy::extensions::clusters::aggregate::v3::ClusterConfig;
 
 use bytes::Bytes;
 
-use super::{ResourceType, ValidationError, check_config_source, decode_message, unpack_any};
+use super::{ResourceType, ValidationError, check_config_source, unpack_any, with_reused};
 
 mod san;
 mod upstream_tls;
@@ -39,10 +39,24 @@ impl ResourceType for ClusterType {
     }
 
     fn decode_shared(bytes: &Bytes) -> Result<ClusterView, ValidationError> {
+        Self::decode_owned(bytes.clone())
+    }
+
+    const KEEPS_BYTES: bool = true;
+
+    fn decode_owned(bytes: Bytes) -> Result<ClusterView, ValidationError> {
+        thread_local! {
+            static CLUSTER: std::cell::RefCell<Cluster> = std::cell::RefCell::default();
+        }
         // The message lives only until its view is built.
-        let cluster: Cluster = decode_message(bytes, "Cluster")?;
-        let tls = validate_cluster(&cluster)?;
-        ClusterView::of_validated(&cluster, bytes.clone(), tls)
+        with_reused(&CLUSTER, bytes, "Cluster", |cluster, bytes| {
+            let tls = validate_cluster(cluster)?;
+            ClusterView::of_validated(cluster, bytes, tls)
+        })
+    }
+
+    fn held_bytes(resource: &ClusterView) -> Option<&Bytes> {
+        Some(resource.raw())
     }
 
     fn name(resource: &ClusterView) -> Option<&str> {

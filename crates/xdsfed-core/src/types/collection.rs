@@ -151,6 +151,7 @@ impl ErasedType for ListCollectionType {
         Ok(Decoded {
             value: Arc::new(ListCollection { entries }),
             raw,
+            raw_in_value: None,
             name: None,
         })
     }

@@ -43,6 +43,23 @@ pub trait ResourceType: Send + Sync + 'static {
     fn decode_shared(bytes: &Bytes) -> Result<Self::Resource, ValidationError> {
         Self::decode(bytes)
     }
+    /// Whether a resource keeps the bytes it was decoded from, so that the
+    /// client holds them through it ([`held_bytes`](Self::held_bytes)),
+    /// once, rather than beside it.
+    const KEEPS_BYTES: bool = false;
+    /// [`decode_shared`](Self::decode_shared) of bytes the resource may
+    /// keep as they are: a type that [keeps its bytes](Self::KEEPS_BYTES)
+    /// moves them into the resource, so no second owner makes them shared
+    /// (which costs an allocation per resource).
+    fn decode_owned(bytes: Bytes) -> Result<Self::Resource, ValidationError> {
+        Self::decode_shared(&bytes)
+    }
+    /// The bytes `resource` was decoded from, when it
+    /// [keeps them](Self::KEEPS_BYTES).
+    fn held_bytes(resource: &Self::Resource) -> Option<&Bytes> {
+        let _ = resource;
+        None
+    }
     /// The name the resource carries inside itself (`Listener.name`,
     /// `ClusterLoadAssignment.cluster_name`, …). State-of-the-world responses
     /// without the `Resource` wrapper identify resources only by this.
@@ -63,14 +80,27 @@ pub trait ResourceType: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,
+    /// The bytes, unless the value keeps them (then empty, and
+    /// `raw_in_value` reads them from the value).
     raw: Bytes,
+    raw_in_value: Option<RawOf>,
     name: Option<Arc<str>>,
+}
+
+/// Reads the bytes a type-erased value keeps.
+type RawOf = fn(&(dyn Any + Send + Sync)) -> Option<&Bytes>;
+
+/// [`ResourceType::held_bytes`] of a type-erased `T::Resource`.
+fn held_bytes_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&Bytes> {
+    value.downcast_ref::<T::Resource>().and_then(T::held_bytes)
 }
 
 impl Decoded {
     /// The bytes the resource was decoded from, shared, not copied.
     pub fn raw(&self) -> &Bytes {
-        &self.raw
+        self.raw_in_value
+            .and_then(|read| read(self.value.as_ref()))
+            .unwrap_or(&self.raw)
     }
 
     /// The decoded resource, if it is a `T`.
@@ -92,7 +122,7 @@ impl Decoded {
 impl fmt::Debug for Decoded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Decoded")
-            .field("bytes", &self.raw.len())
+            .field("bytes", &self.raw().len())
             .finish()
     }
 }
@@ -147,16 +177,17 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         T::SOTW_FULL_STATE
     }
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
-        let value = T::decode_shared(&raw)?;
+        let (value, raw, raw_in_value) = decode_erased::<T>(raw)?;
         let name = T::name(&value).map(Arc::from);
         Ok(Decoded {
             value: Arc::new(value),
             raw,
+            raw_in_value,
             name,
         })
     }
     fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
-        let value = T::decode_shared(&raw)?;
+        let (value, raw, raw_in_value) = decode_erased::<T>(raw)?;
         let inner = T::name(&value).map(|inner| match inner == &**name {
             true => Arc::clone(name),
             false => Arc::from(inner),
@@ -164,11 +195,27 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         Ok(Decoded {
             value: Arc::new(value),
             raw,
+            raw_in_value,
             name: inner,
         })
     }
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String> {
         T::name_of_invalid(raw)
+    }
+}
+
+/// Decodes `raw` as a `T`, moving the bytes into the resource when it keeps
+/// them: the bytes to hold beside the value (empty then), and how to read
+/// them from the value.
+fn decode_erased<T: ResourceType>(
+    raw: Bytes,
+) -> Result<(T::Resource, Bytes, Option<RawOf>), ValidationError> {
+    if T::KEEPS_BYTES {
+        let value = T::decode_owned(raw)?;
+        Ok((value, Bytes::new(), Some(held_bytes_of::<T>)))
+    } else {
+        let value = T::decode_shared(&raw)?;
+        Ok((value, raw, None))
     }
 }
 
@@ -323,6 +370,34 @@ fn decode_message<M: prost::Message + Default>(
     what: &str,
 ) -> Result<M, ValidationError> {
     M::decode(bytes).map_err(|e| ValidationError(format!("not a valid {what}: {e}")))
+}
+
+/// Decodes `bytes` into this thread's reusable `M` and hands it to `read`,
+/// with the bytes, which the view `read` builds may keep.
+///
+/// A message decoded only to be validated and viewed, then dropped, costs
+/// an allocation per string and list each time; one cleared and filled
+/// again keeps the room its top-level strings and lists already had, so a
+/// stream of resources of one type allocates only for what is nested in
+/// optional sub-messages (cleared to `None`). The room kept is bounded by
+/// the largest message this thread decoded, itself bounded by the size
+/// limit on a response. Re-entered (a message of the same type decoded
+/// while one is being read), it decodes into a fresh message.
+fn with_reused<M: prost::Message + Default, R>(
+    scratch: &'static std::thread::LocalKey<std::cell::RefCell<M>>,
+    bytes: Bytes,
+    what: &str,
+    read: impl FnOnce(&M, Bytes) -> Result<R, ValidationError>,
+) -> Result<R, ValidationError> {
+    let invalid = |e: prost::DecodeError| ValidationError(format!("not a valid {what}: {e}"));
+    scratch.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut message) => {
+            message.clear();
+            message.merge(&bytes[..]).map_err(invalid)?;
+            read(&message, bytes)
+        }
+        Err(_) => read(&M::decode(&bytes[..]).map_err(invalid)?, bytes),
+    })
 }
 
 /// Unpacks an `Any` that must hold a message of type `M`.

@@ -63,6 +63,7 @@ pub fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) ->
     Decoded {
         value: std::sync::Arc::new(crate::types::ListCollection { entries }),
         raw: bytes::Bytes::from_static(bytes),
+        raw_in_value: None,
         name: None,
     }
 }
