@@ -1,5 +1,14 @@
 //! `envoy.config.route.v3.RouteConfiguration`, validated as gRPC validates it
 //! (gRFC A27, A28).
+//!
+//! A configuration from a server is validated and viewed route by route
+//! from its bytes (`stream`), never decoded whole: a decoded route is some
+//! 3 KB against about 100 bytes on the wire, so the whole message of a
+//! large table cost hundreds of megabytes for the moment it took to keep
+//! its compact view. The memory it takes in passing is now that of one
+//! route, not of the table. A configuration inline in a listener arrives
+//! decoded with it and is checked by the same rules, a virtual host's own
+//! ([`validate_virtual_host`]) then each route's ([`validate_route`]).
 
 use envoy_types::pb::envoy::config::route::v3::{
     RetryPolicy, Route, RouteAction, RouteConfiguration, VirtualHost, route::Action,
@@ -8,8 +17,9 @@ use envoy_types::pb::envoy::config::route::v3::{
 
 use bytes::Bytes;
 
-use super::{ResourceType, ValidationError, decode_message};
+use super::{ResourceType, ValidationError};
 
+mod stream;
 mod view;
 
 pub use view::{RouteConfigView, RouteTarget};
@@ -29,10 +39,7 @@ impl ResourceType for RouteConfigurationType {
     }
 
     fn decode_shared(bytes: &Bytes) -> Result<RouteConfigView, ValidationError> {
-        // The message lives only until its view is built.
-        let rc: RouteConfiguration = decode_message(bytes, "RouteConfiguration")?;
-        validate_route_configuration(&rc)?;
-        RouteConfigView::of_validated(&rc, bytes.clone())
+        stream::view(bytes)
     }
 
     fn name(resource: &RouteConfigView) -> Option<&str> {
