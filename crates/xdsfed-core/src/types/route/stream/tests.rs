@@ -91,26 +91,12 @@ fn host(name: &str, routes: Vec<Route>) -> VirtualHost {
 /// Several virtual hosts, mirrors at all three levels, weighted clusters,
 /// cluster headers, names used again, a route that does not route.
 fn configuration() -> RouteConfiguration {
-    let weighted = ClusterSpecifier::WeightedClusters(WeightedCluster {
-        clusters: vec![
-            ClusterWeight {
-                name: "b".into(),
-                weight: weight(30),
-                ..Default::default()
-            },
-            ClusterWeight {
-                name: "a".into(),
-                weight: weight(60),
-                ..Default::default()
-            },
-            ClusterWeight {
-                cluster_header: "x-weighted".into(),
-                weight: weight(10),
-                ..Default::default()
-            },
-        ],
+    let header_weight = ClusterWeight {
+        cluster_header: "x-weighted".into(),
+        weight: weight(10),
         ..Default::default()
-    });
+    };
+    let split = weighted(vec![named("b", 30), named("a", 60), header_weight]);
     let redirect = Route {
         action: Some(Action::Redirect(RedirectAction::default())),
         ..route_to(cluster("unused"), &[])
@@ -123,7 +109,7 @@ fn configuration() -> RouteConfiguration {
         "one",
         vec![
             route_to(cluster("a"), &[]),
-            route_to(weighted, &["route-shadow"]),
+            route_to(split, &["route-shadow"]),
             route_to(ClusterSpecifier::ClusterHeader("x-cluster".into()), &[]),
             redirect,
         ],
@@ -255,35 +241,43 @@ fn fields_in_any_order_merge_as_in_the_whole_message() {
     );
 }
 
-/// Each invalid configuration, with what makes it so.
-fn invalid_configurations() -> Vec<(&'static str, RouteConfiguration)> {
-    fn action(rc: &mut RouteConfiguration, v: usize, r: usize) -> &mut RouteAction {
-        match rc.virtual_hosts[v].routes[r].action.as_mut() {
-            Some(Action::Route(action)) => action,
-            _ => unreachable!("a route action"),
-        }
+/// The action of route `r` of virtual host `v`.
+fn action(rc: &mut RouteConfiguration, v: usize, r: usize) -> &mut RouteAction {
+    match rc.virtual_hosts[v].routes[r].action.as_mut() {
+        Some(Action::Route(action)) => action,
+        _ => unreachable!("a route action"),
     }
-    let weighted = |clusters: Vec<ClusterWeight>| {
-        Some(ClusterSpecifier::WeightedClusters(WeightedCluster {
-            clusters,
-            ..Default::default()
-        }))
-    };
-    let named = |name: &str, w: u32| ClusterWeight {
+}
+
+fn weighted(clusters: Vec<ClusterWeight>) -> ClusterSpecifier {
+    ClusterSpecifier::WeightedClusters(WeightedCluster {
+        clusters,
+        ..Default::default()
+    })
+}
+
+fn named(name: &str, w: u32) -> ClusterWeight {
+    ClusterWeight {
         name: name.into(),
         weight: weight(w),
         ..Default::default()
-    };
-    let back_off = |base: i64, max: Option<i64>| RetryPolicy {
+    }
+}
+
+/// A retry policy backing off from `base` to `max` seconds.
+fn back_off(base: i64, max: Option<i64>) -> RetryPolicy {
+    let seconds = |seconds| Duration { seconds, nanos: 0 };
+    RetryPolicy {
         retry_back_off: Some(RetryBackOff {
-            base_interval: Some(Duration {
-                seconds: base,
-                nanos: 0,
-            }),
-            max_interval: max.map(|seconds| Duration { seconds, nanos: 0 }),
+            base_interval: Some(seconds(base)),
+            max_interval: max.map(seconds),
         }),
         ..Default::default()
-    };
+    }
+}
+
+/// Each invalid configuration, with what makes it so.
+fn invalid_configurations() -> Vec<(&'static str, RouteConfiguration)> {
     let mut all: Vec<(&'static str, RouteConfiguration)> = Vec::new();
     let mut case = |what, change: &dyn Fn(&mut RouteConfiguration)| {
         let mut rc = configuration();
@@ -319,16 +313,17 @@ fn invalid_configurations() -> Vec<(&'static str, RouteConfiguration)> {
         action(rc, 0, 2).cluster_specifier = Some(ClusterSpecifier::ClusterHeader("".into()))
     });
     case("no weighted clusters", &|rc| {
-        action(rc, 0, 1).cluster_specifier = weighted(Vec::new())
+        action(rc, 0, 1).cluster_specifier = Some(weighted(Vec::new()))
     });
     case("unnamed weighted cluster", &|rc| {
-        action(rc, 0, 1).cluster_specifier = weighted(vec![named("a", 1), named("", 1)])
+        action(rc, 0, 1).cluster_specifier = Some(weighted(vec![named("a", 1), named("", 1)]))
     });
     case("zero total", &|rc| {
-        action(rc, 2, 0).cluster_specifier = weighted(vec![named("a", 0)])
+        action(rc, 2, 0).cluster_specifier = Some(weighted(vec![named("a", 0)]))
     });
     case("total over 32 bits", &|rc| {
-        action(rc, 2, 0).cluster_specifier = weighted(vec![named("a", u32::MAX), named("b", 1)])
+        action(rc, 2, 0).cluster_specifier =
+            Some(weighted(vec![named("a", u32::MAX), named("b", 1)]))
     });
     case("no cluster", &|rc| {
         action(rc, 0, 0).cluster_specifier = None
