@@ -116,6 +116,8 @@ impl Buffers {
         open(VIRTUAL_HOSTS, self.rest.len(), &mut self.opening);
         let whole = self.opening.as_slice().chain(self.rest.as_slice());
         let nested = nested::host::RouteConfiguration::decode(whole)?;
+        // The opening is the field, so prost always sets it (an empty
+        // message included); the default is never taken.
         Ok(nested.virtual_hosts.unwrap_or_default())
     }
 
@@ -128,6 +130,7 @@ impl Buffers {
         open(ROUTES, bytes.len(), &mut self.opening);
         let whole = self.opening.as_slice().chain(bytes);
         let nested = nested::route::RouteConfiguration::decode(whole)?;
+        // As above: both fields are in the opening.
         Ok(nested
             .virtual_hosts
             .and_then(|host| host.routes)

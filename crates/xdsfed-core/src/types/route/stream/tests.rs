@@ -397,6 +397,22 @@ fn truncated_or_damaged_bytes_are_refused_as_before() {
     for garbage in [&[0xff][..], &[0x12, 0x05, 0x1a], &[0x13], &[0x0c], &[0x00]] {
         assert!(streamed(garbage).is_err(), "{garbage:?}");
     }
+    // An empty virtual host and an empty route are messages all the same.
+    let empty_host = field(VIRTUAL_HOSTS, &[]);
+    assert_eq!(streamed(&empty_host), whole(&empty_host));
+    let empty_route = field(
+        VIRTUAL_HOSTS,
+        &[
+            &host("h", Vec::new()).encode_to_vec()[..],
+            &field(ROUTES, &[]),
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        streamed(&empty_route).expect_err("no match").0,
+        "virtual_hosts[0].routes[0].match: missing"
+    );
+    assert_eq!(streamed(&empty_route), whole(&empty_route));
 }
 
 /// Bytes that do not decode are refused naming the part where prost
