@@ -295,6 +295,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests_support;
 mod validating_policy;
+mod wire;
 
 /// A protobuf `Duration` from a server as a [`std::time::Duration`];
 /// `None` when either part is negative. Every conversion of a server's

@@ -11,8 +11,8 @@
 //!
 //! Rule: the result is the message prost decodes from the same bytes, field
 //! for field; only the capacities differ. Anything the walk does not follow
-//! (a malformed tag or length, a group) is left to prost's own decoder, so
-//! an invalid message fails with prost's error, path included. (prost's
+//! (a malformed tag or length) is left to prost's own decoder, so an
+//! invalid message fails with prost's error, path included. (prost's
 //! nesting limit of 100 counts from each locality rather than from the
 //! assignment, two levels up: a limit against runaway recursion, still one.)
 //!
@@ -22,7 +22,8 @@
 
 use envoy_types::pb::envoy::config::endpoint::v3::{ClusterLoadAssignment, LocalityLbEndpoints};
 use prost::Message;
-use prost::encoding::{WireType, decode_key, decode_varint};
+
+use super::wire::Fields;
 
 /// `ClusterLoadAssignment.endpoints`.
 const ASSIGNMENT_ENDPOINTS: u32 = 2;
@@ -50,15 +51,15 @@ fn presized(bytes: &[u8]) -> Option<ClusterLoadAssignment> {
         endpoints: Vec::with_capacity(count(bytes, ASSIGNMENT_ENDPOINTS)?),
         ..Default::default()
     };
-    for field in Fields(bytes) {
-        let field = field?;
-        match field.payload {
-            Some(locality_bytes) if field.number == ASSIGNMENT_ENDPOINTS => {
+    for field in Fields::new(bytes) {
+        let field = field.ok()?;
+        match field.message(ASSIGNMENT_ENDPOINTS) {
+            Some(locality_bytes) => {
                 cla.endpoints.push(locality(locality_bytes)?);
             }
             // Merging one field at a time is merging them all: a message's
             // encoding is the concatenation of its fields'.
-            _ => cla.merge(field.whole).ok()?,
+            None => cla.merge(field.whole).ok()?,
         }
     }
     Some(cla)
@@ -77,9 +78,9 @@ fn locality(bytes: &[u8]) -> Option<LocalityLbEndpoints> {
 /// when the walk cannot follow the bytes.
 fn count(bytes: &[u8], number: u32) -> Option<usize> {
     let mut n = 0;
-    for field in Fields(bytes) {
-        let field = field?;
-        n += usize::from(field.number == number && field.payload.is_some());
+    for field in Fields::new(bytes) {
+        let field = field.ok()?;
+        n += usize::from(field.message(number).is_some());
     }
     Some(n)
 }
@@ -93,10 +94,10 @@ fn count(bytes: &[u8], number: u32) -> Option<usize> {
 pub(crate) fn field_range(bytes: &[u8], path: &[u32]) -> Option<std::ops::Range<usize>> {
     let (&number, inner) = path.split_first()?;
     let mut found = None;
-    for field in Fields(bytes) {
-        let field = field?;
-        if field.number == number && field.payload.is_some() {
-            found = field.payload;
+    for field in Fields::new(bytes) {
+        let field = field.ok()?;
+        if let Some(payload) = field.message(number) {
+            found = Some(payload);
         }
     }
     let payload = found?;
@@ -106,64 +107,6 @@ pub(crate) fn field_range(bytes: &[u8], path: &[u32]) -> Option<std::ops::Range<
     }
     let range = field_range(payload, inner)?;
     Some(start + range.start..start + range.end)
-}
-
-/// One field of a message as it lies in the bytes.
-struct Field<'a> {
-    number: u32,
-    /// Its tag and value.
-    whole: &'a [u8],
-    /// The value of a length-delimited field.
-    payload: Option<&'a [u8]>,
-}
-
-/// The fields of a message in order; an item is `None` where a field cannot
-/// be followed, after which the walk ends.
-struct Fields<'a>(&'a [u8]);
-
-impl<'a> Iterator for Fields<'a> {
-    type Item = Option<Field<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return None;
-        }
-        let field = next_field(self.0);
-        match &field {
-            Some((_, rest)) => self.0 = rest,
-            None => self.0 = &[],
-        }
-        Some(field.map(|(field, _)| field))
-    }
-}
-
-/// The field at the start of `bytes`, and what follows it.
-fn next_field(bytes: &[u8]) -> Option<(Field<'_>, &[u8])> {
-    let mut rest = bytes;
-    let (number, wire_type) = decode_key(&mut rest).ok()?;
-    let mut payload = None;
-    match wire_type {
-        WireType::Varint => {
-            decode_varint(&mut rest).ok()?;
-        }
-        WireType::SixtyFourBit => rest = rest.get(8..)?,
-        WireType::ThirtyTwoBit => rest = rest.get(4..)?,
-        WireType::LengthDelimited => {
-            let len = usize::try_from(decode_varint(&mut rest).ok()?).ok()?;
-            payload = Some(rest.get(..len)?);
-            rest = rest.get(len..)?;
-        }
-        WireType::StartGroup | WireType::EndGroup => return None,
-    }
-    let whole = bytes.get(..bytes.len() - rest.len())?;
-    Some((
-        Field {
-            number,
-            whole,
-            payload,
-        },
-        rest,
-    ))
 }
 
 #[cfg(test)]

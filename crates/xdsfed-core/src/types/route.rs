@@ -1,15 +1,25 @@
 //! `envoy.config.route.v3.RouteConfiguration`, validated as gRPC validates it
 //! (gRFC A27, A28).
+//!
+//! A configuration from a server is validated and viewed route by route
+//! from its bytes (`stream`), never decoded whole: a decoded route is some
+//! 3 KB against about 100 bytes on the wire, so the whole message of a
+//! large table cost hundreds of megabytes for the moment it took to keep
+//! its compact view. The memory it takes in passing is now that of one
+//! route, not of the table. A configuration inline in a listener arrives
+//! decoded with it and is checked by the same rules, a virtual host's own
+//! ([`validate_virtual_host`]) then each route's ([`validate_route`]).
 
 use envoy_types::pb::envoy::config::route::v3::{
-    RetryPolicy, RouteAction, RouteConfiguration, route::Action, route_action::ClusterSpecifier,
-    route_match::PathSpecifier,
+    RetryPolicy, Route, RouteAction, RouteConfiguration, VirtualHost, route::Action,
+    route_action::ClusterSpecifier, route_match::PathSpecifier,
 };
 
 use bytes::Bytes;
 
-use super::{ResourceType, ValidationError, decode_message};
+use super::{ResourceType, ValidationError};
 
+mod stream;
 mod view;
 
 pub use view::{RouteConfigView, RouteTarget};
@@ -29,10 +39,7 @@ impl ResourceType for RouteConfigurationType {
     }
 
     fn decode_shared(bytes: &Bytes) -> Result<RouteConfigView, ValidationError> {
-        // The message lives only until its view is built.
-        let rc: RouteConfiguration = decode_message(bytes, "RouteConfiguration")?;
-        validate_route_configuration(&rc)?;
-        RouteConfigView::of_validated(&rc, bytes.clone())
+        stream::view(bytes)
     }
 
     fn name(resource: &RouteConfigView) -> Option<&str> {
@@ -48,35 +55,48 @@ impl ResourceType for RouteConfigurationType {
 /// path of the bad field below the route configuration.
 pub(crate) fn validate_route_configuration(rc: &RouteConfiguration) -> Result<(), ValidationError> {
     for (v, vhost) in rc.virtual_hosts.iter().enumerate() {
-        if vhost.domains.is_empty() {
-            return Err(ValidationError::field(
-                format_args!("virtual_hosts[{v}] ({:?}).domains", vhost.name),
-                "empty",
-            ));
-        }
-        if let Some(retry) = &vhost.retry_policy {
-            validate_retry_policy(retry, &format!("virtual_hosts[{v}].retry_policy"))?;
-        }
+        validate_virtual_host(v, vhost)?;
         for (r, route) in vhost.routes.iter().enumerate() {
-            let at = format!("virtual_hosts[{v}].routes[{r}]");
-            let Some(m) = route.r#match.as_ref() else {
-                return Err(ValidationError::field(
-                    format_args!("{at}.match"),
-                    "missing",
-                ));
-            };
-            if let Some(PathSpecifier::SafeRegex(re)) = &m.path_specifier
-                && re.regex.is_empty()
-            {
-                return Err(ValidationError::field(
-                    format_args!("{at}.match.safe_regex.regex"),
-                    "empty",
-                ));
-            }
-            if let Some(Action::Route(action)) = &route.action {
-                validate_route_action(action, &format!("{at}.route"))?;
-            }
+            validate_route(v, r, route)?;
         }
+    }
+    Ok(())
+}
+
+/// The rules of virtual host `v` itself; its routes are checked one by one
+/// by [`validate_route`], after it.
+fn validate_virtual_host(v: usize, vhost: &VirtualHost) -> Result<(), ValidationError> {
+    if vhost.domains.is_empty() {
+        return Err(ValidationError::field(
+            format_args!("virtual_hosts[{v}] ({:?}).domains", vhost.name),
+            "empty",
+        ));
+    }
+    if let Some(retry) = &vhost.retry_policy {
+        validate_retry_policy(retry, &format!("virtual_hosts[{v}].retry_policy"))?;
+    }
+    Ok(())
+}
+
+/// The rules of route `r` of virtual host `v`.
+fn validate_route(v: usize, r: usize, route: &Route) -> Result<(), ValidationError> {
+    let at = || format!("virtual_hosts[{v}].routes[{r}]");
+    let Some(m) = route.r#match.as_ref() else {
+        return Err(ValidationError::field(
+            format_args!("{}.match", at()),
+            "missing",
+        ));
+    };
+    if let Some(PathSpecifier::SafeRegex(re)) = &m.path_specifier
+        && re.regex.is_empty()
+    {
+        return Err(ValidationError::field(
+            format_args!("{}.match.safe_regex.regex", at()),
+            "empty",
+        ));
+    }
+    if let Some(Action::Route(action)) = &route.action {
+        validate_route_action(action, &format!("{}.route", at()))?;
     }
     Ok(())
 }

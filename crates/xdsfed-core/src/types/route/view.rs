@@ -17,13 +17,14 @@
 //! Only validated messages are viewed.
 
 use std::fmt;
+use std::hash::BuildHasher;
 
 use bytes::Bytes;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::config::route::v3::route::Action;
 use envoy_types::pb::envoy::config::route::v3::route_action::{
     ClusterSpecifier, RequestMirrorPolicy,
 };
+use envoy_types::pb::envoy::config::route::v3::{Route, RouteConfiguration, VirtualHost};
 use prost::Message;
 
 use crate::hash::HashMap;
@@ -71,6 +72,15 @@ struct Span {
     len: u32,
 }
 
+impl Span {
+    /// The text this span holds in `text`.
+    fn of(self, text: &str) -> &str {
+        text.get(self.start as usize..)
+            .and_then(|t| t.get(..self.len as usize))
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TargetKind {
     Cluster,
@@ -99,29 +109,14 @@ impl RouteConfigView {
         message: &RouteConfiguration,
         raw: Bytes,
     ) -> Result<Self, ValidationError> {
-        let mut builder = Builder {
-            text: String::new(),
-            spans: HashMap::default(),
-            targets: Vec::new(),
-        };
-        let name = builder.text(&message.name)?;
-        builder.mirrors(&message.request_mirror_policies)?;
+        let mut builder = Builder::new(message)?;
         for vhost in &message.virtual_hosts {
-            builder.mirrors(&vhost.request_mirror_policies)?;
+            builder.virtual_host(vhost)?;
             for route in &vhost.routes {
-                if let Some(Action::Route(action)) = &route.action {
-                    builder.action(&action.cluster_specifier)?;
-                    builder.mirrors(&action.request_mirror_policies)?;
-                }
+                builder.route(route)?;
             }
         }
-        Ok(Self {
-            raw,
-            text: builder.text.into_boxed_str(),
-            name,
-            virtual_hosts: u32::try_from(message.virtual_hosts.len()).unwrap_or(u32::MAX),
-            targets: builder.targets.into_boxed_slice(),
-        })
+        Ok(builder.finish(raw, message.virtual_hosts.len()))
     }
 
     /// `name`.
@@ -160,10 +155,7 @@ impl RouteConfigView {
     }
 
     fn span(&self, span: Span) -> &str {
-        let start = span.start as usize;
-        self.text
-            .get(start..start + span.len as usize)
-            .unwrap_or_default()
+        span.of(&self.text)
     }
 }
 
@@ -178,17 +170,70 @@ impl fmt::Debug for RouteConfigView {
     }
 }
 
-/// Builds a view: each name once in the buffer, whatever it is used as.
-struct Builder<'m> {
+/// Builds a view from a configuration's parts, fed in the message's order:
+/// the configuration, then each virtual host followed by its routes. Each
+/// part may be dropped once fed, so a configuration can be viewed one route
+/// at a time.
+///
+/// Each name is kept once in the buffer, whatever it is used as. Names are
+/// found again by their hash rather than borrowed from the message (which
+/// may be gone) or copied into the map; a hash that meets another name
+/// only stores the name again, a view a little less compact.
+pub(super) struct Builder {
     text: String,
-    spans: HashMap<&'m str, Span>,
+    spans: HashMap<u64, Span>,
+    name: Span,
     targets: Vec<TargetRecord>,
 }
 
-impl<'m> Builder<'m> {
-    fn text(&mut self, s: &'m str) -> Result<Span, ValidationError> {
-        if let Some(span) = self.spans.get(s) {
-            return Ok(*span);
+impl Builder {
+    /// A view of `config`'s name and its own request mirror policies; its
+    /// `virtual_hosts` are not read but fed one by one.
+    pub(super) fn new(config: &RouteConfiguration) -> Result<Self, ValidationError> {
+        let mut builder = Builder {
+            text: String::new(),
+            spans: HashMap::default(),
+            name: Span::default(),
+            targets: Vec::new(),
+        };
+        builder.name = builder.text(&config.name)?;
+        builder.mirrors(&config.request_mirror_policies)?;
+        Ok(builder)
+    }
+
+    /// The next virtual host's own request mirror policies; its `routes`
+    /// are not read but fed one by one.
+    pub(super) fn virtual_host(&mut self, vhost: &VirtualHost) -> Result<(), ValidationError> {
+        self.mirrors(&vhost.request_mirror_policies)
+    }
+
+    /// The next route of the last virtual host fed.
+    pub(super) fn route(&mut self, route: &Route) -> Result<(), ValidationError> {
+        if let Some(Action::Route(action)) = &route.action {
+            self.action(&action.cluster_specifier)?;
+            self.mirrors(&action.request_mirror_policies)?;
+        }
+        Ok(())
+    }
+
+    /// The view of the configuration fed, decoded from `raw`, which has
+    /// `virtual_hosts` virtual hosts.
+    pub(super) fn finish(self, raw: Bytes, virtual_hosts: usize) -> RouteConfigView {
+        RouteConfigView {
+            raw,
+            text: self.text.into_boxed_str(),
+            name: self.name,
+            virtual_hosts: u32::try_from(virtual_hosts).unwrap_or(u32::MAX),
+            targets: self.targets.into_boxed_slice(),
+        }
+    }
+
+    fn text(&mut self, s: &str) -> Result<Span, ValidationError> {
+        let hash = self.spans.hasher().hash_one(s);
+        if let Some(&span) = self.spans.get(&hash)
+            && span.of(&self.text) == s
+        {
+            return Ok(span);
         }
         let too_long = || ValidationError("route configuration: names longer than 4 GiB".into());
         let span = Span {
@@ -196,11 +241,11 @@ impl<'m> Builder<'m> {
             len: u32::try_from(s.len()).map_err(|_| too_long())?,
         };
         self.text.push_str(s);
-        self.spans.insert(s, span);
+        self.spans.entry(hash).or_insert(span);
         Ok(span)
     }
 
-    fn push(&mut self, name: &'m str, kind: TargetKind) -> Result<(), ValidationError> {
+    fn push(&mut self, name: &str, kind: TargetKind) -> Result<(), ValidationError> {
         if name.is_empty() {
             return Ok(());
         }
@@ -209,7 +254,7 @@ impl<'m> Builder<'m> {
         Ok(())
     }
 
-    fn mirrors(&mut self, mirrors: &'m [RequestMirrorPolicy]) -> Result<(), ValidationError> {
+    fn mirrors(&mut self, mirrors: &[RequestMirrorPolicy]) -> Result<(), ValidationError> {
         for mirror in mirrors {
             self.push(&mirror.cluster, TargetKind::Mirror)?;
             self.push(&mirror.cluster_header, TargetKind::Header)?;
@@ -217,7 +262,7 @@ impl<'m> Builder<'m> {
         Ok(())
     }
 
-    fn action(&mut self, specifier: &'m Option<ClusterSpecifier>) -> Result<(), ValidationError> {
+    fn action(&mut self, specifier: &Option<ClusterSpecifier>) -> Result<(), ValidationError> {
         match specifier {
             Some(ClusterSpecifier::Cluster(name)) => self.push(name, TargetKind::Cluster),
             Some(ClusterSpecifier::WeightedClusters(weighted)) => {

@@ -94,3 +94,20 @@ fn view_shares_the_bytes_and_decodes_back_to_the_message() {
     assert_eq!(held.raw().as_ptr(), bytes.as_ptr());
     assert_eq!(held.decode().expect("decodes"), rc);
 }
+
+/// Names found again by their hash are still told apart by their text.
+#[test]
+fn view_keeps_distinct_names_apart() {
+    let rc = route_config("a", &["ab", "a", "b", "ab"]);
+    let held = RouteConfigView::new(&rc).expect("valid");
+    let names: Vec<_> = held
+        .targets()
+        .map(|t| match t {
+            RouteTarget::Cluster(name) => name,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(names, ["ab", "a", "b", "ab"]);
+    assert_eq!(held.name(), "a");
+    assert_eq!(&*held.text, "aabb");
+}
