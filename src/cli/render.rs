@@ -480,3 +480,6 @@ fn dot_quote(text: &str) -> String {
 fn mermaid_text(text: &str) -> String {
     text.replace('"', "#quot;")
 }
+
+#[cfg(test)]
+mod tests;
