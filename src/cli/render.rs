@@ -121,7 +121,11 @@ impl Model {
         let weights: HashMap<String, Option<u32>> = rc
             .route_config
             .as_ref()
-            .map(|v| route_clusters(&v.value).into_iter().collect())
+            .map(|v| {
+                route_clusters(&v.value)
+                    .map(|(name, weight)| (name.to_owned(), weight))
+                    .collect()
+            })
             .unwrap_or_default();
         for cluster in rc.clusters.iter() {
             let to = self.cluster(snapshot, cluster, 0);

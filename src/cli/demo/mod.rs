@@ -677,8 +677,7 @@ fn policy(name: &str, what: &str) -> Policy {
 /// `(cluster id, weight)` of the route's weighted clusters.
 fn weights(route: &RouteConfigView) -> Vec<(String, u32)> {
     route_clusters(route)
-        .into_iter()
-        .filter_map(|(name, weight)| weight.map(|w| (id_of(&name).to_owned(), w)))
+        .filter_map(|(name, weight)| weight.map(|w| (id_of(name).to_owned(), w)))
         .collect()
 }
 
