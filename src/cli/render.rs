@@ -7,19 +7,32 @@
 //! (listener → route configuration → cluster → endpoints, aggregate →
 //! leaf), so they always agree.
 //!
-//! The model borrows from the snapshot instead of copying it: names,
-//! authorities and versions are the snapshot's strings, errors are the
-//! snapshot's error values, and a node with endpoints points at its
-//! assignment. Errors and endpoint lines are formatted only as they are
-//! drawn. `watch --listener` draws every snapshot of a graph that may reach
-//! 100 000 clusters of 10 endpoints each; a model of owned copies cost
-//! about 2 KB per cluster on top of the snapshot, this one costs a fixed
-//! few dozen bytes per node and edge.
+//! # Memory
+//! `watch --listener` draws every snapshot of a graph that may reach
+//! 100 000 clusters of 10 endpoints each, so drawing must cost memory in
+//! proportion to the snapshot's shape, not a second copy of its contents:
+//!
+//! - The model borrows from the snapshot: names, authorities and versions
+//!   are the snapshot's strings, errors its error values, and a node with
+//!   endpoints points at its assignment. Errors and endpoint lines are
+//!   formatted only as they are drawn. A node or an edge costs a fixed few
+//!   dozen bytes however long its names and however many its endpoints.
+//! - The output streams: [`Model::tree`], [`Model::dot`] and
+//!   [`Model::mermaid`] write to an `io::Write` line by line, and
+//!   [`Model::json`] is serialized by serde as it is written, so the text
+//!   (tens of megabytes for such a graph) never exists as one `String` or
+//!   `serde_json::Value`.
+//!
+//! The model as owned copies, with the text built before it was printed,
+//! cost about 2 KB per cluster at 10 000 clusters.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod diagrams;
+mod json;
+mod tree;
+
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use serde_json::json;
 use xdsfed::core::error::XdsError;
 use xdsfed::core::types::{EndpointView, LoadAssignment, LocalityView};
 use xdsfed::graph::{
@@ -27,8 +40,9 @@ use xdsfed::graph::{
     RouteConfigSnapshot, Snapshot, Versioned,
 };
 
-use super::target::{id_of, route_clusters, short_version};
-use super::text::{message, shown};
+use super::target::route_clusters;
+
+pub(crate) use json::Json;
 
 /// One resource of the snapshot, borrowed from it.
 #[derive(Debug, Clone, Copy)]
@@ -164,219 +178,6 @@ impl<'a> Model<'a> {
             .by_source
             .partition_point(|&e| self.edges[e].from <= id);
         self.by_source[start..end].iter().map(|&e| &self.edges[e])
-    }
-
-    /// The indented tree, one line per resource, endpoints as leaves.
-    pub(crate) fn tree(&self) -> String {
-        let mut out = format!(
-            "snapshot {} · {} resources · {}\n",
-            self.generation,
-            self.nodes.len(),
-            if self.ok { "ok" } else { "has errors" }
-        );
-        for &root in &self.roots {
-            self.tree_node(&mut out, root, None, "", "", &mut Vec::new());
-        }
-        out
-    }
-
-    fn tree_node(
-        &self,
-        out: &mut String,
-        id: usize,
-        weight: Option<u32>,
-        first: &str,
-        rest: &str,
-        path: &mut Vec<usize>,
-    ) {
-        let node = &self.nodes[id];
-        let mut line = format!("{first}{} {}", node.kind, shown(id_of(node.name)));
-        if let Some(w) = weight {
-            line.push_str(&format!(" ({w})"));
-        }
-        if let Some(a) = &node.authority {
-            line.push_str(&format!(" · {}", shown(a)));
-        }
-        let children: Vec<&Edge> = self.children(id).collect();
-        match &node.version {
-            Some(v) => line.push_str(&format!(" · {}", shown(short_version(v)))),
-            None if node.kind == "Collection" => {
-                let n = children.len();
-                line.push_str(&format!(" · {n} member{}", if n == 1 { "" } else { "s" }));
-            }
-            None if node.error.is_none() => line.push_str(" · (none)"),
-            None => {}
-        }
-        out.push_str(&line);
-        out.push('\n');
-        let mut notes: Vec<String> = Vec::new();
-        if let Some(e) = &node.error {
-            notes.push(format!("✗ {}", message(&e.to_string())));
-        }
-        if let Some(e) = &node.ambient_error {
-            notes.push(format!("⚠ still serving, but: {}", message(&e.to_string())));
-        }
-        notes.extend(node.endpoint_lines().map(|e| shown(&e.to_string())));
-        if path.contains(&id) {
-            return;
-        }
-        path.push(id);
-        let total = notes.len() + children.len();
-        for (i, note) in notes.iter().enumerate() {
-            let last = i + 1 == total;
-            out.push_str(&format!(
-                "{rest}{}{note}\n",
-                if last { "└─ " } else { "├─ " }
-            ));
-        }
-        for (i, edge) in children.iter().enumerate() {
-            let last = notes.len() + i + 1 == total;
-            let (f, r) = if last {
-                ("└─ ", "   ")
-            } else {
-                ("├─ ", "│  ")
-            };
-            self.tree_node(
-                out,
-                edge.to,
-                edge.weight,
-                &format!("{rest}{f}"),
-                &format!("{rest}{r}"),
-                path,
-            );
-        }
-        path.pop();
-    }
-
-    /// Nodes grouped by authority (`None`: old-style names).
-    fn by_authority(&self) -> BTreeMap<Option<&str>, Vec<usize>> {
-        let mut groups: BTreeMap<Option<&str>, Vec<usize>> = BTreeMap::new();
-        for (id, node) in self.nodes.iter().enumerate() {
-            groups.entry(node.authority).or_default().push(id);
-        }
-        groups
-    }
-
-    fn label(&self, id: usize, newline: &str) -> String {
-        let node = &self.nodes[id];
-        let mut label = format!("{}{newline}{}", node.kind, shown(id_of(node.name)));
-        if let Some(v) = &node.version {
-            label.push_str(&format!("{newline}v {}", shown(short_version(v))));
-        }
-        let n = node.endpoint_count();
-        if n > 0 {
-            let s = if n == 1 { "" } else { "s" };
-            label.push_str(&format!("{newline}{n} endpoint{s}"));
-        }
-        if node.error.is_some() {
-            label.push_str(&format!("{newline}✗ failed"));
-        } else if node.ambient_error.is_some() {
-            label.push_str(&format!("{newline}⚠ ambient error"));
-        }
-        label
-    }
-
-    /// Graphviz dot: a `cluster_*` subgraph per authority.
-    pub(crate) fn dot(&self) -> String {
-        let mut out = String::from(
-            "digraph xdsfed {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
-        );
-        for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
-            out.push_str(&format!(
-                "  subgraph cluster_{i} {{\n    label={};\n    style=dashed;\n",
-                dot_quote(&title)
-            ));
-            for id in ids {
-                let colour = if self.nodes[id].error.is_some() {
-                    ", color=red, fontcolor=red"
-                } else if self.nodes[id].ambient_error.is_some() {
-                    ", color=orange"
-                } else {
-                    ""
-                };
-                out.push_str(&format!(
-                    "    n{id} [label={}{colour}];\n",
-                    dot_quote(&self.label(id, "\n"))
-                ));
-            }
-            out.push_str("  }\n");
-        }
-        for e in &self.edges {
-            match e.weight {
-                Some(w) => out.push_str(&format!("  n{} -> n{} [label=\"{w}\"];\n", e.from, e.to)),
-                None => out.push_str(&format!("  n{} -> n{};\n", e.from, e.to)),
-            }
-        }
-        out.push_str("}\n");
-        out
-    }
-
-    /// Mermaid flowchart: a subgraph per authority.
-    pub(crate) fn mermaid(&self) -> String {
-        let mut out = String::from("flowchart LR\n");
-        for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
-            out.push_str(&format!("  subgraph a{i}[\"{}\"]\n", mermaid_text(&title)));
-            for id in ids {
-                out.push_str(&format!(
-                    "    n{id}[\"{}\"]\n",
-                    mermaid_text(&self.label(id, "<br/>"))
-                ));
-            }
-            out.push_str("  end\n");
-        }
-        for e in &self.edges {
-            match e.weight {
-                Some(w) => out.push_str(&format!("  n{} -->|{w}| n{}\n", e.from, e.to)),
-                None => out.push_str(&format!("  n{} --> n{}\n", e.from, e.to)),
-            }
-        }
-        let failed: Vec<String> = (0..self.nodes.len())
-            .filter(|&id| self.nodes[id].error.is_some())
-            .map(|id| format!("n{id}"))
-            .collect();
-        if !failed.is_empty() {
-            out.push_str("  classDef failed stroke:#d00,color:#d00\n");
-            out.push_str(&format!("  class {} failed\n", failed.join(",")));
-        }
-        out
-    }
-
-    /// The model as one JSON value.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let nodes: Vec<serde_json::Value> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                json!({
-                    "kind": n.kind,
-                    "name": n.name,
-                    "authority": n.authority,
-                    "version": n.version,
-                    "error": n.error.map(|e| e.to_string()),
-                    "ambient_error": n.ambient_error.map(ToString::to_string),
-                    "endpoints": n.endpoint_lines().map(|e| e.to_string()).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        let edges: Vec<serde_json::Value> = self
-            .edges
-            .iter()
-            .map(|e| {
-                json!({
-                    "from": self.nodes[e.from].name,
-                    "to": self.nodes[e.to].name,
-                    "weight": e.weight,
-                })
-            })
-            .collect();
-        json!({
-            "generation": self.generation,
-            "ok": self.ok,
-            "resources": nodes,
-            "edges": edges,
-        })
     }
 }
 
@@ -559,26 +360,6 @@ fn authority_in(name: &str) -> Option<&str> {
     name.strip_prefix("xdstp://")
         .and_then(|rest| rest.split('/').next())
         .filter(|a| !a.is_empty())
-}
-
-/// A dot string literal.
-fn dot_quote(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Text inside a Mermaid `["…"]` label: quotes become entities.
-fn mermaid_text(text: &str) -> String {
-    text.replace('"', "#quot;")
 }
 
 #[cfg(test)]

@@ -549,7 +549,12 @@ impl Demo {
             .await
             .map_err(|e| CliError::runtime("the resource graph stopped").caused_by(&e))?;
         emit("\n5. The final snapshot, with each resource's authority and version:\n")?;
-        for line in Model::of(&snapshot).tree().lines() {
+        // A handful of resources: drawn into memory, then fitted line by line.
+        let mut tree = Vec::new();
+        Model::of(&snapshot)
+            .tree(&mut tree)
+            .map_err(|e| CliError::runtime("cannot draw the final snapshot").caused_by(&e))?;
+        for line in String::from_utf8_lossy(&tree).lines() {
             emit(&fit(line))?;
         }
         let errors: Vec<String> = snapshot.errors().map(ToString::to_string).collect();
