@@ -380,6 +380,18 @@ mod tests {
         assert!(parse_duration("5h").is_err());
     }
 
+    /// `emit_with` ends its output as `emit` does: one newline, never two.
+    #[test]
+    fn streamed_output_ends_with_exactly_one_newline() {
+        use std::io::Write;
+        for (written, expected) in [("", "\n"), ("a", "a\n"), ("a\n", "a\n"), ("a\nb", "a\nb\n")] {
+            let mut out = LineEnd::new(Vec::new());
+            out.write_all(written.as_bytes()).unwrap();
+            out.end_line().unwrap();
+            assert_eq!(out.inner, expected.as_bytes(), "{written:?}");
+        }
+    }
+
     #[test]
     fn errors_print_causes_then_hint() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");

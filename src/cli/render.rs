@@ -192,8 +192,9 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    /// Each listener, under its route configurations. Members of a
-    /// collection hang under their collection, not at the top.
+    /// Each listener and the route configurations it uses. A listener
+    /// that is a member of a collection hangs under the collection, not at
+    /// the top.
     fn listeners(&mut self) {
         let snapshot = self.snapshot;
         let members: HashSet<&str> = snapshot
