@@ -8,7 +8,7 @@ use super::dump::{subscribe_and_wait, verdict};
 use super::progress::Progress;
 use super::render::Model;
 use super::target::{BootstrapArg, StateDirArg, Target, build_client};
-use super::{CliError, emit, parse_duration, runtime};
+use super::{CliError, emit_with, parse_duration, runtime};
 
 /// Flags of `xdsfed graph`.
 #[derive(Debug, clap::Args)]
@@ -59,10 +59,10 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
             return Err(CliError::runtime("no snapshot was published"));
         };
         let model = Model::of(snapshot);
-        emit(&match args.format {
-            Format::Tree => model.tree(),
-            Format::Dot => model.dot(),
-            Format::Mermaid => model.mermaid(),
+        emit_with(|out| match args.format {
+            Format::Tree => model.tree(out),
+            Format::Dot => model.dot(out),
+            Format::Mermaid => model.mermaid(out),
         })?;
         // A drawn graph with failed parts still exits non-zero, so scripts
         // notice.

@@ -279,13 +279,71 @@ pub(crate) fn emit(text: &str) -> Result<(), CliError> {
             }
         })
         .and_then(|()| out.flush())
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                // The reader is gone (`| head`): nobody is left to tell.
-                std::process::exit(0);
-            }
-            CliError::runtime("cannot write to stdout").caused_by(&e)
-        })
+        .map_err(stdout_failed)
+}
+
+/// [`emit`] for output too large to build as one String first (the
+/// picture of a snapshot of 100 000 clusters): `draw` writes to stdout
+/// through a buffer; then, as `emit` does, a newline unless the output
+/// ended with one, and a flush.
+pub(crate) fn emit_with(
+    draw: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = LineEnd::new(std::io::BufWriter::new(std::io::stdout().lock()));
+    draw(&mut out)
+        .and_then(|()| out.end_line())
+        .and_then(|()| out.flush())
+        .map_err(stdout_failed)
+}
+
+/// What a failed write to stdout means for the command.
+fn stdout_failed(error: std::io::Error) -> CliError {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        // The reader is gone (`| head`): nobody is left to tell.
+        std::process::exit(0);
+    }
+    CliError::runtime("cannot write to stdout").caused_by(&error)
+}
+
+/// A writer that remembers whether what went through it ends with a
+/// newline, so that [`emit_with`] can end the output as [`emit`] does.
+struct LineEnd<W> {
+    inner: W,
+    ends_line: bool,
+}
+
+impl<W: std::io::Write> LineEnd<W> {
+    fn new(inner: W) -> Self {
+        Self {
+            inner,
+            ends_line: false,
+        }
+    }
+
+    /// Writes a newline unless the last byte written was one (or when
+    /// nothing was written, as `emit("")` prints an empty line).
+    fn end_line(&mut self) -> std::io::Result<()> {
+        if self.ends_line {
+            Ok(())
+        } else {
+            std::io::Write::write_all(self, b"\n")
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for LineEnd<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        if let Some(&last) = buf.get(..written).and_then(<[u8]>::last) {
+            self.ends_line = last == b'\n';
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Parses durations such as `250ms`, `5s`, `1.5s`, `2m`.
@@ -320,6 +378,18 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5h").is_err());
+    }
+
+    /// `emit_with` ends its output as `emit` does: one newline, never two.
+    #[test]
+    fn streamed_output_ends_with_exactly_one_newline() {
+        use std::io::Write;
+        for (written, expected) in [("", "\n"), ("a", "a\n"), ("a\n", "a\n"), ("a\nb", "a\nb\n")] {
+            let mut out = LineEnd::new(Vec::new());
+            out.write_all(written.as_bytes()).unwrap();
+            out.end_line().unwrap();
+            assert_eq!(out.inner, expected.as_bytes(), "{written:?}");
+        }
     }
 
     #[test]

@@ -6,33 +6,128 @@
 //! (kind, name, authority, version, error) and its references as edges
 //! (listener → route configuration → cluster → endpoints, aggregate →
 //! leaf), so they always agree.
+//!
+//! # Memory
+//! `watch --listener` draws every snapshot of a graph that may reach
+//! 100 000 clusters of 10 endpoints each, so drawing must cost memory in
+//! proportion to the snapshot's shape, not a second copy of its contents:
+//!
+//! - The model borrows from the snapshot: names, authorities and versions
+//!   are the snapshot's strings, errors its error values, and a node with
+//!   endpoints points at its assignment. Errors and endpoint lines are
+//!   formatted only as they are drawn. A node or an edge costs a fixed few
+//!   dozen bytes however long its names and however many its endpoints.
+//! - The output streams: [`Model::tree`], [`Model::dot`] and
+//!   [`Model::mermaid`] write to an `io::Write` line by line, and
+//!   [`Model::json`] is serialized by serde as it is written, so the text
+//!   (tens of megabytes for such a graph) never exists as one `String` or
+//!   `serde_json::Value`.
+//!
+//! The model as owned copies, with the text built before it was printed,
+//! cost about 2 KB per cluster at 10 000 clusters.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod diagrams;
+mod json;
+mod tree;
 
-use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use xdsfed::core::error::XdsError;
+use xdsfed::core::types::{EndpointView, LoadAssignment, LocalityView};
 use xdsfed::graph::{
-    ClusterEndpoints, CollectionSnapshot, ResourceKind, RouteBinding, RouteConfigSnapshot,
-    Snapshot, Versioned,
+    ClusterEndpoints, CollectionSnapshot, GraphError, ResourceKind, RouteBinding,
+    RouteConfigSnapshot, Snapshot, Versioned,
 };
 
-use super::target::{endpoint_addresses, id_of, route_clusters, short_version};
-use super::text::{message, shown};
+use super::target::route_clusters;
 
-/// One resource of the snapshot.
-#[derive(Debug, Clone)]
-struct Node {
+pub(crate) use json::Json;
+
+/// One resource of the snapshot, borrowed from it.
+#[derive(Debug, Clone, Copy)]
+struct Node<'a> {
     kind: &'static str,
-    name: String,
-    authority: Option<String>,
-    version: Option<String>,
-    error: Option<String>,
-    ambient_error: Option<String>,
-    /// Endpoint lines (`region/zone  host:port`) of an assignment.
-    endpoints: Vec<String>,
+    name: &'a str,
+    authority: Option<&'a str>,
+    version: Option<&'a str>,
+    error: Option<Failure<'a>>,
+    ambient_error: Option<&'a XdsError>,
+    /// The assignment whose endpoints hang under this node: an EDS node's,
+    /// or a cluster's own inline one.
+    endpoints: Option<&'a LoadAssignment>,
+}
+
+impl<'a> Node<'a> {
+    fn endpoint_count(&self) -> usize {
+        self.endpoints.map_or(0, LoadAssignment::endpoint_count)
+    }
+
+    /// One line per endpoint, `region/zone  host:port`, in the
+    /// assignment's order.
+    fn endpoint_lines(&self) -> impl Iterator<Item = EndpointLine<'a>> + use<'a> {
+        self.endpoints
+            .into_iter()
+            .flat_map(LoadAssignment::localities)
+            .flat_map(|locality| {
+                locality
+                    .endpoints()
+                    .map(move |endpoint| EndpointLine { locality, endpoint })
+            })
+    }
+}
+
+/// Why a node cannot be used. The snapshot's own error, so that nothing is
+/// formatted unless it is drawn.
+#[derive(Debug, Clone, Copy)]
+enum Failure<'a> {
+    Graph(&'a GraphError),
+    /// A reference to a cluster the snapshot does not hold.
+    Missing,
+}
+
+impl fmt::Display for Failure<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Graph(error) => fmt::Display::fmt(error, f),
+            Self::Missing => f.write_str("not in the snapshot"),
+        }
+    }
+}
+
+/// One endpoint of an assignment as a line: its locality's non-empty
+/// parts joined by `/`, two spaces, `host:port` (no locality: only
+/// `host:port`).
+#[derive(Debug, Clone, Copy)]
+struct EndpointLine<'a> {
+    locality: LocalityView<'a>,
+    endpoint: EndpointView<'a>,
+}
+
+impl fmt::Display for EndpointLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts = [
+            self.locality.region(),
+            self.locality.zone(),
+            self.locality.sub_zone(),
+        ];
+        let mut placed = false;
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
+            if placed {
+                f.write_str("/")?;
+            }
+            f.write_str(part)?;
+            placed = true;
+        }
+        if placed {
+            f.write_str("  ")?;
+        }
+        write!(f, "{}:{}", self.endpoint.address, self.endpoint.port)
+    }
 }
 
 /// A reference from one resource to another.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Edge {
     from: usize,
     to: usize,
@@ -40,70 +135,106 @@ struct Edge {
     weight: Option<u32>,
 }
 
-/// A snapshot as nodes and edges; see the [module docs](self).
+/// A snapshot as nodes and edges that borrow from it; see the
+/// [module docs](self).
 #[derive(Debug, Default)]
-pub(crate) struct Model {
+pub(crate) struct Model<'a> {
     generation: u64,
     ok: bool,
-    nodes: Vec<Node>,
+    nodes: Vec<Node<'a>>,
+    /// In the order the references were followed: dot, Mermaid and JSON
+    /// list them so.
     edges: Vec<Edge>,
-    /// Each node's outgoing edges, as indices into `edges`: the tree walks
-    /// them once per node, so finding them must not scan every edge.
-    out_edges: Vec<Vec<usize>>,
+    /// Indices into `edges`, grouped by source node and in `edges`' order
+    /// within a group: the tree finds a node's children by binary search
+    /// instead of scanning every edge, at one index per edge.
+    by_source: Vec<usize>,
     roots: Vec<usize>,
-    index: HashMap<(&'static str, String), usize>,
 }
 
-impl Model {
+impl<'a> Model<'a> {
     /// The model of `snapshot`.
-    pub(crate) fn of(snapshot: &Snapshot) -> Self {
-        let mut model = Model {
-            generation: snapshot.generation(),
-            ok: snapshot.is_ok(),
-            ..Model::default()
+    pub(crate) fn of(snapshot: &'a Snapshot) -> Self {
+        let mut builder = Builder {
+            snapshot,
+            model: Model {
+                generation: snapshot.generation(),
+                ok: snapshot.is_ok(),
+                ..Model::default()
+            },
+            index: HashMap::new(),
         };
-        // Members of a collection hang under their collection, not at the top.
+        builder.listeners();
+        for collection in snapshot.collections() {
+            builder.collection(collection);
+        }
+        builder.finish()
+    }
+
+    /// The edges out of node `id`, in the order they were followed.
+    fn children(&self, id: usize) -> impl ExactSizeIterator<Item = &Edge> {
+        let start = self.by_source.partition_point(|&e| self.edges[e].from < id);
+        let end = self
+            .by_source
+            .partition_point(|&e| self.edges[e].from <= id);
+        self.by_source[start..end].iter().map(|&e| &self.edges[e])
+    }
+}
+
+/// Builds a [`Model`]: walks the snapshot from its roots and gives each
+/// resource one node, however many references reach it.
+struct Builder<'a> {
+    snapshot: &'a Snapshot,
+    model: Model<'a>,
+    /// Each resource's node by kind and name, both borrowed. Only needed
+    /// while building: dropped before anything is drawn.
+    index: HashMap<(&'static str, &'a str), usize>,
+}
+
+impl<'a> Builder<'a> {
+    /// Each listener and the route configurations it uses. A listener
+    /// that is a member of a collection hangs under the collection, not at
+    /// the top.
+    fn listeners(&mut self) {
+        let snapshot = self.snapshot;
         let members: HashSet<&str> = snapshot
             .collections()
             .flat_map(|c| c.members().map(|m| &**m))
             .collect();
         for listener in snapshot.listeners() {
-            let id = model.node(
+            let error = listener.error.as_ref().map(Failure::Graph);
+            let id = self.node(
                 "Listener",
                 &listener.name,
                 listener.listener.as_ref(),
-                listener.error.as_ref().map(ToString::to_string),
+                error,
             );
             if !members.contains(&*listener.name) {
-                model.roots.push(id);
+                self.model.roots.push(id);
             }
             for binding in &listener.routes {
                 let rc = match binding {
-                    RouteBinding::Rds(name) => snapshot.route_config(name).cloned(),
-                    RouteBinding::Inline(rc) => Some(rc.clone()),
+                    RouteBinding::Rds(name) => snapshot.route_config(name).map(|rc| &**rc),
+                    RouteBinding::Inline(rc) => Some(&**rc),
                 };
                 if let Some(rc) = rc {
-                    let to = model.route_config(snapshot, &rc);
-                    model.edge(id, to, None);
+                    let to = self.route_config(rc);
+                    self.edge(id, to, None);
                 }
             }
         }
-        for collection in snapshot.collections() {
-            model.collection(snapshot, collection);
-        }
-        model
     }
 
     /// A collection root (xDS TP1) and an edge to each member.
-    fn collection(&mut self, snapshot: &Snapshot, collection: &CollectionSnapshot) {
-        let error = collection.error.as_ref().map(ToString::to_string);
-        self.ok &= error.is_none();
+    fn collection(&mut self, collection: &'a CollectionSnapshot) {
+        let error = collection.error.as_ref().map(Failure::Graph);
+        self.model.ok &= error.is_none();
         let id = self.bare("Collection", &collection.name, error);
-        self.roots.push(id);
+        self.model.roots.push(id);
         for member in collection.members() {
             let to = match collection.kind {
-                ResourceKind::Cluster => Some(self.cluster(snapshot, member, 0)),
-                _ => self.index.get(&("Listener", member.to_string())).copied(),
+                ResourceKind::Cluster => Some(self.cluster(member, 0)),
+                _ => self.index.get(&("Listener", &**member)).copied(),
             };
             if let Some(to) = to {
                 self.edge(id, to, None);
@@ -111,39 +242,36 @@ impl Model {
         }
     }
 
-    fn route_config(&mut self, snapshot: &Snapshot, rc: &RouteConfigSnapshot) -> usize {
+    fn route_config(&mut self, rc: &'a RouteConfigSnapshot) -> usize {
+        let error = rc.error.as_ref().map(Failure::Graph);
         let id = self.node(
             "RouteConfiguration",
             &rc.name,
             rc.route_config.as_ref(),
-            rc.error.as_ref().map(ToString::to_string),
+            error,
         );
-        let weights: HashMap<String, Option<u32>> = rc
+        let weights: HashMap<&str, Option<u32>> = rc
             .route_config
             .as_ref()
-            .map(|v| route_clusters(&v.value).into_iter().collect())
+            .map(|v| route_clusters(&v.value).collect())
             .unwrap_or_default();
         for cluster in rc.clusters.iter() {
-            let to = self.cluster(snapshot, cluster, 0);
-            let weight = weights.get(cluster.as_ref()).copied().flatten();
+            let to = self.cluster(cluster, 0);
+            let weight = weights.get(&**cluster).copied().flatten();
             self.edge(id, to, weight);
         }
         id
     }
 
-    fn cluster(&mut self, snapshot: &Snapshot, name: &str, depth: usize) -> usize {
-        if let Some(&id) = self.index.get(&("Cluster", name.to_owned())) {
+    fn cluster(&mut self, name: &'a str, depth: usize) -> usize {
+        if let Some(&id) = self.index.get(&("Cluster", name)) {
             return id;
         }
-        let Some(cluster) = snapshot.cluster(name) else {
-            return self.bare("Cluster", name, Some("not in the snapshot".to_owned()));
+        let Some(cluster) = self.snapshot.cluster(name) else {
+            return self.bare("Cluster", name, Some(Failure::Missing));
         };
-        let id = self.node(
-            "Cluster",
-            name,
-            cluster.cluster.as_ref(),
-            cluster.error.as_ref().map(ToString::to_string),
-        );
+        let error = cluster.error.as_ref().map(Failure::Graph);
+        let id = self.node("Cluster", name, cluster.cluster.as_ref(), error);
         match &cluster.endpoints {
             ClusterEndpoints::Eds {
                 service_name,
@@ -151,19 +279,19 @@ impl Model {
             } => {
                 let eds = self.node("Endpoints", service_name, assignment.as_ref(), None);
                 if let Some(a) = assignment {
-                    self.nodes[eds].endpoints = endpoint_lines(&a.value);
+                    self.model.nodes[eds].endpoints = Some(&a.value);
                 }
                 self.edge(id, eds, None);
             }
             ClusterEndpoints::Inline(Some(cla)) => {
-                self.nodes[id].endpoints = endpoint_lines(cla);
+                self.model.nodes[id].endpoints = Some(cla);
             }
             ClusterEndpoints::Aggregate { leaves } => {
                 // Leaves are never aggregates themselves; the depth bound
                 // only guards against a malformed snapshot.
                 if depth < 16 {
                     for leaf in leaves.iter() {
-                        let to = self.cluster(snapshot, leaf, depth + 1);
+                        let to = self.cluster(leaf, depth + 1);
                         self.edge(id, to, None);
                     }
                 }
@@ -173,310 +301,67 @@ impl Model {
         id
     }
 
+    /// The node of a resource, with its provenance when the snapshot
+    /// holds a value for it.
     fn node<T>(
         &mut self,
         kind: &'static str,
-        name: &str,
-        value: Option<&Versioned<T>>,
-        error: Option<String>,
+        name: &'a str,
+        value: Option<&'a Versioned<T>>,
+        error: Option<Failure<'a>>,
     ) -> usize {
-        if let Some(&id) = self.index.get(&(kind, name.to_owned())) {
+        if let Some(&id) = self.index.get(&(kind, name)) {
             return id;
         }
         let id = self.bare(kind, name, error);
         if let Some(v) = value {
-            let node = &mut self.nodes[id];
+            let node = &mut self.model.nodes[id];
             if let Some(authority) = &v.provenance.authority {
-                node.authority = Some(authority.to_string());
+                node.authority = Some(authority);
             }
-            node.version = Some(v.provenance.version.to_string());
-            node.ambient_error = v.ambient_error.as_deref().map(ToString::to_string);
+            node.version = Some(&v.provenance.version);
+            node.ambient_error = v.ambient_error.as_deref();
         }
         id
     }
 
-    fn bare(&mut self, kind: &'static str, name: &str, error: Option<String>) -> usize {
-        let id = self.nodes.len();
-        self.nodes.push(Node {
+    /// A node with only a name, its authority read from the name.
+    fn bare(&mut self, kind: &'static str, name: &'a str, error: Option<Failure<'a>>) -> usize {
+        let id = self.model.nodes.len();
+        self.model.nodes.push(Node {
             kind,
-            name: name.to_owned(),
+            name,
             authority: authority_in(name),
             version: None,
             error,
             ambient_error: None,
-            endpoints: Vec::new(),
+            endpoints: None,
         });
-        self.index.insert((kind, name.to_owned()), id);
+        self.index.insert((kind, name), id);
         id
     }
 
     fn edge(&mut self, from: usize, to: usize, weight: Option<u32>) {
-        if self.out_edges.len() <= from {
-            self.out_edges.resize_with(from + 1, Vec::new);
-        }
-        self.out_edges[from].push(self.edges.len());
-        self.edges.push(Edge { from, to, weight });
+        self.model.edges.push(Edge { from, to, weight });
     }
 
-    fn children(&self, id: usize) -> impl Iterator<Item = &Edge> {
-        let out = self.out_edges.get(id).map_or(&[][..], Vec::as_slice);
-        out.iter().map(|&e| &self.edges[e])
+    /// The model, its edges grouped by source for [`Model::children`].
+    fn finish(self) -> Model<'a> {
+        let mut model = self.model;
+        let mut by_source: Vec<usize> = (0..model.edges.len()).collect();
+        // Stable: a node's children keep the order they were followed in.
+        by_source.sort_by_key(|&e| model.edges[e].from);
+        model.by_source = by_source;
+        model
     }
-
-    /// The indented tree, one line per resource, endpoints as leaves.
-    pub(crate) fn tree(&self) -> String {
-        let mut out = format!(
-            "snapshot {} · {} resources · {}\n",
-            self.generation,
-            self.nodes.len(),
-            if self.ok { "ok" } else { "has errors" }
-        );
-        for &root in &self.roots {
-            self.tree_node(&mut out, root, None, "", "", &mut Vec::new());
-        }
-        out
-    }
-
-    fn tree_node(
-        &self,
-        out: &mut String,
-        id: usize,
-        weight: Option<u32>,
-        first: &str,
-        rest: &str,
-        path: &mut Vec<usize>,
-    ) {
-        let node = &self.nodes[id];
-        let mut line = format!("{first}{} {}", node.kind, shown(id_of(&node.name)));
-        if let Some(w) = weight {
-            line.push_str(&format!(" ({w})"));
-        }
-        if let Some(a) = &node.authority {
-            line.push_str(&format!(" · {}", shown(a)));
-        }
-        let children: Vec<&Edge> = self.children(id).collect();
-        match &node.version {
-            Some(v) => line.push_str(&format!(" · {}", shown(short_version(v)))),
-            None if node.kind == "Collection" => {
-                let n = children.len();
-                line.push_str(&format!(" · {n} member{}", if n == 1 { "" } else { "s" }));
-            }
-            None if node.error.is_none() => line.push_str(" · (none)"),
-            None => {}
-        }
-        out.push_str(&line);
-        out.push('\n');
-        let mut notes: Vec<String> = Vec::new();
-        if let Some(e) = &node.error {
-            notes.push(format!("✗ {}", message(e)));
-        }
-        if let Some(e) = &node.ambient_error {
-            notes.push(format!("⚠ still serving, but: {}", message(e)));
-        }
-        notes.extend(node.endpoints.iter().map(|e| shown(e)));
-        if path.contains(&id) {
-            return;
-        }
-        path.push(id);
-        let total = notes.len() + children.len();
-        for (i, note) in notes.iter().enumerate() {
-            let last = i + 1 == total;
-            out.push_str(&format!(
-                "{rest}{}{note}\n",
-                if last { "└─ " } else { "├─ " }
-            ));
-        }
-        for (i, edge) in children.iter().enumerate() {
-            let last = notes.len() + i + 1 == total;
-            let (f, r) = if last {
-                ("└─ ", "   ")
-            } else {
-                ("├─ ", "│  ")
-            };
-            self.tree_node(
-                out,
-                edge.to,
-                edge.weight,
-                &format!("{rest}{f}"),
-                &format!("{rest}{r}"),
-                path,
-            );
-        }
-        path.pop();
-    }
-
-    /// Nodes grouped by authority (`None`: old-style names).
-    fn by_authority(&self) -> BTreeMap<Option<&str>, Vec<usize>> {
-        let mut groups: BTreeMap<Option<&str>, Vec<usize>> = BTreeMap::new();
-        for (id, node) in self.nodes.iter().enumerate() {
-            groups
-                .entry(node.authority.as_deref())
-                .or_default()
-                .push(id);
-        }
-        groups
-    }
-
-    fn label(&self, id: usize, newline: &str) -> String {
-        let node = &self.nodes[id];
-        let mut label = format!("{}{newline}{}", node.kind, shown(id_of(&node.name)));
-        if let Some(v) = &node.version {
-            label.push_str(&format!("{newline}v {}", shown(short_version(v))));
-        }
-        if !node.endpoints.is_empty() {
-            let n = node.endpoints.len();
-            let s = if n == 1 { "" } else { "s" };
-            label.push_str(&format!("{newline}{n} endpoint{s}"));
-        }
-        if node.error.is_some() {
-            label.push_str(&format!("{newline}✗ failed"));
-        } else if node.ambient_error.is_some() {
-            label.push_str(&format!("{newline}⚠ ambient error"));
-        }
-        label
-    }
-
-    /// Graphviz dot: a `cluster_*` subgraph per authority.
-    pub(crate) fn dot(&self) -> String {
-        let mut out = String::from(
-            "digraph xdsfed {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\"];\n",
-        );
-        for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
-            out.push_str(&format!(
-                "  subgraph cluster_{i} {{\n    label={};\n    style=dashed;\n",
-                dot_quote(&title)
-            ));
-            for id in ids {
-                let colour = if self.nodes[id].error.is_some() {
-                    ", color=red, fontcolor=red"
-                } else if self.nodes[id].ambient_error.is_some() {
-                    ", color=orange"
-                } else {
-                    ""
-                };
-                out.push_str(&format!(
-                    "    n{id} [label={}{colour}];\n",
-                    dot_quote(&self.label(id, "\n"))
-                ));
-            }
-            out.push_str("  }\n");
-        }
-        for e in &self.edges {
-            match e.weight {
-                Some(w) => out.push_str(&format!("  n{} -> n{} [label=\"{w}\"];\n", e.from, e.to)),
-                None => out.push_str(&format!("  n{} -> n{};\n", e.from, e.to)),
-            }
-        }
-        out.push_str("}\n");
-        out
-    }
-
-    /// Mermaid flowchart: a subgraph per authority.
-    pub(crate) fn mermaid(&self) -> String {
-        let mut out = String::from("flowchart LR\n");
-        for (i, (authority, ids)) in self.by_authority().into_iter().enumerate() {
-            let title = authority.map_or("old-style names (default servers)".to_owned(), shown);
-            out.push_str(&format!("  subgraph a{i}[\"{}\"]\n", mermaid_text(&title)));
-            for id in ids {
-                out.push_str(&format!(
-                    "    n{id}[\"{}\"]\n",
-                    mermaid_text(&self.label(id, "<br/>"))
-                ));
-            }
-            out.push_str("  end\n");
-        }
-        for e in &self.edges {
-            match e.weight {
-                Some(w) => out.push_str(&format!("  n{} -->|{w}| n{}\n", e.from, e.to)),
-                None => out.push_str(&format!("  n{} --> n{}\n", e.from, e.to)),
-            }
-        }
-        let failed: Vec<String> = (0..self.nodes.len())
-            .filter(|&id| self.nodes[id].error.is_some())
-            .map(|id| format!("n{id}"))
-            .collect();
-        if !failed.is_empty() {
-            out.push_str("  classDef failed stroke:#d00,color:#d00\n");
-            out.push_str(&format!("  class {} failed\n", failed.join(",")));
-        }
-        out
-    }
-
-    /// The model as one JSON value.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let nodes: Vec<serde_json::Value> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                json!({
-                    "kind": n.kind,
-                    "name": n.name,
-                    "authority": n.authority,
-                    "version": n.version,
-                    "error": n.error,
-                    "ambient_error": n.ambient_error,
-                    "endpoints": n.endpoints,
-                })
-            })
-            .collect();
-        let edges: Vec<serde_json::Value> = self
-            .edges
-            .iter()
-            .map(|e| {
-                json!({
-                    "from": self.nodes[e.from].name,
-                    "to": self.nodes[e.to].name,
-                    "weight": e.weight,
-                })
-            })
-            .collect();
-        json!({
-            "generation": self.generation,
-            "ok": self.ok,
-            "resources": nodes,
-            "edges": edges,
-        })
-    }
-}
-
-fn endpoint_lines(cla: &xdsfed::core::types::LoadAssignment) -> Vec<String> {
-    endpoint_addresses(cla)
-        .into_iter()
-        .map(|(locality, address)| {
-            if locality.is_empty() {
-                address
-            } else {
-                format!("{locality}  {address}")
-            }
-        })
-        .collect()
 }
 
 /// The authority of an `xdstp://` name.
-fn authority_in(name: &str) -> Option<String> {
+fn authority_in(name: &str) -> Option<&str> {
     name.strip_prefix("xdstp://")
         .and_then(|rest| rest.split('/').next())
         .filter(|a| !a.is_empty())
-        .map(str::to_owned)
 }
 
-/// A dot string literal.
-fn dot_quote(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Text inside a Mermaid `["…"]` label: quotes become entities.
-fn mermaid_text(text: &str) -> String {
-    text.replace('"', "#quot;")
-}
+#[cfg(test)]
+mod tests;

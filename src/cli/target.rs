@@ -458,9 +458,7 @@ impl Describe for ListenerType {
 impl Describe for RouteConfigurationType {
     const SHORT: &'static str = "route";
     fn summary(rc: &RouteConfigView) -> String {
-        let clusters = route_clusters(rc);
-        let names: Vec<String> = clusters
-            .iter()
+        let names: Vec<String> = route_clusters(rc)
             .map(|(name, weight)| match weight {
                 Some(w) => format!("{} {w}", short_name(name)),
                 None => short_name(name),
@@ -546,22 +544,21 @@ impl Describe for ValidatingPolicyType {
 }
 
 /// Every cluster a route configuration's routes send to, with its weight
-/// when the route splits traffic, in order of first appearance.
-pub(crate) fn route_clusters(rc: &RouteConfigView) -> Vec<(String, Option<u32>)> {
-    let mut out: Vec<(String, Option<u32>)> = Vec::new();
-    // A set beside the list: a configuration may route to 100 000 clusters.
+/// when the route splits traffic, each once, in order of first appearance
+/// (a later weight for the same cluster is ignored). The names borrow from
+/// `rc`: a configuration may route to 100 000 clusters.
+pub(crate) fn route_clusters(
+    rc: &RouteConfigView,
+) -> impl Iterator<Item = (&str, Option<u32>)> + '_ {
+    // A set beside the iteration, not a scan of what came before.
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for target in rc.targets() {
-        let (name, weight) = match target {
-            RouteTarget::Cluster(name) => (name, None),
-            RouteTarget::Weighted(name, weight) => (name, Some(weight)),
-            RouteTarget::Mirror(_) | RouteTarget::Header(_) => continue,
-        };
-        if seen.insert(name) {
-            out.push((name.to_owned(), weight));
-        }
-    }
-    out
+    rc.targets()
+        .filter_map(|target| match target {
+            RouteTarget::Cluster(name) => Some((name, None)),
+            RouteTarget::Weighted(name, weight) => Some((name, Some(weight))),
+            RouteTarget::Mirror(_) | RouteTarget::Header(_) => None,
+        })
+        .filter(move |&(name, _)| seen.insert(name))
 }
 
 /// `(locality, "host:port")` for every endpoint of an assignment.

@@ -33,18 +33,18 @@ use xdsfed::client::watch::{CollectionEvent, WatchEvent};
 use xdsfed::core::status::{ResourceStatusEntry, SourceStatus};
 use xdsfed::core::types::ValidatingPolicyType;
 use xdsfed::core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
-use xdsfed::graph::ConfigGraph;
+use xdsfed::graph::{ConfigGraph, Snapshot};
 use xdsfed::policy::PolicyType;
 
 use super::progress::Progress;
-use super::render::Model;
+use super::render::{Json, Model};
 use super::table::origin;
 use super::target::{
     BootstrapArg, CollectionShape, CollectionTarget, Describe, StateDirArg, Target, TargetArgs,
     TypeArg, build_client, listener_name, short_name, short_version, watch_error,
 };
 use super::text::{message, shown};
-use super::{CliError, emit, runtime};
+use super::{CliError, emit, emit_with, runtime};
 
 /// Flags of `xdsfed watch`.
 #[derive(Debug, clap::Args)]
@@ -292,6 +292,16 @@ fn open_collection<T: Describe>(
     }
 }
 
+/// A snapshot as one `--json` line. Its keys are in alphabetical order,
+/// the order serde_json gave the `json!` object this line used to be built
+/// as (see [`Json`]).
+#[derive(serde::Serialize)]
+struct SnapshotEvent<'m, 'a> {
+    event: &'static str,
+    snapshot: Json<'m, 'a>,
+    time_unix_ms: u64,
+}
+
 /// Prints the graph's first snapshot and every later one, as trees (or
 /// JSON), until the graph stops.
 async fn follow_snapshots(
@@ -307,20 +317,28 @@ async fn follow_snapshots(
         if let Some(mut p) = progress.take() {
             p.finish();
         }
-        let model = Model::of(&snapshot);
-        if json {
-            emit(
-                &json!({
-                    "time_unix_ms": unix_ms(),
-                    "event": "snapshot",
-                    "snapshot": model.json(),
-                })
-                .to_string(),
-            )?;
-        } else {
-            emit(&format!("{} {}", clock(), model.tree()))?;
-        }
+        print_snapshot(&snapshot, json)?;
         next = graph.changed().await;
+    }
+}
+
+/// One snapshot as a tree after the time of day, or as a JSON line. The
+/// model lives only while it is written, not while the next change is
+/// awaited.
+fn print_snapshot(snapshot: &Snapshot, json: bool) -> Result<(), CliError> {
+    let model = Model::of(snapshot);
+    if json {
+        let event = SnapshotEvent {
+            event: "snapshot",
+            snapshot: model.json(),
+            time_unix_ms: unix_ms(),
+        };
+        emit_with(|out| serde_json::to_writer(out, &event).map_err(std::io::Error::from))
+    } else {
+        emit_with(|out| {
+            write!(out, "{} ", clock())?;
+            model.tree(out)
+        })
     }
 }
 

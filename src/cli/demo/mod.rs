@@ -549,7 +549,12 @@ impl Demo {
             .await
             .map_err(|e| CliError::runtime("the resource graph stopped").caused_by(&e))?;
         emit("\n5. The final snapshot, with each resource's authority and version:\n")?;
-        for line in Model::of(&snapshot).tree().lines() {
+        // A handful of resources: drawn into memory, then fitted line by line.
+        let mut tree = Vec::new();
+        Model::of(&snapshot)
+            .tree(&mut tree)
+            .map_err(|e| CliError::runtime("cannot draw the final snapshot").caused_by(&e))?;
+        for line in String::from_utf8_lossy(&tree).lines() {
             emit(&fit(line))?;
         }
         let errors: Vec<String> = snapshot.errors().map(ToString::to_string).collect();
@@ -677,8 +682,7 @@ fn policy(name: &str, what: &str) -> Policy {
 /// `(cluster id, weight)` of the route's weighted clusters.
 fn weights(route: &RouteConfigView) -> Vec<(String, u32)> {
     route_clusters(route)
-        .into_iter()
-        .filter_map(|(name, weight)| weight.map(|w| (id_of(&name).to_owned(), w)))
+        .filter_map(|(name, weight)| weight.map(|w| (id_of(name).to_owned(), w)))
         .collect()
 }
 
