@@ -246,9 +246,15 @@ impl fmt::Display for GrpcCode {
 
 /// An error about one resource, naming the resource and the server.
 ///
-/// Cheap to clone: one error goes to every watcher of the resource.
+/// Cheap to clone: one error goes to every watcher of the resource. One
+/// pointer wide, so that the state of every resource, which has room for
+/// an error whether or not it has one, pays eight bytes for it, not a
+/// hundred.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct XdsError {
+pub struct XdsError(Arc<Details>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Details {
     kind: ErrorKind,
     cause: Cause,
     resource: Option<ResourceKey>,
@@ -261,14 +267,14 @@ impl XdsError {
     /// An error of `kind` with a message that names the resource and server;
     /// the typed fields are set with the `with_*` methods.
     pub fn new(kind: ErrorKind, message: impl Into<Arc<str>>) -> Self {
-        XdsError {
+        XdsError(Arc::new(Details {
             kind,
             cause: Cause::Other,
             resource: None,
             server: None,
             authority: None,
             message: message.into(),
-        }
+        }))
     }
 
     /// The transient error watchers get when `server`'s source failed
@@ -282,61 +288,62 @@ impl XdsError {
     /// This error with its cause.
     #[must_use]
     pub fn with_cause(mut self, cause: Cause) -> Self {
-        self.cause = cause;
+        Arc::make_mut(&mut self.0).cause = cause;
         self
     }
 
     /// This error about `key` (its authority is taken from the name).
     #[must_use]
     pub fn with_resource(mut self, key: ResourceKey) -> Self {
-        if self.authority.is_none() {
-            self.authority = crate::name::authority_of(&key.name).map(Arc::from);
+        let details = Arc::make_mut(&mut self.0);
+        if details.authority.is_none() {
+            details.authority = crate::name::authority_of(&key.name).map(Arc::from);
         }
-        self.resource = Some(key);
+        details.resource = Some(key);
         self
     }
 
     /// This error from `server`.
     #[must_use]
     pub fn with_server(mut self, server: impl Into<Arc<str>>) -> Self {
-        self.server = Some(server.into());
+        Arc::make_mut(&mut self.0).server = Some(server.into());
         self
     }
 
     /// The kind of error.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// Why it happened.
     pub fn cause(&self) -> &Cause {
-        &self.cause
+        &self.0.cause
     }
 
     /// The resource it is about, when it is about one.
     pub fn resource(&self) -> Option<&ResourceKey> {
-        self.resource.as_ref()
+        self.0.resource.as_ref()
     }
 
     /// The server it came from, when one is known.
     pub fn server(&self) -> Option<&str> {
-        self.server.as_deref()
+        self.0.server.as_deref()
     }
 
     /// The authority of the resource, when it has one.
     pub fn authority(&self) -> Option<&str> {
-        self.authority.as_deref()
+        self.0.authority.as_deref()
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for XdsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 

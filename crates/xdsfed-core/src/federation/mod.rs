@@ -219,7 +219,7 @@ impl Federation {
             route.watchers += 1;
             if route.alt.is_none() {
                 // The first watch that names an alternative gives the entry one.
-                route.alt = alt.map(|key| Alt { key, active: false });
+                route.alt = alt.map(|key| Box::new(Alt { key, active: false }));
             }
             return;
         }
@@ -228,7 +228,7 @@ impl Federation {
             Route {
                 watchers: 1,
                 primary: key.clone(),
-                alt: alt.map(|key| Alt { key, active: false }),
+                alt: alt.map(|key| Box::new(Alt { key, active: false })),
             },
         );
         self.fetch(key.clone(), home, key.clone());

@@ -18,13 +18,13 @@ impl Federation {
             fallback: from.fallback,
         };
         match event {
-            CoreEvent::Invalid { .. } => fetch.nack = Some(answer()),
+            CoreEvent::Invalid { .. } => keep(&mut fetch.nack, answer()),
             CoreEvent::Upsert { .. }
             | CoreEvent::Removed { .. }
             | CoreEvent::DoesNotExist { .. }
             | CoreEvent::Redirect { .. }
             | CoreEvent::ResourceError { .. } => {
-                fetch.answer = Some(answer());
+                keep(&mut fetch.answer, answer());
                 fetch.nack = None;
             }
             _ => {}
@@ -46,7 +46,7 @@ impl Federation {
                 .answer
                 .iter()
                 .chain(fetch.nack.iter())
-                .cloned()
+                .map(|answer| Answer::clone(answer))
                 .collect();
             for answer in recorded {
                 let from = From {
@@ -56,5 +56,15 @@ impl Federation {
                 self.route_to_reader(&reader, &key, &answer.event, &from, answers);
             }
         }
+    }
+}
+
+/// Puts `answer` in `slot`, in the room of the one it replaces if there is
+/// one: a fetch's answer changes with every update, and a box each time
+/// would be an allocation each time.
+fn keep(slot: &mut Option<Box<Answer>>, answer: Answer) {
+    match slot {
+        Some(held) => **held = answer,
+        None => *slot = Some(Box::new(answer)),
     }
 }

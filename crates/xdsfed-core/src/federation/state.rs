@@ -58,9 +58,11 @@ pub(crate) struct Fetch {
     /// The last answer its servers gave (a copy, a deletion, an absence, a
     /// redirect, an error), for a reader that joins later: the server will
     /// not send it again.
-    pub(crate) answer: Option<Answer>,
+    /// Boxed, as is `nack`: an answer is 160 bytes, and a fetch that has
+    /// none (or no NACK, the usual case) should not hold the room.
+    pub(crate) answer: Option<Box<Answer>>,
     /// The NACK since that answer, if any.
-    pub(crate) nack: Option<Answer>,
+    pub(crate) nack: Option<Box<Answer>>,
 }
 
 /// An event about a fetched key, as its server sent it.
@@ -78,7 +80,8 @@ pub(crate) struct Route {
     /// The key fetched for it (its own key).
     pub(crate) primary: ResourceKey,
     /// Its `#alt` alternative, if the name had one.
-    pub(crate) alt: Option<Alt>,
+    /// Boxed: few names have one, and every entry would hold its room.
+    pub(crate) alt: Option<Box<Alt>>,
 }
 
 /// An `#alt` alternative.
