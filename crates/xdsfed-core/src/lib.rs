@@ -40,6 +40,8 @@
 //!   text bodies.
 //! - [`jwt_token`]: the token of gRFC A97's JWT token file call
 //!   credential: what a file must hold, and when it is read again.
+//! - [`hash`], [`queue`]: maps keyed by server-chosen names, small sets, and
+//!   output queues that give back the room a burst took.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -58,6 +60,7 @@ pub mod name;
 pub mod policy_stream;
 pub mod protocol;
 pub mod publish;
+pub mod queue;
 pub mod source;
 pub mod state_dir;
 pub mod status;

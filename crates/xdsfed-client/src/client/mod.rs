@@ -294,6 +294,17 @@ impl XdsClient {
     /// names an authority the bootstrap does not know; the client never sends
     /// a name to a server that does not serve its authority.
     pub fn watch<T: ResourceType>(&self, name: &str) -> Result<Watch<T>, WatchError> {
+        self.watch_given::<T>(name, None)
+    }
+
+    /// [`watch`](Self::watch) of a name the caller holds shared (`given`,
+    /// the same text as `name`): when it is already canonical, the client's
+    /// key is that copy, not one more.
+    pub(crate) fn watch_given<T: ResourceType>(
+        &self,
+        name: &str,
+        given: Option<&Arc<str>>,
+    ) -> Result<Watch<T>, WatchError> {
         if let Ok(parsed) = ResourceName::parse_user_supplied(name)
             && let Some(entry) = parsed.as_xdstp().and_then(|n| n.directives().entry())
         {
@@ -303,7 +314,7 @@ impl XdsClient {
         let (server_id, server) = self.inner.server_for(&parsed)?;
         let home = Home::Authority(Partition::of(&parsed));
         self.inner
-            .start_watch::<T>(&parsed, home, server_id, &server)
+            .start_watch::<T>(&parsed, home, server_id, &server, given)
     }
 
     /// Watches `name` on `server`, whatever the bootstrap maps its authority
@@ -316,10 +327,21 @@ impl XdsClient {
         name: &str,
         server: &ServerConfig,
     ) -> Result<Watch<T>, WatchError> {
+        self.watch_on_server_given::<T>(name, server, None)
+    }
+
+    /// [`watch_on_server`](Self::watch_on_server) of a name the caller
+    /// holds shared, as [`watch_given`](Self::watch_given).
+    pub(crate) fn watch_on_server_given<T: ResourceType>(
+        &self,
+        name: &str,
+        server: &ServerConfig,
+        given: Option<&Arc<str>>,
+    ) -> Result<Watch<T>, WatchError> {
         let parsed = self.inner.parse::<T>(name)?;
         let id = self.inner.lock().federation.add_server(server)?;
         self.inner
-            .start_watch::<T>(&parsed, Home::Server(id), id, server)
+            .start_watch::<T>(&parsed, Home::Server(id), id, server, given)
     }
 
     /// Watches the glob collection `glob` (xDS TP1 §Glob), e.g.
@@ -361,7 +383,7 @@ impl XdsClient {
         let home = Home::Authority(Partition::of(&parsed));
         let glob = self
             .inner
-            .start_watch::<T>(&parsed, home, server_id, &server)?;
+            .start_watch::<T>(&parsed, home, server_id, &server, None)?;
         Ok(CollectionWatch::new(collection, glob))
     }
 

@@ -64,17 +64,20 @@ impl Inner {
             .get(&key.type_url)
             .map(|t| t.type_url())
             .ok_or(WatchError::UnknownType(T::TYPE_URL))?;
-        self.start_watch_as::<T>(type_url, &parsed, home, server_id, &server)
+        self.start_watch_as::<T>(type_url, &parsed, home, server_id, &server, None)
     }
 
+    /// Starts a watch of `parsed`; `given` is the caller's shared copy of
+    /// the name, the key's own when it is the canonical form.
     pub(super) fn start_watch<T: ResourceType>(
         self: &Arc<Self>,
         parsed: &ResourceName,
         home: Home,
         server_id: ServerId,
         server: &ServerConfig,
+        given: Option<&Arc<str>>,
     ) -> Result<Watch<T>, WatchError> {
-        self.start_watch_as::<T>(T::TYPE_URL, parsed, home, server_id, server)
+        self.start_watch_as::<T>(T::TYPE_URL, parsed, home, server_id, server, given)
     }
 
     /// [`Self::start_watch`] of `parsed` as `type_url`: `T`'s own, or the
@@ -86,14 +89,22 @@ impl Inner {
         home: Home,
         server_id: ServerId,
         server: &ServerConfig,
+        given: Option<&Arc<str>>,
     ) -> Result<Watch<T>, WatchError> {
-        let key = ResourceKey::new(type_url, parsed.canonical().as_ref());
+        let canonical = parsed.canonical();
+        let name = match given {
+            Some(given) if **given == *canonical => Arc::clone(given),
+            _ => Arc::from(canonical.as_ref()),
+        };
+        let key = ResourceKey::new(type_url, name);
         let alt = self.alt_of(type_url, parsed)?;
         let policy = DataErrorPolicy::from_features(&server.server_features);
         let mut state = self.lock();
         // The core's registry: it also knows the servers ConfigSources named.
         let provenance = Provenance {
-            authority: parsed.authority().map(Arc::from),
+            authority: parsed
+                .authority()
+                .map(|a| state.federation.shared_authority_name(a)),
             server: Arc::clone(state.federation.registry().name(server_id)),
         };
         if let Home::Authority(partition) = &home {

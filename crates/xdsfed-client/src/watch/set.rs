@@ -107,6 +107,26 @@ impl<T: ResourceType> WatchSet<T> {
         Ok(())
     }
 
+    /// [`insert`](Self::insert), or [`insert_on_server`](Self::insert_on_server)
+    /// with a `server`, of a name the caller holds shared: when it is
+    /// canonical, the client keys the resource by this very copy, so a
+    /// caller that keeps the name too (a graph of a hundred thousand
+    /// clusters does) holds it once.
+    pub fn insert_shared(
+        &mut self,
+        name: &Arc<str>,
+        server: Option<&ServerConfig>,
+    ) -> Result<(), WatchError> {
+        let watch = match server {
+            Some(server) => self
+                .client
+                .watch_on_server_given::<T>(name, server, Some(name))?,
+            None => self.client.watch_given::<T>(name, Some(name))?,
+        };
+        self.join(name, watch);
+        Ok(())
+    }
+
     /// Adds `name`, subscribed on `server` as
     /// [`XdsClient::watch_on_server`] subscribes it. A member of the same
     /// name is replaced, as by [`insert`](Self::insert).

@@ -153,7 +153,7 @@ impl Source {
 
 /// The empty `fetched_as` of a copy fetched under its own name: one shared
 /// allocation for the process, not one per copy.
-fn own_name() -> Arc<str> {
+pub(crate) fn own_name() -> Arc<str> {
     static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
     Arc::clone(EMPTY.get_or_init(|| Arc::from("")))
 }

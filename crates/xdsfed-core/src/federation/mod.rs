@@ -145,9 +145,8 @@ pub struct Federation {
     /// How many keys (and wildcard types) are subscribed on each server.
     subscribed: HashMap<ServerId, usize>,
     authorities: HashMap<Partition, AuthorityState>,
-    /// Boxed: a `Fetch` is over 500 bytes (its home and its last answer
-    /// inline), so inline the table's empty slots alone would hold hundreds
-    /// of megabytes at a million keys, and each rehash would move them.
+    /// Boxed: inline, the table's empty slots alone would hold tens of
+    /// megabytes at a million keys, and each rehash would move them.
     fetches: HashMap<ResourceKey, Box<Fetch>>,
     routes: HashMap<ResourceKey, Route>,
     redirects: HashMap<ResourceKey, Redirect>,
@@ -162,7 +161,14 @@ pub struct Federation {
     /// Readers that joined a fetch with an answer already: (reader, key).
     replays: VecDeque<(ResourceKey, ResourceKey)>,
     actions: VecDeque<Action>,
+    /// One copy of each authority name a delivered copy records as its
+    /// source, shared by every copy of that authority.
+    authority_names: HashSet<Arc<str>>,
 }
+
+/// How many authority names [`Federation`] shares; names beyond it (only
+/// ever redirect targets a server chose) get a copy each.
+const SHARED_AUTHORITY_NAMES: usize = 1024;
 
 impl Federation {
     /// A federation core for the authorities of `registry`.
@@ -181,12 +187,13 @@ impl Federation {
             wildcard: HashMap::default(),
             replays: VecDeque::new(),
             actions: VecDeque::new(),
+            authority_names: HashSet::default(),
         }
     }
 
     /// The next thing to do, in order.
     pub fn poll_action(&mut self) -> Option<Action> {
-        self.actions.pop_front()
+        crate::queue::pop_front(&mut self.actions)
     }
 
     /// The configuration of a server some action names.

@@ -33,7 +33,7 @@ impl Federation {
         // This target answers for itself now: the ones it led to are no
         // longer followed.
         self.cut_chain(entry, at + 1);
-        let mut source = from.source(key, entry);
+        let mut source = self.source(from, key, entry);
         source.redirected = true;
         self.deliver(rekeyed(event, entry), source);
         true

@@ -19,25 +19,44 @@ pub(super) struct From<'a> {
     pub(super) fallback: bool,
 }
 
-impl From<'_> {
-    /// The source of an answer about `key` delivered to `entry`.
-    pub(super) fn source(&self, key: &ResourceKey, entry: &ResourceKey) -> Source {
+impl Federation {
+    /// The source of an answer about `key`, from `from`, delivered to
+    /// `entry`: every copy holds one, so its parts are shared copies (the
+    /// server's registry name, the authority's, the one empty name), not
+    /// an allocation each.
+    pub(super) fn source(
+        &mut self,
+        from: &From<'_>,
+        key: &ResourceKey,
+        entry: &ResourceKey,
+    ) -> Source {
         Source {
-            server: Arc::clone(self.server),
-            authority: authority_of(&key.name).map(Arc::from),
+            server: Arc::clone(from.server),
+            authority: authority_of(&key.name).map(|a| self.shared_authority_name(a)),
             fetched_as: if key == entry {
-                Arc::from("")
+                crate::entry::own_name()
             } else {
                 Arc::clone(&key.name)
             },
-            fallback: self.fallback,
+            fallback: from.fallback,
             alt: false,
             redirected: false,
         }
     }
-}
 
-impl Federation {
+    /// The shared copy of authority name `authority`: where copies came
+    /// from and where watches go name their authority with it.
+    pub fn shared_authority_name(&mut self, authority: &str) -> Arc<str> {
+        if let Some(shared) = self.authority_names.get(authority) {
+            return Arc::clone(shared);
+        }
+        let name: Arc<str> = Arc::from(authority);
+        if self.authority_names.len() < super::SHARED_AUTHORITY_NAMES {
+            self.authority_names.insert(Arc::clone(&name));
+        }
+        name
+    }
+
     /// Takes what one server's stream reported. `answers` tells what the
     /// cache holds, as of before these events.
     pub fn handle_events(
@@ -151,7 +170,7 @@ impl Federation {
             _ => {
                 // The member answers for itself again.
                 self.stop_redirect(key);
-                let source = from.source(key, key);
+                let source = self.source(&from, key, key);
                 self.deliver(event, source);
             }
         }
@@ -179,7 +198,7 @@ impl Federation {
             .as_ref()
             .is_some_and(|a| a.active && a.key == *key)
         {
-            let mut source = from.source(key, reader);
+            let mut source = self.source(from, key, reader);
             source.alt = true;
             self.deliver(rekeyed(event, reader), source);
         }
@@ -199,7 +218,7 @@ impl Federation {
             self.redirect_entry(entry, target, from);
             return;
         }
-        let source = from.source(entry, entry);
+        let source = self.source(from, entry, entry);
         match event {
             // An update, or an explicit deletion, is the primary's answer:
             // the alternative, if serving, is let go.

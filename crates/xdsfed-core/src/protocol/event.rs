@@ -93,6 +93,11 @@ fn intern_type_url(type_url: &str) -> Arc<str> {
     let mut table = TABLE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    intern_in(&mut table, type_url)
+}
+
+/// The copy of `type_url` in `table`, added to it while it has room.
+fn intern_in(table: &mut Vec<Arc<str>>, type_url: &str) -> Arc<str> {
     if let Some(shared) = table.iter().find(|t| ***t == *type_url) {
         return Arc::clone(shared);
     }
@@ -208,4 +213,46 @@ pub enum RemovedReason {
     /// evaluates is not considered (as the upstream plugin skips it), so it
     /// does not exist here.
     NotConsidered,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rule: keys of one type share one copy of its type URL, whether it
+    /// was given as text, as a `String` or as another key's copy.
+    #[test]
+    fn keys_of_one_type_share_its_type_url() {
+        let cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+        let a = ResourceKey::new(cds, "a");
+        let b = ResourceKey::new(cds.to_owned(), "b");
+        let c = ResourceKey::new(&a.type_url, "c");
+        assert!(Arc::ptr_eq(&a.type_url, &b.type_url));
+        assert!(Arc::ptr_eq(&a.type_url, &c.type_url));
+        let eds = ResourceKey::new(
+            "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+            "a",
+        );
+        assert_ne!(a.type_url, eds.type_url);
+    }
+
+    /// Rule: text nobody registered cannot grow the table without bound;
+    /// past it, a key still names the type it was given, with a copy of
+    /// its own.
+    #[test]
+    fn the_shared_type_urls_are_bounded() {
+        let mut table = Vec::new();
+        let urls: Vec<String> = (0..INTERNED_TYPE_URLS + 10)
+            .map(|i| format!("type.example/bounded.{i}"))
+            .collect();
+        let first: Vec<Arc<str>> = urls.iter().map(|u| intern_in(&mut table, u)).collect();
+        assert_eq!(table.len(), INTERNED_TYPE_URLS);
+        for (url, held) in urls.iter().zip(&first) {
+            assert_eq!(**held, **url);
+        }
+        let again: Vec<Arc<str>> = urls.iter().map(|u| intern_in(&mut table, u)).collect();
+        let shared = |i: usize| Arc::ptr_eq(&first[i], &again[i]);
+        assert!((0..INTERNED_TYPE_URLS).all(shared));
+        assert!(!(INTERNED_TYPE_URLS..urls.len()).any(shared));
+    }
 }

@@ -569,7 +569,7 @@ impl Session {
     /// The next event for the cache.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<CoreEvent> {
-        self.events.pop_front()
+        crate::queue::pop_front(&mut self.events)
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) is next due.

@@ -38,11 +38,10 @@ impl<T: Followed> Followers<T> {
         }
     }
 
-    fn watch(&mut self, name: &str, server: Option<&ServerConfig>) -> Result<(), WatchError> {
-        match server {
-            Some(server) => self.set.insert_on_server(name, server),
-            None => self.set.insert(name),
-        }
+    /// Watches `name`, which the engine holds too: the client keys it by
+    /// the engine's copy.
+    fn watch(&mut self, name: &Arc<str>, server: Option<&ServerConfig>) -> Result<(), WatchError> {
+        self.set.insert_shared(name, server)
     }
 
     fn unwatch(&mut self, name: &str) {
@@ -140,7 +139,7 @@ impl Sets {
     pub(crate) fn watch(
         &mut self,
         kind: ResourceKind,
-        name: &str,
+        name: &Arc<str>,
         server: Option<&ServerConfig>,
     ) -> Result<(), WatchError> {
         match kind {

@@ -367,7 +367,7 @@ impl GraphEngine {
     /// The next watch change for the client.
     #[must_use]
     pub fn poll_watch(&mut self) -> Option<WatchChange> {
-        self.watch_changes.pop_front()
+        xdsfed_core::queue::pop_front(&mut self.watch_changes)
     }
 
     /// A new complete snapshot, when the graph is ready and something changed
