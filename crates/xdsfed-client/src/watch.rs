@@ -570,8 +570,7 @@ mod tests {
             status,
             error: error.map(|m| XdsError::new(ErrorKind::Transient, m)),
             last_updated: None,
-            failed_version: None,
-            failed_at: None,
+            failed_update: None,
             source: None,
         }
     }

@@ -172,8 +172,8 @@ impl ResourceStatusEntry {
             status: state.status,
             last_updated_unix_ms: state.last_updated.and_then(unix_ms),
             error: state.error.as_ref().map(ToString::to_string),
-            failed_version: state.failed_version.as_deref().map(str::to_owned),
-            failed_at_unix_ms: state.failed_at.and_then(unix_ms),
+            failed_version: state.failed_update.as_ref().map(|f| f.version.to_string()),
+            failed_at_unix_ms: state.failed_update.as_ref().and_then(|f| unix_ms(f.at)),
             raw: state.resource.as_ref().map(|r| r.raw().clone()),
             cached: state.resource.is_some(),
             source: state.source.as_ref().map(|s| SourceStatus {

@@ -97,14 +97,7 @@ impl super::Inner {
         if entry.provenance == *provenance {
             return;
         }
-        let old = std::mem::replace(&mut entry.provenance, provenance.clone());
-        if let Some(keys) = self.by_server.get_mut(&old.server) {
-            keys.remove(key);
-        }
-        self.by_server
-            .entry(Arc::clone(&provenance.server))
-            .or_default()
-            .insert(key.clone());
+        entry.provenance = provenance.clone();
     }
 }
 

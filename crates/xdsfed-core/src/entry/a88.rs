@@ -119,8 +119,7 @@ pub(super) fn upsert(
     state.source = Some(source);
     state.status = ResourceStatus::Acked;
     state.error = None;
-    state.failed_version = None;
-    state.failed_at = None;
+    state.failed_update = None;
     if !same_bytes {
         state.resource = Some(resource.clone());
         state.last_updated = Some(now);
@@ -149,8 +148,10 @@ fn invalid(
     let nack = (Arc::clone(version), message);
     let repeated = reported.as_ref() == Some(&nack);
     state.status = ResourceStatus::Nacked;
-    state.failed_version = Some(Arc::clone(version));
-    state.failed_at = Some(cx.now);
+    state.failed_update = Some(Box::new(super::FailedUpdate {
+        version: Arc::clone(version),
+        at: cx.now,
+    }));
     let typed = XdsError::new(ErrorKind::Nacked, nack.1.clone()).with_cause(Cause::Rejected {
         version: Arc::clone(version),
     });

@@ -97,17 +97,24 @@ pub struct ResourceState {
     pub error: Option<XdsError>,
     /// When the last good copy arrived.
     pub last_updated: Option<SystemTime>,
-    /// The version of the last rejected update, for CSDS.
-    pub failed_version: Option<Arc<str>>,
-    /// When the last rejected update arrived, for CSDS
-    /// (`UpdateFailureState.last_update_attempt`).
-    pub failed_at: Option<SystemTime>,
+    /// The last rejected update, for CSDS (`UpdateFailureState`); cleared
+    /// by the next good update. Boxed: most resources have none.
+    pub failed_update: Option<Box<FailedUpdate>>,
     /// Where the last good copy came from: which server, under which name,
     /// and whether a fallback server, an `#alt` or a redirect served it.
     /// `None` until a copy arrives. A copy applied without routing (through
     /// the client cache's `Cache::apply`: a wildcard subscription's, say) came directly from
     /// the server it was applied for.
     pub source: Option<Source>,
+}
+
+/// A rejected update (see [`ResourceState::failed_update`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedUpdate {
+    /// Its version.
+    pub version: Arc<str>,
+    /// When it arrived (`UpdateFailureState.last_update_attempt`).
+    pub at: SystemTime,
 }
 
 /// Where a cached copy came from (see [`ResourceState::source`]).
@@ -167,8 +174,7 @@ impl ResourceState {
             status: ResourceStatus::Requested,
             error: None,
             last_updated: None,
-            failed_version: None,
-            failed_at: None,
+            failed_update: None,
             source: None,
         }
     }

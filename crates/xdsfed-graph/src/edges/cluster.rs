@@ -29,8 +29,9 @@ pub(crate) enum ClusterShape {
     Inline(Option<Arc<LoadAssignment>>),
     /// An aggregate cluster's children, in priority order, each once.
     Aggregate { children: Arc<[Arc<str>]> },
-    /// The cluster cannot be used; the error says why.
-    Invalid(GraphError),
+    /// The cluster cannot be used; the error says why. Boxed: rare, and
+    /// every cluster node would otherwise hold its room.
+    Invalid(Box<GraphError>),
 }
 
 impl ClusterShape {
@@ -110,5 +111,5 @@ fn inline(held: Option<&Arc<LoadAssignment>>) -> (ClusterShape, Vec<Edge>) {
 }
 
 fn invalid(error: GraphError) -> (ClusterShape, Vec<Edge>) {
-    (ClusterShape::Invalid(error), Vec::new())
+    (ClusterShape::Invalid(Box::new(error)), Vec::new())
 }

@@ -54,12 +54,14 @@ pub(crate) fn leds_edges(cx: ParseCx<'_>, name: &Arc<str>, cla: &LoadAssignment)
     for (_, leds) in cla.leds_localities() {
         let edge = match leds_key(leds) {
             Ok(target) => Edge {
-                via: cx.resolve(target.kind, &target.name, leds.config.as_ref(), name),
+                via: cx
+                    .resolve(target.kind, &target.name, leds.config.as_ref(), name)
+                    .map_err(Box::new),
                 target,
             },
             Err((target, error)) => Edge {
                 target,
-                via: Err(error),
+                via: Err(Box::new(error)),
             },
         };
         if !edges.iter().any(|e| e.target == edge.target) {

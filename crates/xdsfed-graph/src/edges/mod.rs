@@ -74,7 +74,8 @@ impl Key {
 #[derive(Debug, Clone)]
 pub(crate) struct Edge {
     pub(crate) target: Key,
-    pub(crate) via: Result<Via, GraphError>,
+    /// The error boxed: rare, and a node's every edge would hold its room.
+    pub(crate) via: Result<Via, Box<GraphError>>,
 }
 
 /// What parsing needs from the engine's configuration.
@@ -144,12 +145,14 @@ pub(crate) fn canonical_name(kind: ResourceKind, raw: &str) -> Result<Arc<str>, 
 pub(crate) fn cluster_edge(cx: ParseCx<'_>, raw: &str, referrer: &Arc<str>) -> Edge {
     match canonical_name(ResourceKind::Cluster, raw) {
         Ok(name) => Edge {
-            via: cx.resolve(ResourceKind::Cluster, &name, None, referrer),
+            via: cx
+                .resolve(ResourceKind::Cluster, &name, None, referrer)
+                .map_err(Box::new),
             target: Key::new(ResourceKind::Cluster, name),
         },
         Err(e) => Edge {
             target: Key::new(ResourceKind::Cluster, Arc::from(raw)),
-            via: Err(e),
+            via: Err(Box::new(e)),
         },
     }
 }

@@ -200,7 +200,7 @@ impl GraphEngine {
                     Some(e),
                 ),
             },
-            ClusterShape::Invalid(e) => (ClusterEndpoints::Unavailable, Some(e.clone())),
+            ClusterShape::Invalid(e) => (ClusterEndpoints::Unavailable, Some(GraphError::clone(e))),
         };
         ClusterSnapshot {
             name,

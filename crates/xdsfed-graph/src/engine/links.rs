@@ -65,7 +65,7 @@ impl GraphEngine {
                 work.extend(edges.iter().map(|e| (target.clone(), e.clone())));
                 continue;
             }
-            let mut node = self.new_node(now, &target, edge.via);
+            let mut node = self.new_node(now, &target, edge.via.map_err(|e| *e));
             node.parents.insert(parent);
             self.insert_node(target, node);
         }
