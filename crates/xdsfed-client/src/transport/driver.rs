@@ -329,7 +329,7 @@ impl Driver {
                 out.send(request);
             }
         }
-        let events: Vec<_> = std::iter::from_fn(|| self.session.poll_event()).collect();
+        let events = self.session.poll_events();
         if !events.is_empty() {
             self.sink.deliver(&self.server, events);
         }

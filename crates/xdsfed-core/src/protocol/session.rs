@@ -572,6 +572,15 @@ impl Session {
         crate::queue::pop_front(&mut self.events)
     }
 
+    /// Every event [`poll_event`](Self::poll_event) would give, at once, in
+    /// order. The queue's own buffer is handed over: a response of 100 000
+    /// resources is 100 000 events, and collecting them one by one would
+    /// hold them twice while the list doubles its way there.
+    #[must_use]
+    pub fn poll_events(&mut self) -> Vec<CoreEvent> {
+        Vec::from(std::mem::take(&mut self.events))
+    }
+
     /// When [`handle_timeout`](Self::handle_timeout) is next due.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -452,3 +452,30 @@ fn sotw_unnamed_invalid_resource_is_nacked_by_position() {
         detail.message
     );
 }
+
+/// `poll_events` hands over every event `poll_event` would give, in the
+/// same order, and leaves none behind.
+#[test]
+fn poll_events_gives_every_event_in_order() {
+    let now = t0();
+    let response = || {
+        dresp(
+            CDS,
+            "1",
+            vec![
+                dres("a", "1", Some(cluster("a"))),
+                dres("b", "1", Some(bad_cluster("b"))),
+                dres("c", "1", Some(cluster("c"))),
+            ],
+            &[],
+        )
+    };
+    let mut one_by_one = delta_subscribed(now, CDS, &["a", "b", "c"]);
+    one_by_one.handle_delta_response(now, response());
+    let mut at_once = delta_subscribed(now, CDS, &["a", "b", "c"]);
+    at_once.handle_delta_response(now, response());
+    let all: Vec<String> = at_once.poll_events().iter().map(summary).collect();
+    assert_eq!(all, events(&mut one_by_one));
+    assert!(all.iter().any(|e| e.starts_with("invalid b")), "{all:?}");
+    assert!(at_once.poll_event().is_none());
+}
