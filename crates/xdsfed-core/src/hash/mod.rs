@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 mod small_set;
 
-pub use small_set::SmallSet;
+pub use small_set::{Iter as SmallSetIter, SmallSet};
 
 use foldhash::SharedSeed;
 use foldhash::fast::{FoldHasher, SeedableRandomState};

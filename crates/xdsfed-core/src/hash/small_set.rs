@@ -99,13 +99,32 @@ impl<T: Hash + Eq> SmallSet<T> {
     }
 
     /// Every element, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &T> {
-        let (one, many) = match self {
-            SmallSet::Empty => (None, None),
-            SmallSet::One(held) => (Some(held), None),
-            SmallSet::Many(table) => (None, Some(table.iter())),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
+    pub fn iter(&self) -> Iter<'_, T> {
+        match self {
+            SmallSet::Empty => Iter::Inline(None),
+            SmallSet::One(held) => Iter::Inline(Some(held)),
+            SmallSet::Many(table) => Iter::Table(table.iter()),
+        }
+    }
+}
+
+/// The elements of a [`SmallSet`], in no particular order.
+#[derive(Debug)]
+pub enum Iter<'a, T> {
+    /// The element held inline, if any, not yet given.
+    Inline(Option<&'a T>),
+    /// The table's elements.
+    Table(std::collections::hash_set::Iter<'a, T>),
+}
+
+impl<'a, T> Iterator for Iter<'a, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        match self {
+            Iter::Inline(held) => held.take(),
+            Iter::Table(table) => table.next(),
+        }
     }
 }
 
@@ -121,10 +140,10 @@ impl<T: Hash + Eq> FromIterator<T> for SmallSet<T> {
 
 impl<'a, T: Hash + Eq> IntoIterator for &'a SmallSet<T> {
     type Item = &'a T;
-    type IntoIter = Box<dyn Iterator<Item = &'a T> + 'a>;
+    type IntoIter = Iter<'a, T>;
 
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+        self.iter()
     }
 }
 

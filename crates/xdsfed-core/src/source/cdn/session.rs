@@ -75,8 +75,10 @@ use crate::error::GrpcCode;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::TypeRegistry;
 
-/// The default bound on fetches in flight to one server: a client holds at
-/// most this many HTTP/1.1 connections to it (one over HTTP/2).
+/// The default bound on fetches in flight to one server: a client holds
+/// about this many HTTP/1.1 connections to it (one over HTTP/2); the pool
+/// may dial one more while a finished fetch's connection is on its way
+/// back to it.
 pub const MAX_IN_FLIGHT: usize = 4;
 
 /// How a [`CdnSession`] is set up.
