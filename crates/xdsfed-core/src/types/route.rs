@@ -39,7 +39,17 @@ impl ResourceType for RouteConfigurationType {
     }
 
     fn decode_shared(bytes: &Bytes) -> Result<RouteConfigView, ValidationError> {
+        Self::decode_owned(bytes.clone())
+    }
+
+    const KEEPS_BYTES: bool = true;
+
+    fn decode_owned(bytes: Bytes) -> Result<RouteConfigView, ValidationError> {
         stream::view(bytes)
+    }
+
+    fn held_bytes(resource: &RouteConfigView) -> Option<&Bytes> {
+        Some(resource.raw())
     }
 
     fn name(resource: &RouteConfigView) -> Option<&str> {

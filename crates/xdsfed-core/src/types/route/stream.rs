@@ -44,23 +44,23 @@ const VIRTUAL_HOSTS: u32 = 2;
 const ROUTES: u32 = 3;
 
 /// Validates the `RouteConfiguration` encoded in `bytes`, one route at a
-/// time, and returns its view holding `bytes`.
-pub(super) fn view(bytes: &Bytes) -> Result<RouteConfigView, ValidationError> {
+/// time, and returns its view holding `bytes` (moved in, not shared).
+pub(super) fn view(bytes: Bytes) -> Result<RouteConfigView, ValidationError> {
     let mut buffers = Buffers::default();
     let own = buffers
-        .own_fields(bytes)
+        .own_fields(&bytes)
         .map_err(|e| malformed(Part::Configuration, e))?;
     let mut builder = Builder::new(&own)?;
     drop(own);
     let mut v = 0;
-    for field in Fields::new(bytes) {
+    for field in Fields::new(&bytes) {
         let field = field.map_err(|e| malformed(Part::Configuration, e))?;
         if let Some(vhost) = field.message(VIRTUAL_HOSTS) {
             buffers.virtual_host(v, vhost, &mut builder)?;
             v += 1;
         }
     }
-    Ok(builder.finish(bytes.clone(), v))
+    Ok(builder.finish(bytes, v))
 }
 
 /// Room to decode parts in, kept from one part to the next.
