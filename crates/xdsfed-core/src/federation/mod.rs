@@ -163,7 +163,7 @@ pub struct Federation {
     actions: VecDeque<Action>,
     /// One copy of each authority name a delivered copy records as its
     /// source, shared by every copy of that authority.
-    authority_names: HashSet<Arc<str>>,
+    authority_names: crate::hash::Interner,
 }
 
 /// How many authority names [`Federation`] shares; names beyond it (only
@@ -187,7 +187,7 @@ impl Federation {
             wildcard: HashMap::default(),
             replays: VecDeque::new(),
             actions: VecDeque::new(),
-            authority_names: HashSet::default(),
+            authority_names: crate::hash::Interner::new(SHARED_AUTHORITY_NAMES),
         }
     }
 

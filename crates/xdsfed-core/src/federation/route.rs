@@ -47,14 +47,7 @@ impl Federation {
     /// The shared copy of authority name `authority`: where copies came
     /// from and where watches go name their authority with it.
     pub fn shared_authority_name(&mut self, authority: &str) -> Arc<str> {
-        if let Some(shared) = self.authority_names.get(authority) {
-            return Arc::clone(shared);
-        }
-        let name: Arc<str> = Arc::from(authority);
-        if self.authority_names.len() < super::SHARED_AUTHORITY_NAMES {
-            self.authority_names.insert(Arc::clone(&name));
-        }
-        name
+        self.authority_names.shared(authority)
     }
 
     /// Takes what one server's stream reported. `answers` tells what the

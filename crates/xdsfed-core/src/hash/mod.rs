@@ -11,13 +11,16 @@
 //! docs/performance.md ("Hashing") says why this hasher and not another.
 //!
 //! [`SmallSet`] is the set of per-resource bookkeeping whose usual size is
-//! one: inline until a second element arrives.
+//! one: inline until a second element arrives; [`Interner`] the one shared
+//! copy of a name many resources carry.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
+mod interner;
 mod small_set;
 
+pub use interner::Interner;
 pub use small_set::{Iter as SmallSetIter, SmallSet};
 
 use foldhash::SharedSeed;

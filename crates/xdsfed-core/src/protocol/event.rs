@@ -87,25 +87,16 @@ impl TypeUrl for &String {
 pub const INTERNED_TYPE_URLS: usize = 64;
 
 fn intern_type_url(type_url: &str) -> Arc<str> {
-    static TABLE: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
+    static TABLE: std::sync::OnceLock<std::sync::Mutex<crate::hash::Interner>> =
+        std::sync::OnceLock::new();
+    let table =
+        TABLE.get_or_init(|| std::sync::Mutex::new(crate::hash::Interner::new(INTERNED_TYPE_URLS)));
     // A poisoned table only means another thread panicked while holding
     // it; its contents are whole either way.
-    let mut table = TABLE
+    table
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    intern_in(&mut table, type_url)
-}
-
-/// The copy of `type_url` in `table`, added to it while it has room.
-fn intern_in(table: &mut Vec<Arc<str>>, type_url: &str) -> Arc<str> {
-    if let Some(shared) = table.iter().find(|t| ***t == *type_url) {
-        return Arc::clone(shared);
-    }
-    let shared: Arc<str> = Arc::from(type_url);
-    if table.len() < INTERNED_TYPE_URLS {
-        table.push(Arc::clone(&shared));
-    }
-    shared
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .shared(type_url)
 }
 
 impl std::fmt::Display for ResourceKey {
@@ -241,16 +232,16 @@ mod tests {
     /// its own.
     #[test]
     fn the_shared_type_urls_are_bounded() {
-        let mut table = Vec::new();
+        let mut table = crate::hash::Interner::new(INTERNED_TYPE_URLS);
         let urls: Vec<String> = (0..INTERNED_TYPE_URLS + 10)
             .map(|i| format!("type.example/bounded.{i}"))
             .collect();
-        let first: Vec<Arc<str>> = urls.iter().map(|u| intern_in(&mut table, u)).collect();
+        let first: Vec<Arc<str>> = urls.iter().map(|u| table.shared(u)).collect();
         assert_eq!(table.len(), INTERNED_TYPE_URLS);
         for (url, held) in urls.iter().zip(&first) {
             assert_eq!(**held, **url);
         }
-        let again: Vec<Arc<str>> = urls.iter().map(|u| intern_in(&mut table, u)).collect();
+        let again: Vec<Arc<str>> = urls.iter().map(|u| table.shared(u)).collect();
         let shared = |i: usize| Arc::ptr_eq(&first[i], &again[i]);
         assert!((0..INTERNED_TYPE_URLS).all(shared));
         assert!(!(INTERNED_TYPE_URLS..urls.len()).any(shared));
