@@ -200,7 +200,7 @@ impl Subscription {
             return None;
         }
         self.globs
-            .get_key_value(&xdsfed_core::protocol::glob_of(key)?)
+            .get_key_value(&*xdsfed_core::protocol::glob_of(key)?)
             .filter(|(_, glob)| glob.matches(key))
     }
 

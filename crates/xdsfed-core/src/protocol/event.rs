@@ -9,7 +9,12 @@ use crate::types::{Decoded, ValidationError};
 /// A resource's identity in the cache: its type URL and its cache key (the
 /// canonical `xdstp:` URN, or an old-style name as it is; see
 /// [`crate::name::canonical_key`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Hashed by its name and the length of its type URL: every table of keys
+/// would otherwise hash the same sixty bytes of type URL again on each
+/// lookup, and keys of different types rarely share a name (when they do,
+/// equality tells them apart).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ResourceKey {
     /// e.g. `type.googleapis.com/envoy.config.cluster.v3.Cluster`.
     pub type_url: Arc<str>,
@@ -25,6 +30,13 @@ impl ResourceKey {
             type_url: type_url.into_type_url(),
             name: name.into(),
         }
+    }
+}
+
+impl std::hash::Hash for ResourceKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.type_url.len());
+        self.name.hash(state);
     }
 }
 

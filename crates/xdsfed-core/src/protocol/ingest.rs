@@ -132,6 +132,9 @@ pub(super) struct Item {
     pub(super) raw_name: String,
     /// Its cache key.
     pub(super) key: Result<Arc<str>, NameError>,
+    /// Whether the key was found among the names subscribed by name (so it
+    /// is wanted); `false` when that was not looked up.
+    pub(super) subscribed: bool,
     /// The resource.
     pub(super) body: Body,
     /// Delta: the resource's version; SotW: the response's.
@@ -160,13 +163,14 @@ impl Item {
         ttl: Option<PbDuration>,
         known: Option<&super::type_state::Durable>,
     ) -> Self {
-        let key = match known.and_then(|d| d.shared_name(&raw_name)) {
-            Some(shared) => Ok(shared),
-            None => canonical_key(&raw_name).map(Arc::from),
+        let (key, subscribed) = match known.and_then(|d| d.shared_name(&raw_name)) {
+            Some((shared, subscribed)) => (Ok(shared), subscribed),
+            None => (canonical_key(&raw_name).map(Arc::from), false),
         };
         Item {
             raw_name,
             key,
+            subscribed,
             body,
             version,
             ttl,
@@ -210,6 +214,21 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
         .ok_or_else(|| ValidationError::field("ttl", "negative"))
 }
 
+/// The names that appear more than once among `items`, with how often.
+/// Usually none: the set of names seen is then dropped and nothing else
+/// is looked up per item.
+fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
+    let mut seen: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(items.len(), Default::default());
+    let mut counts: HashMap<Arc<str>, usize> = HashMap::default();
+    for key in items.iter().filter_map(|i| i.key.as_ref().ok()) {
+        if !seen.insert(key) {
+            *counts.entry(Arc::clone(key)).or_insert(1) += 1;
+        }
+    }
+    counts
+}
+
 /// Decodes and validates the bytes of an `Any` whose type URL is
 /// `any_type_url`, answering for `type_url`, with the type `types` has for
 /// it; `name`, the name the resource is expected to carry, is shared
@@ -250,15 +269,10 @@ impl Session {
         rejected: &mut Vec<Rejected>,
         mut present: Option<&mut HashSet<Arc<str>>>,
     ) {
-        let mut counts: HashMap<Arc<str>, usize> =
-            HashMap::with_capacity_and_hasher(items.len(), Default::default());
-        for item in &items {
-            if let Ok(key) = &item.key {
-                *counts.entry(Arc::clone(key)).or_default() += 1;
-            }
-        }
+        let counts = duplicates(&items);
         if let Some(state) = self.states.get_mut(type_url) {
-            state.durable.held.reserve_for(counts.keys().map(|k| &**k));
+            let names = items.iter().filter_map(|i| i.key.as_deref().ok());
+            state.durable.held.reserve_for(names.count());
         }
         let mut duplicates_reported: HashSet<Arc<str>> = HashSet::default();
         for item in items {
@@ -281,8 +295,12 @@ impl Session {
             if let Some(present) = present.as_deref_mut() {
                 present.insert(Arc::clone(&key));
             }
-            let wanted = self.states.get(type_url).is_some_and(|s| s.wants(&key));
-            let count = counts.get(&key).copied().unwrap_or(1);
+            let wanted =
+                item.subscribed || self.states.get(type_url).is_some_and(|s| s.wants(&key));
+            let count = match counts.is_empty() {
+                true => 1,
+                false => counts.get(&key).copied().unwrap_or(1),
+            };
             if count > 1 {
                 // Report the name once, however often it appears.
                 if duplicates_reported.insert(Arc::clone(&key)) {
@@ -428,8 +446,7 @@ impl Session {
                 .durable
                 .held
                 .insert(Arc::clone(&name), Arc::clone(version), globs);
-            state.durable.absent.remove(&name);
-            state.durable.timed_out.remove(&name);
+            state.durable.forget_absence(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
         self.cancel_does_not_exist(&key);
@@ -483,8 +500,7 @@ impl Session {
     fn reject(&mut self, type_url: &Arc<str>, name: Arc<str>, why: &Rejected, version: Arc<str>) {
         self.stats.resource_updates_invalid += 1;
         if let Some(state) = self.states.get_mut(type_url) {
-            state.durable.absent.remove(&name);
-            state.durable.timed_out.remove(&name);
+            state.durable.forget_absence(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
         self.timers.cancel(&Timer::DoesNotExist(key.clone()));
@@ -532,10 +548,9 @@ impl Session {
 
     /// Arms the TTL of `key`, or disarms it when the resource came without.
     fn set_ttl(&mut self, now: Instant, key: &ResourceKey, ttl: Option<Duration>) {
-        let timer = Timer::TtlExpiry(key.clone());
         match ttl.and_then(|ttl| now.checked_add(ttl)) {
-            Some(deadline) => self.timers.set(timer, deadline),
-            None => self.timers.cancel(&timer),
+            Some(deadline) => self.timers.set(Timer::TtlExpiry(key.clone()), deadline),
+            None => self.timers.cancel_ttl(key),
         }
     }
 

@@ -3,13 +3,18 @@
 //! Every deadline the protocol core keeps lives here: a does-not-exist timer
 //! per requested-but-unseen resource (gRFC A57), a TTL expiry per resource
 //! the server gave a TTL, and the stream's own deadlines (the handshake,
-//! the first response). There can be thousands of each, so the table is a
-//! sorted set (earliest first) plus an index from timer to deadline: setting,
-//! cancelling and popping are all `O(log n)`, and
+//! the first response). There can be hundreds of thousands of each, so the
+//! table is a sorted map (earliest first) plus an index from timer to its
+//! place in it: setting, cancelling and popping are all `O(log n)`, and
 //! [`Session::poll_timeout`](super::Session::poll_timeout) is the minimum.
+//!
+//! The sorted map orders by deadline and then by when the timer was set,
+//! never by the timer itself: a cold start arms a timer per resource for one
+//! and the same deadline, and ordering those by key compared long names
+//! sharing long prefixes at every step of every search.
 
 use crate::hash::HashMap;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::event::ResourceKey;
@@ -30,23 +35,55 @@ pub(crate) enum Timer {
 /// Deadlines, earliest first.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
-    queue: BTreeSet<(Instant, Timer)>,
-    at: HashMap<Timer, Instant>,
+    queue: BTreeMap<Place, Timer>,
+    at: HashMap<Timer, Place>,
+    /// How many timers were ever set: each setting's place is unique.
+    sets: u64,
+    /// How many TTL timers are armed: most resources have none, and
+    /// disarming the TTL of each accepted resource then costs nothing.
+    ttls: usize,
 }
+
+/// Where a timer sits in the queue: its deadline, then its setting's
+/// sequence number.
+type Place = (Instant, u64);
 
 impl Timers {
     /// Arms `timer` for `deadline`, replacing an earlier arming of it.
     pub(crate) fn set(&mut self, timer: Timer, deadline: Instant) {
-        if let Some(old) = self.at.insert(timer.clone(), deadline) {
-            self.queue.remove(&(old, timer.clone()));
+        self.sets += 1;
+        let place = (deadline, self.sets);
+        match self.at.insert(timer.clone(), place) {
+            Some(old) => {
+                self.queue.remove(&old);
+            }
+            None => self.ttls += usize::from(matches!(timer, Timer::TtlExpiry(_))),
         }
-        self.queue.insert((deadline, timer));
+        self.queue.insert(place, timer);
     }
 
     /// Disarms `timer`; disarming an unarmed timer does nothing.
     pub(crate) fn cancel(&mut self, timer: &Timer) {
+        if self.at.is_empty() {
+            return;
+        }
         if let Some(old) = self.at.remove(timer) {
-            self.queue.remove(&(old, timer.clone()));
+            self.queue.remove(&old);
+            self.forget(timer);
+        }
+    }
+
+    /// Disarms the TTL timer of `key`, if armed.
+    pub(crate) fn cancel_ttl(&mut self, key: &ResourceKey) {
+        if self.ttls > 0 {
+            self.cancel(&Timer::TtlExpiry(key.clone()));
+        }
+    }
+
+    /// Counts `timer`, just removed from the index, out.
+    fn forget(&mut self, timer: &Timer) {
+        if matches!(timer, Timer::TtlExpiry(_)) {
+            self.ttls -= 1;
         }
     }
 
@@ -58,17 +95,18 @@ impl Timers {
 
     /// The earliest deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.queue.first().map(|(at, _)| *at)
+        self.queue.first_key_value().map(|((at, _), _)| *at)
     }
 
     /// Removes and returns a timer whose deadline is at or before `now`.
     pub(crate) fn pop_expired(&mut self, now: Instant) -> Option<Timer> {
-        let first = self.queue.first()?;
-        if first.0 > now {
+        let ((deadline, _), _) = self.queue.first_key_value()?;
+        if *deadline > now {
             return None;
         }
         let (_, timer) = self.queue.pop_first()?;
         self.at.remove(&timer);
+        self.forget(&timer);
         Some(timer)
     }
 
@@ -76,7 +114,7 @@ impl Timers {
     /// Linear in the number of armed timers, which only a stream failure pays.
     pub(crate) fn cancel_does_not_exist(&mut self) {
         self.queue
-            .retain(|(_, t)| !matches!(t, Timer::DoesNotExist(_)));
+            .retain(|_, t| !matches!(t, Timer::DoesNotExist(_)));
         self.at.retain(|t, _| !matches!(t, Timer::DoesNotExist(_)));
     }
 
@@ -124,6 +162,25 @@ mod tests {
         assert_eq!(timers.len(), 1);
         assert_eq!(timers.pop_expired(t0 + Duration::from_secs(2)), None);
         assert_eq!(timers.next_deadline(), Some(t0 + Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn ttl_timers_are_counted_through_every_way_out() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.set(Timer::TtlExpiry(key("a")), t0);
+        timers.set(Timer::TtlExpiry(key("a")), t0);
+        timers.set(Timer::TtlExpiry(key("b")), t0 + Duration::from_secs(9));
+        timers.set(Timer::DoesNotExist(key("c")), t0);
+        assert_eq!(timers.ttls, 2);
+        assert_eq!(timers.pop_expired(t0), Some(Timer::TtlExpiry(key("a"))));
+        assert_eq!(timers.ttls, 1);
+        timers.cancel_ttl(&key("b"));
+        assert_eq!(timers.ttls, 0);
+        assert!(timers.is_armed(&Timer::DoesNotExist(key("c"))));
+        timers.set(Timer::TtlExpiry(key("d")), t0);
+        timers.cancel_ttl(&key("d"));
+        assert_eq!(timers.len(), 1);
     }
 
     #[test]

@@ -65,11 +65,25 @@ impl Durable {
     /// The session's own copy of `name` (subscribed or held), so that a
     /// name the server echoes byte for byte is neither parsed again nor
     /// allocated again: a canonical key is its own canonical form.
-    pub(crate) fn shared_name(&self, name: &str) -> Option<Arc<str>> {
-        self.subscribed
-            .get(name)
-            .or_else(|| self.held.name(name))
-            .map(Arc::clone)
+    ///
+    /// Says too whether the name is subscribed by name, which answers
+    /// [`TypeState::wants`] without looking it up again.
+    pub(crate) fn shared_name(&self, name: &str) -> Option<(Arc<str>, bool)> {
+        if let Some(subscribed) = self.subscribed.get(name) {
+            return Some((Arc::clone(subscribed), true));
+        }
+        self.held.name(name).map(|held| (Arc::clone(held), false))
+    }
+
+    /// `name` exists after all: neither known absent nor timed out. Both
+    /// sets are mostly empty, and then nothing is hashed.
+    pub(crate) fn forget_absence(&mut self, name: &str) {
+        if !self.absent.is_empty() {
+            self.absent.remove(name);
+        }
+        if !self.timed_out.is_empty() {
+            self.timed_out.remove(name);
+        }
     }
 }
 
@@ -106,19 +120,15 @@ impl Held {
         self.versions.contains_key(name)
     }
 
-    /// Makes room for the names among `names` not held yet, in one step
-    /// rather than the table doubling its way there (a cold start brings
-    /// tens of thousands in one response). Names already held take no
-    /// room, so an update of everything held does not grow the table.
-    pub(crate) fn reserve_for<'a>(&mut self, names: impl ExactSizeIterator<Item = &'a str>) {
-        let spare = self.versions.capacity() - self.versions.len();
-        if names.len() <= spare {
-            return;
+    /// Makes room for `names` more names in one step when nothing is held
+    /// yet, rather than the table doubling its way there (a cold start
+    /// brings tens of thousands in one response). Counting which names are
+    /// new would hash every name once more: a later response finds room,
+    /// or grows the table the usual way.
+    pub(crate) fn reserve_for(&mut self, names: usize) {
+        if self.versions.is_empty() {
+            self.versions.reserve(names);
         }
-        let new = names
-            .filter(|name| !self.versions.contains_key(*name))
-            .count();
-        self.versions.reserve(new);
     }
 
     /// Holds `name` at `version`; `globs` is whether any glob of the type
@@ -129,7 +139,7 @@ impl Held {
             && let Some(glob) = glob_of(&name)
         {
             self.by_glob
-                .entry(Arc::from(glob))
+                .entry(glob)
                 .or_default()
                 .insert(Arc::clone(&name));
         }
@@ -141,11 +151,11 @@ impl Held {
         let version = self.versions.remove(name)?;
         if !self.by_glob.is_empty()
             && let Some(glob) = glob_of(name)
-            && let Some(members) = self.by_glob.get_mut(glob.as_str())
+            && let Some(members) = self.by_glob.get_mut(&*glob)
         {
             members.remove(name);
             if members.is_empty() {
-                self.by_glob.remove(glob.as_str());
+                self.by_glob.remove(&*glob);
             }
         }
         Some(version)
@@ -221,7 +231,41 @@ impl Changes {
 /// §Glob): its path's last segment replaced by `*`, the same context
 /// parameters. `xdstp://a/T/foo/bar?k=v` → `xdstp://a/T/foo/*?k=v`. `None`
 /// for old-style names and globs themselves.
-pub fn glob_of(key: &str) -> Option<String> {
+///
+/// The answer is shared: every layer asks for the glob of the member it
+/// just handled (session, federation core, cache, graph), and a response's
+/// members mostly share one collection, so the last glob worked out on this
+/// thread is handed out again when it is the one asked for. Working it out
+/// afresh costs a string and an `Arc`; recognising it costs comparisons.
+pub fn glob_of(key: &str) -> Option<Arc<str>> {
+    let (parent, query) = glob_parts(key)?;
+    LAST_GLOB.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some(glob) = last.as_ref().filter(|g| spells_glob(g, parent, query)) {
+            return Some(Arc::clone(glob));
+        }
+        let mut glob = String::with_capacity(key.len() + 2);
+        glob.push_str("xdstp://");
+        glob.push_str(parent);
+        glob.push_str("/*");
+        if let Some(q) = query {
+            glob.push('?');
+            glob.push_str(q);
+        }
+        let glob: Arc<str> = Arc::from(glob);
+        *last = Some(Arc::clone(&glob));
+        Some(glob)
+    })
+}
+
+thread_local! {
+    /// The last glob [`glob_of`] worked out on this thread.
+    static LAST_GLOB: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A member key's collection path (after `xdstp://`, without its last
+/// segment) and context parameters; `None` when it is no member.
+fn glob_parts(key: &str) -> Option<(&str, Option<&str>)> {
     let rest = key.strip_prefix("xdstp://")?;
     let (path, query) = match rest.split_once('?') {
         Some((path, query)) => (path, Some(query)),
@@ -232,10 +276,22 @@ pub fn glob_of(key: &str) -> Option<String> {
     if last == "*" || last.is_empty() || !parent.contains('/') {
         return None;
     }
-    Some(match query {
-        Some(q) => format!("xdstp://{parent}/*?{q}"),
-        None => format!("xdstp://{parent}/*"),
-    })
+    Some((parent, query))
+}
+
+/// Whether `glob` is `xdstp://{parent}/*`, with `?{query}` when given.
+fn spells_glob(glob: &str, parent: &str, query: Option<&str>) -> bool {
+    let Some(rest) = glob
+        .strip_prefix("xdstp://")
+        .and_then(|r| r.strip_prefix(parent))
+        .and_then(|r| r.strip_prefix("/*"))
+    else {
+        return false;
+    };
+    match query {
+        None => rest.is_empty(),
+        Some(q) => rest.strip_prefix('?') == Some(q),
+    }
 }
 
 /// Whether a canonical key is a glob collection (`…/*`, before any query).
@@ -254,7 +310,7 @@ impl TypeState {
         self.durable.wildcard
             || self.durable.subscribed.contains(name)
             || (self.durable.globs > 0
-                && glob_of(name).is_some_and(|g| self.durable.subscribed.contains(g.as_str())))
+                && glob_of(name).is_some_and(|g| self.durable.subscribed.contains(&*g)))
     }
 
     /// Whether anything at all is subscribed.
@@ -403,6 +459,29 @@ mod tests {
         assert_eq!(glob_of("xdstp://a/T/foo/*"), None);
         assert!(is_glob("xdstp://a/T/foo/*?k=v"));
         assert!(!is_glob("xdstp://a/T/foo/x*"));
+    }
+
+    /// The shared answer is reused only for the same collection, context
+    /// parameters included.
+    #[test]
+    fn the_shared_glob_is_the_members_own() {
+        let cases = [
+            ("xdstp://a/T/foo/x", Some("xdstp://a/T/foo/*")),
+            ("xdstp://a/T/foo/y", Some("xdstp://a/T/foo/*")),
+            ("xdstp://a/T/foo/y?k=v", Some("xdstp://a/T/foo/*?k=v")),
+            ("xdstp://a/T/foo/z", Some("xdstp://a/T/foo/*")),
+            ("xdstp://a/T/foo/bar/z", Some("xdstp://a/T/foo/bar/*")),
+            ("xdstp://a/T/fo/z", Some("xdstp://a/T/fo/*")),
+            ("xdstp://a/T/fo/*", None),
+            ("xdstp://a/T/x", Some("xdstp://a/T/*")),
+            ("plain", None),
+        ];
+        for (member, glob) in cases {
+            assert_eq!(glob_of(member).as_deref(), glob, "{member}");
+        }
+        let first = glob_of("xdstp://a/T/g/1");
+        let second = glob_of("xdstp://a/T/g/2");
+        assert!(first.zip(second).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)));
     }
 
     #[test]
