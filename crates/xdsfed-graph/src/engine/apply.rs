@@ -218,14 +218,14 @@ impl GraphEngine {
         self.mark_changed(key, shape_changed);
     }
 
-    /// The warming timeout of `key`, set for `deadline`, has fired.
-    pub(super) fn fire_warming_timeout(&mut self, key: &Key, deadline: std::time::Instant) {
+    /// The warming timeout of `key` has fired.
+    pub(super) fn fire_warming_timeout(&mut self, key: &Key) {
         let last_error = match self.nodes.get(key).map(|n| &n.state) {
             Some(State::Cold { last_error, .. }) => last_error.clone(),
             _ => {
                 // Stale entry; the state change that ended the wait should
                 // have removed it.
-                self.timers.remove(&(deadline, key.clone()));
+                self.timers.remove(key);
                 return;
             }
         };

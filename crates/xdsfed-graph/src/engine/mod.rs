@@ -56,8 +56,9 @@ mod links;
 mod node;
 #[cfg(test)]
 mod tests;
+mod warming;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 use xdsfed_core::hash::{HashMap, HashSet};
@@ -135,7 +136,7 @@ pub struct GraphEngine {
     /// it, and a node referenced again before then is revived from here.
     retired: HashMap<Key, Box<Node>>,
     /// Warming deadlines of the cold live nodes.
-    timers: BTreeSet<(Instant, Key)>,
+    timers: warming::WarmingTimers,
     /// How many live nodes are cold.
     cold: usize,
     wildcard_listeners: Listing,
@@ -172,7 +173,7 @@ impl GraphEngine {
             opts,
             nodes: HashMap::default(),
             retired: HashMap::default(),
-            timers: BTreeSet::new(),
+            timers: warming::WarmingTimers::default(),
             cold: 0,
             collections: HashMap::default(),
             dirty_collections: HashSet::default(),
@@ -342,11 +343,11 @@ impl GraphEngine {
     /// marked failed, so that the snapshot can go out without it. Spurious
     /// calls do nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some((deadline, key)) = self.timers.first().cloned() {
+        while let Some((deadline, key)) = self.timers.first().map(|(d, k)| (d, k.clone())) {
             if deadline > now {
                 break;
             }
-            self.fire_warming_timeout(&key, deadline);
+            self.fire_warming_timeout(&key);
         }
         let collections = self.collections.values_mut().map(|c| &mut c.listing);
         for wildcard in [&mut self.wildcard_listeners, &mut self.wildcard_clusters]
@@ -391,7 +392,7 @@ impl GraphEngine {
             Listing::Off | Listing::Synced => None,
         };
         [
-            self.timers.first().map(|(deadline, _)| *deadline),
+            self.timers.first().map(|(deadline, _)| deadline),
             wildcard(self.wildcard_listeners),
             wildcard(self.wildcard_clusters),
         ]
@@ -429,7 +430,7 @@ impl GraphEngine {
         let node = node.into();
         if let State::Cold { deadline, .. } = node.state {
             self.cold += 1;
-            self.timers.insert((deadline, key.clone()));
+            self.timers.insert(deadline, key.clone());
         }
         self.mark_dirty(&key);
         self.nodes.insert(key, node);
@@ -439,9 +440,9 @@ impl GraphEngine {
     /// true.
     fn remove_node(&mut self, key: &Key) -> Option<Box<Node>> {
         let node = self.nodes.remove(key)?;
-        if let State::Cold { deadline, .. } = node.state {
+        if let State::Cold { .. } = node.state {
             self.cold -= 1;
-            self.timers.remove(&(deadline, key.clone()));
+            self.timers.remove(key);
         }
         self.mark_dirty(key);
         Some(node)
@@ -454,13 +455,13 @@ impl GraphEngine {
             return false;
         };
         let before = node.aggregate_children().cloned();
-        if let State::Cold { deadline, .. } = node.state {
+        if let State::Cold { .. } = node.state {
             self.cold -= 1;
-            self.timers.remove(&(deadline, key.clone()));
+            self.timers.remove(key);
         }
         if let State::Cold { deadline, .. } = state {
             self.cold += 1;
-            self.timers.insert((deadline, key.clone()));
+            self.timers.insert(deadline, key.clone());
         }
         node.state = state;
         before.as_ref() != node.aggregate_children()
