@@ -302,27 +302,29 @@ impl Inner {
         }
     }
 
-    /// The entry for `key`, created when a wildcard watcher of its type wants it.
-    pub(super) fn entry_for_wildcard(
+    /// Whether `key` has an entry, created when a wildcard or collection
+    /// watcher of its type wants it.
+    pub(super) fn has_entry_for_wildcard(
         &mut self,
         key: &ResourceKey,
         server: &Arc<str>,
         policy: DataErrorPolicy,
-    ) -> Option<&mut Entry> {
-        if !self.entries.contains_key(key) {
-            if !self.wildcard.contains_key(&key.type_url)
-                && self.collection_of(key).is_none()
-                && !self.member_of.contains_key(key)
-            {
-                return None;
-            }
-            let provenance = Provenance {
-                authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
-                server: Arc::clone(server),
-            };
-            self.insert_entry(key, Entry::new(provenance, policy));
+    ) -> bool {
+        if self.entries.contains_key(key) {
+            return true;
         }
-        self.entries.get_mut(key).map(|e| &mut **e)
+        if !self.wildcard.contains_key(&key.type_url)
+            && self.collection_of(key).is_none()
+            && !self.member_of.contains_key(key)
+        {
+            return false;
+        }
+        let provenance = Provenance {
+            authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
+            server: Arc::clone(server),
+        };
+        self.insert_entry(key, Entry::new(provenance, policy));
+        true
     }
 
     /// The watched glob collection `key` is a member of, if any.

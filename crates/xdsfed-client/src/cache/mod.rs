@@ -275,10 +275,7 @@ impl Cache {
     /// has none, so its watchers hear of it.
     pub(crate) fn data_error(&self, key: &ResourceKey, server: &Arc<str>, error: XdsError) {
         let mut inner = self.lock();
-        if inner
-            .entry_for_wildcard(key, server, DataErrorPolicy::default())
-            .is_some()
-        {
+        if inner.has_entry_for_wildcard(key, server, DataErrorPolicy::default()) {
             inner.modify(key, |state| entry::data_error(state, error));
         }
     }
@@ -368,7 +365,7 @@ impl Inner {
     ) {
         let key = match event {
             CoreEvent::Upsert { key, .. } => {
-                if self.entry_for_wildcard(key, server, policy).is_none() {
+                if !self.has_entry_for_wildcard(key, server, policy) {
                     return;
                 }
                 key

@@ -305,12 +305,15 @@ impl XdsClient {
         name: &str,
         given: Option<&Arc<str>>,
     ) -> Result<Watch<T>, WatchError> {
-        if let Ok(parsed) = ResourceName::parse_user_supplied(name)
+        let parsed = ResourceName::parse_user_supplied(name);
+        if let Ok(parsed) = &parsed
             && let Some(entry) = parsed.as_xdstp().and_then(|n| n.directives().entry())
         {
-            return self.watch_entry::<T>(&parsed, entry);
+            return self.watch_entry::<T>(parsed, entry);
         }
-        let parsed = self.inner.parse::<T>(name)?;
+        // Parsed once: a graph of a hundred thousand clusters watches as
+        // many names through here.
+        let parsed = self.inner.checked::<T>(parsed)?;
         let (server_id, server) = self.inner.server_for(&parsed)?;
         let home = Home::Authority(Partition::of(&parsed));
         self.inner

@@ -9,7 +9,7 @@ use crate::watch::{Guard, Release, Watch};
 use xdsfed_core::authority::{AuthorityError, Partition, ServerId};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::federation::Home;
-use xdsfed_core::name::ResourceName;
+use xdsfed_core::name::{NameError, ResourceName};
 use xdsfed_core::protocol::ResourceKey;
 use xdsfed_core::types::ResourceType;
 
@@ -19,10 +19,19 @@ impl Inner {
     }
 
     pub(super) fn parse<T: ResourceType>(&self, name: &str) -> Result<ResourceName, WatchError> {
+        self.checked::<T>(ResourceName::parse_user_supplied(name))
+    }
+
+    /// [`Self::parse`] of a name already parsed: `T` must be registered
+    /// (checked first) and the name of a `T`.
+    pub(super) fn checked<T: ResourceType>(
+        &self,
+        parsed: Result<ResourceName, NameError>,
+    ) -> Result<ResourceName, WatchError> {
         if self.types.get(T::TYPE_URL).is_none() {
             return Err(WatchError::UnknownType(T::TYPE_URL));
         }
-        let parsed = ResourceName::parse_user_supplied(name)?;
+        let parsed = parsed?;
         parsed.check_type(T::TYPE_URL)?;
         Ok(parsed)
     }
