@@ -135,6 +135,9 @@ pub(super) struct Item {
     /// Whether the key was found among the names subscribed by name (so it
     /// is wanted); `false` when that was not looked up.
     pub(super) subscribed: bool,
+    /// Whether the key is the session's own copy of the name (subscribed or
+    /// held): two items of one name then hold the same `Arc`.
+    pub(super) shared: bool,
     /// The resource.
     pub(super) body: Body,
     /// Delta: the resource's version; SotW: the response's.
@@ -163,14 +166,25 @@ impl Item {
         ttl: Option<PbDuration>,
         known: Option<&super::type_state::Durable>,
     ) -> Self {
-        let (key, subscribed) = match known.and_then(|d| d.shared_name(&raw_name)) {
-            Some((shared, subscribed)) => (Ok(shared), subscribed),
-            None => (canonical_key(&raw_name).map(Arc::from), false),
+        let (key, subscribed, shared) = match known.and_then(|d| d.shared_name(&raw_name)) {
+            Some((key, subscribed)) => (Ok(key), subscribed, true),
+            None => match canonical_key(&raw_name) {
+                // Spelled otherwise than the session's copy: that copy all the
+                // same, so that one name is one `Arc` here too.
+                Ok(canonical) if canonical != raw_name => {
+                    match known.and_then(|d| d.shared_name(&canonical)) {
+                        Some((key, subscribed)) => (Ok(key), subscribed, true),
+                        None => (Ok(Arc::from(canonical)), false, false),
+                    }
+                }
+                key => (key.map(Arc::from), false, false),
+            },
         };
         Item {
             raw_name,
             key,
             subscribed,
+            shared,
             body,
             version,
             ttl,
@@ -215,14 +229,24 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
 }
 
 /// The names that appear more than once among `items`, with how often.
-/// Usually none: the set of names seen is then dropped and nothing else
+/// Usually none: the sets of names seen are then dropped and nothing else
 /// is looked up per item.
+///
+/// A name the session knows is its one shared `Arc` in every item that
+/// carries it (see [`Item::named`]), so those are told apart by address,
+/// without reading their text again; only names new to the session are
+/// compared as text, and a new name never spells a known one.
 fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
-    let mut seen: HashSet<&str> =
-        HashSet::with_capacity_and_hasher(items.len(), Default::default());
+    let mut shared: HashSet<*const u8> = HashSet::default();
+    let mut fresh: HashSet<&str> = HashSet::default();
     let mut counts: HashMap<Arc<str>, usize> = HashMap::default();
-    for key in items.iter().filter_map(|i| i.key.as_ref().ok()) {
-        if !seen.insert(key) {
+    for item in items {
+        let Ok(key) = &item.key else { continue };
+        let first = match item.shared {
+            true => shared.insert(Arc::as_ptr(key).cast::<u8>()),
+            false => fresh.insert(key),
+        };
+        if !first {
             *counts.entry(Arc::clone(key)).or_insert(1) += 1;
         }
     }

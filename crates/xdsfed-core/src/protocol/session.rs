@@ -622,6 +622,7 @@ impl Session {
             return;
         };
         let deadline = now + self.cfg.does_not_exist_timeout;
+        self.timers.reserve(names.len());
         for name in names {
             let durable = &state.durable;
             if durable.held.contains_key(name)

@@ -62,6 +62,13 @@ impl Timers {
         self.queue.insert(place, timer);
     }
 
+    /// Makes room for `more` timers in the index at once: a cold start arms
+    /// one per resource, and a table doubling its way to a million would
+    /// hash every name again at each step.
+    pub(crate) fn reserve(&mut self, more: usize) {
+        self.at.reserve(more);
+    }
+
     /// Disarms `timer`; disarming an unarmed timer does nothing.
     pub(crate) fn cancel(&mut self, timer: &Timer) {
         if self.at.is_empty() {

@@ -240,6 +240,49 @@ fn duplicate_names_in_one_delta_response_are_nacked_and_not_applied() {
     );
 }
 
+/// A name the client knows, sent once as it was subscribed and once with
+/// its context parameters in another order, is one name twice; so is a
+/// name new to the client (a glob's member) sent twice.
+#[test]
+fn duplicates_are_found_however_the_name_is_spelled_and_whether_known_or_not() {
+    let now = t0();
+    let known = "xdstp://au/envoy.config.cluster.v3.Cluster/c?a=1&b=2";
+    let respelled = "xdstp://au/envoy.config.cluster.v3.Cluster/c?b=2&a=1";
+    let member = "xdstp://au/envoy.config.cluster.v3.Cluster/g/m";
+    let mut s = delta_subscribed(
+        now,
+        CDS,
+        &[known, "xdstp://au/envoy.config.cluster.v3.Cluster/g/*"],
+    );
+    s.handle_delta_response(
+        now,
+        dresp(
+            CDS,
+            "n1",
+            vec![
+                dres(known, "1", Some(cluster(known))),
+                dres(respelled, "1", Some(cluster(known))),
+                dres(member, "1", Some(cluster(member))),
+                dres(member, "2", Some(cluster(member))),
+            ],
+            &[],
+        ),
+    );
+    let nack = drain_delta(&mut s, now);
+    let detail = nack[0].error_detail.as_ref().expect("NACK");
+    assert!(
+        detail.message.contains("appears 2 times") && detail.message.contains("g/m"),
+        "{}",
+        detail.message
+    );
+    assert_eq!(
+        detail.message.matches("appears 2 times").count(),
+        2,
+        "{}",
+        detail.message
+    );
+}
+
 #[test]
 fn duplicate_names_in_one_sotw_response_are_nacked() {
     let now = t0();
