@@ -320,7 +320,8 @@ impl Inner {
             return false;
         }
         let provenance = Provenance {
-            authority: xdsfed_core::name::authority_of(&key.name).map(Arc::from),
+            authority: xdsfed_core::name::authority_of(&key.name)
+                .map(|a| self.authorities.0.shared(a)),
             server: Arc::clone(server),
         };
         self.insert_entry(key, Entry::new(provenance, policy));

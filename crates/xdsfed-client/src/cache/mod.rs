@@ -87,6 +87,19 @@ struct Inner {
     answered: HashSet<Arc<str>>,
     /// The state directory's writer, when the client has one.
     writer: Option<crate::state_dir::Writer>,
+    /// The authorities of entries made for wildcard and collection
+    /// watchers, one shared copy each rather than one per entry.
+    authorities: SharedAuthorities,
+}
+
+/// The authority names the cache's entries share (bounded: names come
+/// from servers).
+struct SharedAuthorities(xdsfed_core::hash::Interner);
+
+impl Default for SharedAuthorities {
+    fn default() -> Self {
+        Self(xdsfed_core::hash::Interner::new(1024))
+    }
 }
 
 /// The cache. Cheap to share; every method takes `&self`.
