@@ -77,6 +77,7 @@ impl Timers {
         if let Some(old) = self.at.remove(timer) {
             self.queue.remove(&old);
             self.forget(timer);
+            crate::hash::shrink_when_sparse(&mut self.at);
         }
     }
 
@@ -114,6 +115,7 @@ impl Timers {
         let (_, timer) = self.queue.pop_first()?;
         self.at.remove(&timer);
         self.forget(&timer);
+        crate::hash::shrink_when_sparse(&mut self.at);
         Some(timer)
     }
 
@@ -123,6 +125,7 @@ impl Timers {
         self.queue
             .retain(|_, t| !matches!(t, Timer::DoesNotExist(_)));
         self.at.retain(|t, _| !matches!(t, Timer::DoesNotExist(_)));
+        crate::hash::shrink_when_sparse(&mut self.at);
     }
 
     /// How many timers are armed.

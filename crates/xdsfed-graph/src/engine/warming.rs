@@ -5,6 +5,8 @@
 //! removal compared long names sharing long prefixes at each step of its
 //! search; ordered by deadline and then by when the timer was set, with an
 //! index from node to its place, each costs a hash and integer comparisons.
+//! The index gives its room back as the nodes warm: a hash table keeps its
+//! largest size otherwise, and every node of a cold start was once in it.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -40,6 +42,7 @@ impl WarmingTimers {
     pub(super) fn remove(&mut self, key: &Key) {
         if let Some(old) = self.at.remove(key) {
             self.queue.remove(&old);
+            xdsfed_core::hash::shrink_when_sparse(&mut self.at);
         }
     }
 
