@@ -49,6 +49,7 @@
 pub mod authority;
 pub mod backoff;
 pub mod bootstrap;
+pub mod deadlines;
 pub mod entry;
 pub mod error;
 pub mod federation;

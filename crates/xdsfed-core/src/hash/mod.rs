@@ -26,29 +26,28 @@ pub use small_set::{Iter as SmallSetIter, SmallSet};
 use foldhash::SharedSeed;
 use foldhash::fast::{FoldHasher, SeedableRandomState};
 
-/// Gives a map's room back once it is mostly empty: a hash table keeps
-/// its largest size otherwise, and tables that fill for a cold start (a
-/// timer per resource) and empty as resources arrive would hold that room
-/// for the life of the process. Shrinking to twice what is left when
-/// three quarters are empty costs, spread over the removals that emptied
-/// it, a constant per removal.
+/// Gives a map's room back once it is empty: a hash table keeps its
+/// largest size otherwise, and tables that fill for a cold start (a timer
+/// per resource) and empty as resources arrive would hold that room for
+/// the life of the process. Releasing it costs no allocation; shrinking
+/// step by step as the map drains would cost a rehash and an allocation
+/// at each step.
 ///
 /// ```
-/// use xdsfed_core::hash::{HashMap, shrink_when_sparse};
+/// use xdsfed_core::hash::{HashMap, release_when_empty};
 ///
 /// let mut map: HashMap<u32, u32> = (0..10_000).map(|i| (i, i)).collect();
-/// for i in 0..9_990 {
+/// for i in 0..10_000 {
 ///     map.remove(&i);
-///     shrink_when_sparse(&mut map);
+///     release_when_empty(&mut map);
 /// }
-/// assert!(map.capacity() < 1_000);
+/// assert_eq!(map.capacity(), 0);
 /// ```
-pub fn shrink_when_sparse<K: Eq + std::hash::Hash, V, S: BuildHasher>(
+pub fn release_when_empty<K: Eq + std::hash::Hash, V, S: BuildHasher>(
     map: &mut std::collections::HashMap<K, V, S>,
 ) {
-    const SMALL: usize = 256;
-    if map.capacity() > SMALL && map.len() * 4 <= map.capacity() {
-        map.shrink_to((map.len() * 2).max(SMALL));
+    if map.is_empty() && map.capacity() > 0 {
+        map.shrink_to(0);
     }
 }
 

@@ -3,21 +3,14 @@
 //! Every deadline the protocol core keeps lives here: a does-not-exist timer
 //! per requested-but-unseen resource (gRFC A57), a TTL expiry per resource
 //! the server gave a TTL, and the stream's own deadlines (the handshake,
-//! the first response). There can be hundreds of thousands of each, so the
-//! table is a sorted map (earliest first) plus an index from timer to its
-//! place in it: setting, cancelling and popping are all `O(log n)`, and
-//! [`Session::poll_timeout`](super::Session::poll_timeout) is the minimum.
-//!
-//! The sorted map orders by deadline and then by when the timer was set,
-//! never by the timer itself: a cold start arms a timer per resource for one
-//! and the same deadline, and ordering those by key compared long names
-//! sharing long prefixes at every step of every search.
+//! the first response). There can be hundreds of thousands of each; the
+//! table is a [`Deadlines`] (earliest first, ties in the order set), and
+//! [`Session::poll_timeout`](super::Session::poll_timeout) is its minimum.
 
-use crate::hash::HashMap;
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::event::ResourceKey;
+use crate::deadlines::Deadlines;
 
 /// What a deadline is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,49 +28,31 @@ pub(crate) enum Timer {
 /// Deadlines, earliest first.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
-    queue: BTreeMap<Place, Timer>,
-    at: HashMap<Timer, Place>,
-    /// How many timers were ever set: each setting's place is unique.
-    sets: u64,
+    deadlines: Deadlines<Timer>,
     /// How many TTL timers are armed: most resources have none, and
     /// disarming the TTL of each accepted resource then costs nothing.
     ttls: usize,
 }
 
-/// Where a timer sits in the queue: its deadline, then its setting's
-/// sequence number.
-type Place = (Instant, u64);
-
 impl Timers {
     /// Arms `timer` for `deadline`, replacing an earlier arming of it.
     pub(crate) fn set(&mut self, timer: Timer, deadline: Instant) {
-        self.sets += 1;
-        let place = (deadline, self.sets);
-        match self.at.insert(timer.clone(), place) {
-            Some(old) => {
-                self.queue.remove(&old);
-            }
-            None => self.ttls += usize::from(matches!(timer, Timer::TtlExpiry(_))),
+        let ttl = matches!(timer, Timer::TtlExpiry(_));
+        if self.deadlines.set(timer, deadline) && ttl {
+            self.ttls += 1;
         }
-        self.queue.insert(place, timer);
     }
 
-    /// Makes room for `more` timers in the index at once: a cold start arms
-    /// one per resource, and a table doubling its way to a million would
-    /// hash every name again at each step.
+    /// Makes room for `more` timers at once: a cold start arms one per
+    /// resource.
     pub(crate) fn reserve(&mut self, more: usize) {
-        self.at.reserve(more);
+        self.deadlines.reserve(more);
     }
 
     /// Disarms `timer`; disarming an unarmed timer does nothing.
     pub(crate) fn cancel(&mut self, timer: &Timer) {
-        if self.at.is_empty() {
-            return;
-        }
-        if let Some(old) = self.at.remove(timer) {
-            self.queue.remove(&old);
+        if self.deadlines.cancel(timer) {
             self.forget(timer);
-            crate::hash::shrink_when_sparse(&mut self.at);
         }
     }
 
@@ -88,7 +63,7 @@ impl Timers {
         }
     }
 
-    /// Counts `timer`, just removed from the index, out.
+    /// Counts `timer`, just disarmed, out.
     fn forget(&mut self, timer: &Timer) {
         if matches!(timer, Timer::TtlExpiry(_)) {
             self.ttls -= 1;
@@ -98,40 +73,32 @@ impl Timers {
     /// Whether `timer` is armed.
     #[cfg(test)]
     pub(crate) fn is_armed(&self, timer: &Timer) -> bool {
-        self.at.contains_key(timer)
+        self.deadlines.contains(timer)
     }
 
     /// The earliest deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.queue.first_key_value().map(|((at, _), _)| *at)
+        self.deadlines.first().map(|(deadline, _)| deadline)
     }
 
     /// Removes and returns a timer whose deadline is at or before `now`.
     pub(crate) fn pop_expired(&mut self, now: Instant) -> Option<Timer> {
-        let ((deadline, _), _) = self.queue.first_key_value()?;
-        if *deadline > now {
-            return None;
-        }
-        let (_, timer) = self.queue.pop_first()?;
-        self.at.remove(&timer);
+        let timer = self.deadlines.pop_expired(now)?;
         self.forget(&timer);
-        crate::hash::shrink_when_sparse(&mut self.at);
         Some(timer)
     }
 
     /// Disarms every does-not-exist timer (the stream failed, gRFC A57).
     /// Linear in the number of armed timers, which only a stream failure pays.
     pub(crate) fn cancel_does_not_exist(&mut self) {
-        self.queue
-            .retain(|_, t| !matches!(t, Timer::DoesNotExist(_)));
-        self.at.retain(|t, _| !matches!(t, Timer::DoesNotExist(_)));
-        crate::hash::shrink_when_sparse(&mut self.at);
+        self.deadlines
+            .retain(|t| !matches!(t, Timer::DoesNotExist(_)));
     }
 
     /// How many timers are armed.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.at.len()
+        self.deadlines.len()
     }
 }
 

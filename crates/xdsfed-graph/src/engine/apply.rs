@@ -225,7 +225,7 @@ impl GraphEngine {
             _ => {
                 // Stale entry; the state change that ended the wait should
                 // have removed it.
-                self.timers.remove(key);
+                self.timers.cancel(key);
                 return;
             }
         };

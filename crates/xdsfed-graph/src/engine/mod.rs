@@ -56,11 +56,11 @@ mod links;
 mod node;
 #[cfg(test)]
 mod tests;
-mod warming;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
+use xdsfed_core::deadlines::Deadlines;
 use xdsfed_core::hash::{HashMap, HashSet};
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
@@ -135,8 +135,9 @@ pub struct GraphEngine {
     /// Nodes retired since the last publication; their `Unwatch` waits for
     /// it, and a node referenced again before then is revived from here.
     retired: HashMap<Key, Box<Node>>,
-    /// Warming deadlines of the cold live nodes.
-    timers: warming::WarmingTimers,
+    /// Warming deadlines of the cold live nodes (a cold start makes every
+    /// node cold for one deadline: see [`Deadlines`]).
+    timers: Deadlines<Key>,
     /// How many live nodes are cold.
     cold: usize,
     wildcard_listeners: Listing,
@@ -173,7 +174,7 @@ impl GraphEngine {
             opts,
             nodes: HashMap::default(),
             retired: HashMap::default(),
-            timers: warming::WarmingTimers::default(),
+            timers: Deadlines::default(),
             cold: 0,
             collections: HashMap::default(),
             dirty_collections: HashSet::default(),
@@ -430,7 +431,7 @@ impl GraphEngine {
         let node = node.into();
         if let State::Cold { deadline, .. } = node.state {
             self.cold += 1;
-            self.timers.insert(deadline, key.clone());
+            self.timers.set(key.clone(), deadline);
         }
         self.mark_dirty(&key);
         self.nodes.insert(key, node);
@@ -442,7 +443,7 @@ impl GraphEngine {
         let node = self.nodes.remove(key)?;
         if let State::Cold { .. } = node.state {
             self.cold -= 1;
-            self.timers.remove(key);
+            self.timers.cancel(key);
         }
         self.mark_dirty(key);
         Some(node)
@@ -457,11 +458,11 @@ impl GraphEngine {
         let before = node.aggregate_children().cloned();
         if let State::Cold { .. } = node.state {
             self.cold -= 1;
-            self.timers.remove(key);
+            self.timers.cancel(key);
         }
         if let State::Cold { deadline, .. } = state {
             self.cold += 1;
-            self.timers.insert(deadline, key.clone());
+            self.timers.set(key.clone(), deadline);
         }
         node.state = state;
         before.as_ref() != node.aggregate_children()
