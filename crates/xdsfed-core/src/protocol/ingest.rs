@@ -321,9 +321,11 @@ impl Session {
             }
             let wanted =
                 item.subscribed || self.states.get(type_url).is_some_and(|s| s.wants(&key));
-            let count = match counts.is_empty() {
-                true => 1,
-                false => counts.get(&key).copied().unwrap_or(1),
+            // Usually no name repeats, and then nothing is looked up.
+            let count = if counts.is_empty() {
+                1
+            } else {
+                counts.get(&key).copied().unwrap_or(1)
             };
             if count > 1 {
                 // Report the name once, however often it appears.

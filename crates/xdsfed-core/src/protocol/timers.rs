@@ -13,7 +13,7 @@ use super::event::ResourceKey;
 use crate::deadlines::Deadlines;
 
 /// What a deadline is for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Timer {
     /// The resource was requested on a connected stream and has not arrived.
     DoesNotExist(ResourceKey),
