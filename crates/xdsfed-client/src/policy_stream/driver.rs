@@ -14,16 +14,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::google::protobuf::Timestamp;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::http::HeaderValue;
 use tonic::transport::Endpoint;
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Status};
 
 use super::stub::validating_policy_service_client::ValidatingPolicyServiceClient;
-use crate::source::call_creds::{CallCredentials, grpc_headers, with_authorization};
+use crate::source::call_creds::{
+    CallCredentials, authorization_headers, grpc_headers, with_authorization,
+};
 use crate::source::driving::{initiator_of, now};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
+use crate::transport::call::{Messages, open};
 use crate::transport::{EventSink, TransportError, TransportOptions};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::policy_stream::PolicySessionConfig;
@@ -34,13 +36,14 @@ use xdsfed_core::policy_stream::{PolicySession, PolicyTransmit, PolicyWarning};
 use xdsfed_core::protocol::{Initiator, StreamEnd};
 use xdsfed_core::types::VALIDATING_POLICY_TYPE_URL;
 
-type Call =
-    Pin<Box<dyn Future<Output = Result<Streaming<PolicyDiscoveryResponse>, Status>> + Send>>;
+type Call = Pin<Box<dyn Future<Output = Result<Messages<PolicyDiscoveryResponse>, Status>> + Send>>;
+/// The policy stream's method.
+const STREAM_PATH: &str = "/kyverno.http.v1alpha1.ValidatingPolicyService/PolicyDiscoveryStream";
 type Check = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
 /// The next message of `inbound`, or never while there is no stream yet.
 async fn recv(
-    inbound: &mut Option<Streaming<PolicyDiscoveryResponse>>,
+    inbound: &mut Option<Messages<PolicyDiscoveryResponse>>,
 ) -> Result<Option<PolicyDiscoveryResponse>, Status> {
     match inbound {
         Some(s) => s.message().await,
@@ -58,7 +61,7 @@ async fn checked(check: &mut Option<Check>) -> Result<(), String> {
 
 /// What an open stream woke the driver with.
 pub(super) enum Wake {
-    Accepted(Result<Streaming<PolicyDiscoveryResponse>, Status>),
+    Accepted(Result<Messages<PolicyDiscoveryResponse>, Status>),
     Message(Result<Option<PolicyDiscoveryResponse>, Status>),
     Checked(Result<(), String>),
 }
@@ -69,7 +72,7 @@ pub(super) struct Io {
     client: ValidatingPolicyServiceClient<tonic::transport::Channel>,
     call: Call,
     out: mpsc::UnboundedSender<PolicyDiscoveryRequest>,
-    inbound: Option<Streaming<PolicyDiscoveryResponse>>,
+    inbound: Option<Messages<PolicyDiscoveryResponse>>,
     check: Option<Check>,
     after_response: bool,
     /// The call credentials' headers, read when the stream opened, for
@@ -274,16 +277,13 @@ impl SourceDriver for Driver {
         };
         self.stats.lock().streams_opened += 1;
         self.session.handle_connected(now());
-        let client = ValidatingPolicyServiceClient::new(channel)
+        let client = ValidatingPolicyServiceClient::new(channel.clone())
             .max_decoding_message_size(self.opts.max_message_size)
             .max_encoding_message_size(self.opts.max_message_size);
         let (out, rx) = mpsc::unbounded_channel();
-        let mut opener = client.clone();
-        let request = with_authorization(UnboundedReceiverStream::new(rx), authorization.clone());
-        let call: Call = Box::pin(async move {
-            let response = opener.policy_discovery_stream(request).await?;
-            Ok(response.into_inner())
-        });
+        let headers = authorization_headers(authorization.clone());
+        let max = self.opts.max_message_size;
+        let call: Call = Box::pin(open(channel, STREAM_PATH, headers, rx, max));
         Ok(Io {
             client,
             call,

@@ -187,6 +187,18 @@ pub(crate) fn with_authorization<T>(
     request
 }
 
+/// Request headers carrying the `authorization` values, for a call that
+/// writes its own request.
+pub(crate) fn authorization_headers(
+    authorization: Vec<HeaderValue>,
+) -> tonic::codegen::http::HeaderMap {
+    let mut headers = tonic::codegen::http::HeaderMap::with_capacity(authorization.len());
+    for value in authorization {
+        headers.append(tonic::codegen::http::header::AUTHORIZATION, value);
+    }
+    headers
+}
+
 /// The `authorization` headers of a gRPC stream to the server of `creds`
 /// that opens now (none without call credentials); otherwise the status
 /// the stream fails with: UNAVAILABLE for a file that cannot be read,

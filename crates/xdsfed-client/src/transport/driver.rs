@@ -19,20 +19,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
 };
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::codegen::http::HeaderValue;
 use tonic::codegen::{Service as _, http};
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Status};
 
+use super::call::{Messages, open};
 use super::{TransportError, TransportOptions};
-use crate::source::call_creds::{CallCredentials, grpc_headers, with_authorization};
+use crate::source::call_creds::{CallCredentials, authorization_headers, grpc_headers};
 use crate::source::driving::{initiator_of, now, publish_session_stats};
 use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
@@ -68,8 +67,8 @@ impl Outbound {
 
 /// The receiving half of an open stream.
 pub(super) enum Inbound {
-    Delta(Streaming<DeltaDiscoveryResponse>),
-    Sotw(Streaming<DiscoveryResponse>),
+    Delta(Messages<DeltaDiscoveryResponse>),
+    Sotw(Messages<DiscoveryResponse>),
 }
 
 /// One response from either variant.
@@ -86,6 +85,12 @@ async fn recv(inbound: &mut Option<Inbound>) -> Result<Option<Response>, Status>
         None => std::future::pending().await,
     }
 }
+
+/// The two ADS methods.
+const DELTA_PATH: &str =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
+const SOTW_PATH: &str =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
 
 type Call = Pin<Box<dyn Future<Output = Result<Inbound, Status>> + Send>>;
 
@@ -226,29 +231,22 @@ impl Driver {
     /// server's headers arrive, which some servers send only with their
     /// first response, so requests are written meanwhile.
     fn start_rpc(&self, channel: Channel, authorization: Vec<HeaderValue>) -> (Outbound, Call) {
-        let mut client = AggregatedDiscoveryServiceClient::new(channel)
-            .max_decoding_message_size(self.opts.max_message_size)
-            .max_encoding_message_size(self.opts.max_message_size);
-        match self.session.variant() {
+        let headers = authorization_headers(authorization);
+        let max = self.opts.max_message_size;
+        let (out, call): (Outbound, Call) = match self.session.variant() {
             ApiVariant::Delta => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                let request = with_authorization(UnboundedReceiverStream::new(rx), authorization);
-                let call = async move {
-                    let response = client.delta_aggregated_resources(request).await?;
-                    Ok(Inbound::Delta(response.into_inner()))
-                };
+                let call =
+                    open(channel, DELTA_PATH, headers, rx, max).map(|r| r.map(Inbound::Delta));
                 (Outbound::Delta(tx), Box::pin(call))
             }
             ApiVariant::Sotw => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                let request = with_authorization(UnboundedReceiverStream::new(rx), authorization);
-                let call = async move {
-                    let response = client.stream_aggregated_resources(request).await?;
-                    Ok(Inbound::Sotw(response.into_inner()))
-                };
+                let call = open(channel, SOTW_PATH, headers, rx, max).map(|r| r.map(Inbound::Sotw));
                 (Outbound::Sotw(tx), Box::pin(call))
             }
-        }
+        };
+        (out, call)
     }
 
     /// Feeds one response to the session.
@@ -294,7 +292,6 @@ impl Driver {
         after_response: bool,
     ) -> AttemptEnd {
         self.stats.lock().connected = false;
-        let message = explain_too_large(code, &message).unwrap_or(message);
         let end = if self.is_fallback(code, after_response) {
             StreamEnd::local(format!("delta ADS unimplemented: {message}"))
         } else {
@@ -339,36 +336,6 @@ impl Driver {
             self.answered.take(),
         );
     }
-}
-
-/// tonic refuses a message over the limit with `OUT_OF_RANGE` and a
-/// sentence of its own ("decoded message length too large: found N bytes,
-/// the limit is: M bytes"); this says the same in the client's words and
-/// names the option that raises the limit.
-fn explain_too_large(code: Code, message: &str) -> Option<String> {
-    if code != Code::OutOfRange || !message.contains("message length too large") {
-        return None;
-    }
-    let number_after = |label: &str| -> Option<u64> {
-        let rest = &message[message.find(label)? + label.len()..];
-        let digits: String = rest
-            .trim_start()
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok()
-    };
-    let found = number_after("found")?;
-    let limit = number_after("the limit is:")?;
-    let direction = if message.contains("encoded") {
-        "a request"
-    } else {
-        "a response"
-    };
-    Some(format!(
-        "{direction} of {found} bytes is over the message size limit of {limit} bytes \
-         (TransportOptions::max_message_size); the stream was ended"
-    ))
 }
 
 impl SourceDriver for Driver {
@@ -500,27 +467,5 @@ impl SourceDriver for Driver {
         } else {
             tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
         }
-    }
-}
-
-#[cfg(test)]
-mod too_large_tests {
-    use super::*;
-
-    #[test]
-    fn tonic_size_refusal_is_explained_with_both_numbers() {
-        let tonic = "Error, decoded message length too large: found 25165900 bytes, the limit is: 16777216 bytes";
-        assert_eq!(
-            explain_too_large(Code::OutOfRange, tonic).as_deref(),
-            Some(
-                "a response of 25165900 bytes is over the message size limit of 16777216 bytes \
-                 (TransportOptions::max_message_size); the stream was ended"
-            )
-        );
-        assert_eq!(explain_too_large(Code::Unavailable, tonic), None);
-        assert_eq!(
-            explain_too_large(Code::OutOfRange, "index out of range"),
-            None
-        );
     }
 }

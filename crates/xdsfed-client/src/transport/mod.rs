@@ -26,13 +26,20 @@
 //!   answering it. A server that accepts TCP and never speaks fails the
 //!   attempt as UNAVAILABLE: a server failure (gRFC A57) and a reason to
 //!   fall back (gRFC A71). The session decides; the driver closes;
+//! - the stream's messages are framed here (modules `frames` and `call`), not by
+//!   tonic's `Streaming`, whose receive buffer grows to the largest
+//!   response and is kept for the stream's life; each response is read
+//!   into a buffer of its own length and freed once decoded. tonic still
+//!   owns the connection;
 //! - every stream end waits a jittered exponential backoff (1 s, ×1.6,
 //!   ±20 %, 120 s cap) counted from the start of the attempt; a response
 //!   resets it, so a stream that had one reconnects after at most the
 //!   initial delay, and never more often than once per delay.
 
+pub(crate) mod call;
 pub(crate) mod channel;
 mod driver;
+mod frames;
 #[cfg(test)]
 mod tests;
 
