@@ -155,14 +155,22 @@ pub(crate) struct Model<'a> {
 impl<'a> Model<'a> {
     /// The model of `snapshot`.
     pub(crate) fn of(snapshot: &'a Snapshot) -> Self {
+        // Sized up front: at 100 000 clusters, growing by doubling would
+        // hold the old and the new table at once, on top of the snapshot.
+        let nodes = snapshot.listeners().count()
+            + snapshot.route_configs().count()
+            + snapshot.collections().count()
+            + 2 * snapshot.cluster_count();
         let mut builder = Builder {
             snapshot,
             model: Model {
                 generation: snapshot.generation(),
                 ok: snapshot.is_ok(),
+                nodes: Vec::with_capacity(nodes),
+                edges: Vec::with_capacity(nodes),
                 ..Model::default()
             },
-            index: HashMap::new(),
+            index: HashMap::with_capacity(nodes),
         };
         builder.listeners();
         for collection in snapshot.collections() {

@@ -44,7 +44,7 @@ use super::target::{
     TypeArg, build_client, listener_name, short_name, short_version, watch_error,
 };
 use super::text::{message, shown};
-use super::{CliError, emit, emit_with, runtime};
+use super::{CliError, emit, emit_with, single_thread_runtime};
 
 /// Flags of `xdsfed watch`.
 #[derive(Debug, clap::Args)]
@@ -137,7 +137,7 @@ pub(crate) fn run(args: Args) -> Result<(), CliError> {
     let target = Watched::of(&args)?;
     let bootstrap = args.bootstrap.load()?;
     let json = args.json;
-    runtime()?.block_on(async move {
+    single_thread_runtime()?.block_on(async move {
         // Before the first line is printed, so a Ctrl-C after it is heard.
         let interrupted = super::ctrl_c();
         let client = build_client(bootstrap, None, args.state_dir.state_dir.as_deref())?;
