@@ -36,37 +36,135 @@ use std::fmt;
 use xdsfed::core::error::XdsError;
 use xdsfed::core::types::{EndpointView, LoadAssignment, LocalityView};
 use xdsfed::graph::{
-    ClusterEndpoints, CollectionSnapshot, GraphError, ResourceKind, RouteBinding,
-    RouteConfigSnapshot, Snapshot, Versioned,
+    ClusterEndpoints, ClusterSnapshot, CollectionSnapshot, GraphError, ListenerSnapshot,
+    ResourceKind, RouteBinding, RouteConfigSnapshot, Snapshot, Versioned,
 };
 
 use super::target::route_clusters;
 
 pub(crate) use json::Json;
 
-/// One resource of the snapshot, borrowed from it.
+/// One resource of the snapshot: a reference to what the snapshot holds
+/// of it, read only as it is drawn (24 bytes a node, where copying out its
+/// kind, name, authority, version and errors took 104).
 #[derive(Debug, Clone, Copy)]
-struct Node<'a> {
-    kind: &'static str,
-    name: &'a str,
+enum Node<'a> {
+    Listener(&'a ListenerSnapshot),
+    RouteConfig(&'a RouteConfigSnapshot),
+    Cluster(&'a ClusterSnapshot),
+    /// An EDS cluster's assignment, read from the cluster.
+    Endpoints(&'a ClusterSnapshot),
+    Collection(&'a CollectionSnapshot),
+    /// A cluster the snapshot does not hold, by the name a reference gave.
+    Missing(&'a str),
+}
+
+/// What a node's value says of where it came from.
+struct Stamp<'a> {
     authority: Option<&'a str>,
-    version: Option<&'a str>,
-    error: Option<Failure<'a>>,
+    version: &'a str,
     ambient_error: Option<&'a XdsError>,
-    /// The assignment whose endpoints hang under this node: an EDS node's,
-    /// or a cluster's own inline one.
-    endpoints: Option<&'a LoadAssignment>,
+}
+
+impl<'a> Stamp<'a> {
+    fn of<T>(value: Option<&'a Versioned<T>>) -> Option<Self> {
+        value.map(|v| Stamp {
+            authority: v.provenance.authority.as_deref(),
+            version: &v.provenance.version,
+            ambient_error: v.ambient_error.as_deref(),
+        })
+    }
 }
 
 impl<'a> Node<'a> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Listener(_) => "Listener",
+            Self::RouteConfig(_) => "RouteConfiguration",
+            Self::Cluster(_) | Self::Missing(_) => "Cluster",
+            Self::Endpoints(_) => "Endpoints",
+            Self::Collection(_) => "Collection",
+        }
+    }
+
+    fn name(&self) -> &'a str {
+        match *self {
+            Self::Listener(l) => &l.name,
+            Self::RouteConfig(rc) => &rc.name,
+            Self::Cluster(c) => &c.name,
+            Self::Endpoints(c) => match &c.endpoints {
+                ClusterEndpoints::Eds { service_name, .. } => service_name,
+                _ => &c.name,
+            },
+            Self::Collection(c) => &c.name,
+            Self::Missing(name) => name,
+        }
+    }
+
+    fn stamp(&self) -> Option<Stamp<'a>> {
+        match *self {
+            Self::Listener(l) => Stamp::of(l.listener.as_ref()),
+            Self::RouteConfig(rc) => Stamp::of(rc.route_config.as_ref()),
+            Self::Cluster(c) => Stamp::of(c.cluster.as_ref()),
+            Self::Endpoints(c) => match &c.endpoints {
+                ClusterEndpoints::Eds { assignment, .. } => Stamp::of(assignment.as_ref()),
+                _ => None,
+            },
+            Self::Collection(_) | Self::Missing(_) => None,
+        }
+    }
+
+    /// The authority its provenance names, else the one in its name.
+    fn authority(&self) -> Option<&'a str> {
+        self.stamp()
+            .and_then(|s| s.authority)
+            .or_else(|| authority_in(self.name()))
+    }
+
+    fn version(&self) -> Option<&'a str> {
+        self.stamp().map(|s| s.version)
+    }
+
+    fn ambient_error(&self) -> Option<&'a XdsError> {
+        self.stamp().and_then(|s| s.ambient_error)
+    }
+
+    fn error(&self) -> Option<Failure<'a>> {
+        let error = match *self {
+            Self::Listener(l) => l.error.as_ref(),
+            Self::RouteConfig(rc) => rc.error.as_ref(),
+            Self::Cluster(c) => c.error.as_ref(),
+            Self::Collection(c) => c.error.as_ref(),
+            Self::Endpoints(_) => None,
+            Self::Missing(_) => return Some(Failure::Missing),
+        };
+        error.map(Failure::Graph)
+    }
+
+    /// The assignment whose endpoints hang under this node: an EDS node's,
+    /// or a cluster's own inline one.
+    fn endpoints(&self) -> Option<&'a LoadAssignment> {
+        match *self {
+            Self::Cluster(c) => match &c.endpoints {
+                ClusterEndpoints::Inline(Some(cla)) => Some(&**cla),
+                _ => None,
+            },
+            Self::Endpoints(c) => match &c.endpoints {
+                ClusterEndpoints::Eds { assignment, .. } => assignment.as_ref().map(|a| &*a.value),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     fn endpoint_count(&self) -> usize {
-        self.endpoints.map_or(0, LoadAssignment::endpoint_count)
+        self.endpoints().map_or(0, LoadAssignment::endpoint_count)
     }
 
     /// One line per endpoint, `region/zone  host:port`, in the
     /// assignment's order.
     fn endpoint_lines(&self) -> impl Iterator<Item = EndpointLine<'a>> + use<'a> {
-        self.endpoints
+        self.endpoints()
             .into_iter()
             .flat_map(LoadAssignment::localities)
             .flat_map(|locality| {
@@ -210,13 +308,7 @@ impl<'a> Builder<'a> {
             .flat_map(|c| c.members().map(|m| &**m))
             .collect();
         for listener in snapshot.listeners() {
-            let error = listener.error.as_ref().map(Failure::Graph);
-            let id = self.node(
-                "Listener",
-                &listener.name,
-                listener.listener.as_ref(),
-                error,
-            );
+            let id = self.node(Node::Listener(listener));
             if !members.contains(&*listener.name) {
                 self.model.roots.push(id);
             }
@@ -235,9 +327,8 @@ impl<'a> Builder<'a> {
 
     /// A collection root (xDS TP1) and an edge to each member.
     fn collection(&mut self, collection: &'a CollectionSnapshot) {
-        let error = collection.error.as_ref().map(Failure::Graph);
-        self.model.ok &= error.is_none();
-        let id = self.bare("Collection", &collection.name, error);
+        self.model.ok &= collection.error.is_none();
+        let id = self.node(Node::Collection(collection));
         self.model.roots.push(id);
         for member in collection.members() {
             let to = match collection.kind {
@@ -251,13 +342,7 @@ impl<'a> Builder<'a> {
     }
 
     fn route_config(&mut self, rc: &'a RouteConfigSnapshot) -> usize {
-        let error = rc.error.as_ref().map(Failure::Graph);
-        let id = self.node(
-            "RouteConfiguration",
-            &rc.name,
-            rc.route_config.as_ref(),
-            error,
-        );
+        let id = self.node(Node::RouteConfig(rc));
         let weights: HashMap<&str, Option<u32>> = rc
             .route_config
             .as_ref()
@@ -276,23 +361,13 @@ impl<'a> Builder<'a> {
             return id;
         }
         let Some(cluster) = self.snapshot.cluster(name) else {
-            return self.bare("Cluster", name, Some(Failure::Missing));
+            return self.node(Node::Missing(name));
         };
-        let error = cluster.error.as_ref().map(Failure::Graph);
-        let id = self.node("Cluster", name, cluster.cluster.as_ref(), error);
+        let id = self.node(Node::Cluster(cluster));
         match &cluster.endpoints {
-            ClusterEndpoints::Eds {
-                service_name,
-                assignment,
-            } => {
-                let eds = self.node("Endpoints", service_name, assignment.as_ref(), None);
-                if let Some(a) = assignment {
-                    self.model.nodes[eds].endpoints = Some(&a.value);
-                }
+            ClusterEndpoints::Eds { .. } => {
+                let eds = self.node(Node::Endpoints(cluster));
                 self.edge(id, eds, None);
-            }
-            ClusterEndpoints::Inline(Some(cla)) => {
-                self.model.nodes[id].endpoints = Some(cla);
             }
             ClusterEndpoints::Aggregate { leaves } => {
                 // Leaves are never aggregates themselves; the depth bound
@@ -304,48 +379,20 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
-            ClusterEndpoints::Inline(None) | ClusterEndpoints::Unavailable => {}
+            ClusterEndpoints::Inline(_) | ClusterEndpoints::Unavailable => {}
         }
         id
     }
 
-    /// The node of a resource, with its provenance when the snapshot
-    /// holds a value for it.
-    fn node<T>(
-        &mut self,
-        kind: &'static str,
-        name: &'a str,
-        value: Option<&'a Versioned<T>>,
-        error: Option<Failure<'a>>,
-    ) -> usize {
-        if let Some(&id) = self.index.get(&(kind, name)) {
+    /// The node of a resource: the one it already has, or a new one.
+    fn node(&mut self, node: Node<'a>) -> usize {
+        let key = (node.kind(), node.name());
+        if let Some(&id) = self.index.get(&key) {
             return id;
         }
-        let id = self.bare(kind, name, error);
-        if let Some(v) = value {
-            let node = &mut self.model.nodes[id];
-            if let Some(authority) = &v.provenance.authority {
-                node.authority = Some(authority);
-            }
-            node.version = Some(&v.provenance.version);
-            node.ambient_error = v.ambient_error.as_deref();
-        }
-        id
-    }
-
-    /// A node with only a name, its authority read from the name.
-    fn bare(&mut self, kind: &'static str, name: &'a str, error: Option<Failure<'a>>) -> usize {
         let id = self.model.nodes.len();
-        self.model.nodes.push(Node {
-            kind,
-            name,
-            authority: authority_in(name),
-            version: None,
-            error,
-            ambient_error: None,
-            endpoints: None,
-        });
-        self.index.insert((kind, name), id);
+        self.model.nodes.push(node);
+        self.index.insert(key, id);
         id
     }
 

@@ -66,7 +66,7 @@ impl Model<'_> {
     /// The class that marks failed resources, and the list of them.
     fn mermaid_failed<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
         let mut failed = (0..self.nodes.len())
-            .filter(|&id| self.nodes[id].error.is_some())
+            .filter(|&id| self.nodes[id].error().is_some())
             .peekable();
         if failed.peek().is_none() {
             return Ok(());
@@ -84,7 +84,7 @@ impl Model<'_> {
     fn by_authority(&self) -> BTreeMap<Option<&str>, Vec<usize>> {
         let mut groups: BTreeMap<Option<&str>, Vec<usize>> = BTreeMap::new();
         for (id, node) in self.nodes.iter().enumerate() {
-            groups.entry(node.authority).or_default().push(id);
+            groups.entry(node.authority()).or_default().push(id);
         }
         groups
     }
@@ -93,8 +93,8 @@ impl Model<'_> {
     /// endpoint count, and whether it failed.
     fn label(&self, id: usize, newline: &str) -> String {
         let node = &self.nodes[id];
-        let mut label = format!("{}{newline}{}", node.kind, shown(id_of(node.name)));
-        if let Some(v) = node.version {
+        let mut label = format!("{}{newline}{}", node.kind(), shown(id_of(node.name())));
+        if let Some(v) = node.version() {
             label.push_str(&format!("{newline}v {}", shown(short_version(v))));
         }
         let n = node.endpoint_count();
@@ -102,9 +102,9 @@ impl Model<'_> {
             let s = if n == 1 { "" } else { "s" };
             label.push_str(&format!("{newline}{n} endpoint{s}"));
         }
-        if node.error.is_some() {
+        if node.error().is_some() {
             label.push_str(&format!("{newline}✗ failed"));
-        } else if node.ambient_error.is_some() {
+        } else if node.ambient_error().is_some() {
             label.push_str(&format!("{newline}⚠ ambient error"));
         }
         label
@@ -113,9 +113,9 @@ impl Model<'_> {
 
 /// The attributes that colour a failed (red) or degraded (orange) box.
 fn dot_colour(node: &Node<'_>) -> &'static str {
-    if node.error.is_some() {
+    if node.error().is_some() {
         ", color=red, fontcolor=red"
-    } else if node.ambient_error.is_some() {
+    } else if node.ambient_error().is_some() {
         ", color=orange"
     } else {
         ""

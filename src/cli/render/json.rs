@@ -54,13 +54,13 @@ impl Serialize for NodeJson<'_, '_> {
         let node = self.0;
         let endpoints = SeqOf(|| node.endpoint_lines().map(Displayed));
         let mut object = serializer.serialize_struct("Resource", 7)?;
-        object.serialize_field("ambient_error", &node.ambient_error.map(Displayed))?;
-        object.serialize_field("authority", &node.authority)?;
+        object.serialize_field("ambient_error", &node.ambient_error().map(Displayed))?;
+        object.serialize_field("authority", &node.authority())?;
         object.serialize_field("endpoints", &endpoints)?;
-        object.serialize_field("error", &node.error.map(Displayed))?;
-        object.serialize_field("kind", node.kind)?;
-        object.serialize_field("name", node.name)?;
-        object.serialize_field("version", &node.version)?;
+        object.serialize_field("error", &node.error().map(Displayed))?;
+        object.serialize_field("kind", node.kind())?;
+        object.serialize_field("name", node.name())?;
+        object.serialize_field("version", &node.version())?;
         object.end()
     }
 }
@@ -75,8 +75,8 @@ impl Serialize for EdgeJson<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let nodes = &self.model.nodes;
         let mut object = serializer.serialize_struct("Edge", 3)?;
-        object.serialize_field("from", nodes[self.edge.from].name)?;
-        object.serialize_field("to", nodes[self.edge.to].name)?;
+        object.serialize_field("from", nodes[self.edge.from].name())?;
+        object.serialize_field("to", nodes[self.edge.to].name())?;
         object.serialize_field("weight", &self.edge.weight)?;
         object.end()
     }

@@ -125,21 +125,21 @@ impl<W: Write + ?Sized> Tree<'_, '_, W> {
         children: usize,
     ) -> io::Result<()> {
         let out = &mut *self.out;
-        let name = shown(id_of(node.name));
-        write!(out, "{}{}{} {name}", self.prefix, branch.lead, node.kind)?;
+        let name = shown(id_of(node.name()));
+        write!(out, "{}{}{} {name}", self.prefix, branch.lead, node.kind())?;
         if let Some(w) = weight {
             write!(out, " ({w})")?;
         }
-        if let Some(a) = node.authority {
+        if let Some(a) = node.authority() {
             write!(out, " · {}", shown(a))?;
         }
-        match node.version {
+        match node.version() {
             Some(v) => write!(out, " · {}", shown(short_version(v)))?,
-            None if node.kind == "Collection" => {
+            None if node.kind() == "Collection" => {
                 let s = if children == 1 { "" } else { "s" };
                 write!(out, " · {children} member{s}")?;
             }
-            None if node.error.is_none() => out.write_all(" · (none)".as_bytes())?,
+            None if node.error().is_none() => out.write_all(" · (none)".as_bytes())?,
             None => {}
         }
         out.write_all(b"\n")
@@ -149,12 +149,12 @@ impl<W: Write + ?Sized> Tree<'_, '_, W> {
     /// first `count` lines under it; returns how many it wrote.
     fn notes(&mut self, node: &Node<'_>, count: usize) -> io::Result<usize> {
         let mut written = 0;
-        if let Some(e) = node.error {
+        if let Some(e) = node.error() {
             let branch = Branch::nth(written, count);
             self.note(branch, format_args!("✗ {}", message(&e.to_string())))?;
             written += 1;
         }
-        if let Some(e) = node.ambient_error {
+        if let Some(e) = node.ambient_error() {
             let branch = Branch::nth(written, count);
             let text = message(&e.to_string());
             self.note(branch, format_args!("⚠ still serving, but: {text}"))?;
@@ -175,7 +175,7 @@ impl<W: Write + ?Sized> Tree<'_, '_, W> {
 
 /// How many lines [`Tree::notes`] writes for `node`.
 fn note_count(node: &Node<'_>) -> usize {
-    usize::from(node.error.is_some())
-        + usize::from(node.ambient_error.is_some())
+    usize::from(node.error().is_some())
+        + usize::from(node.ambient_error().is_some())
         + node.endpoint_count()
 }
