@@ -2,8 +2,10 @@
 //! again, so the core keeps each fetch's last answer and replays it.
 
 use super::route::From;
-use super::state::Answer;
+use super::state::{Answer, Recorded};
 use super::{Answers, Federation};
+use std::sync::Arc;
+
 use crate::protocol::{CoreEvent, ResourceKey};
 
 impl Federation {
@@ -13,7 +15,7 @@ impl Federation {
             return;
         };
         let answer = || Answer {
-            event: event.clone(),
+            event: Recorded::of(event),
             server: std::sync::Arc::clone(from.server),
             fallback: from.fallback,
         };
@@ -42,18 +44,18 @@ impl Federation {
             if !fetch.readers.contains(&reader) {
                 continue;
             }
-            let recorded: Vec<Answer> = fetch
+            let recorded: Vec<(CoreEvent, Arc<str>, bool)> = fetch
                 .answer
                 .iter()
                 .chain(fetch.nack.iter())
-                .map(|answer| Answer::clone(answer))
+                .map(|a| (a.event.event(&key), Arc::clone(&a.server), a.fallback))
                 .collect();
-            for answer in recorded {
+            for (event, server, fallback) in recorded {
                 let from = From {
-                    server: &answer.server,
-                    fallback: answer.fallback,
+                    server: &server,
+                    fallback,
                 };
-                self.route_to_reader(&reader, &key, &answer.event, &from, answers);
+                self.route_to_reader(&reader, &key, &event, &from, answers);
             }
         }
     }

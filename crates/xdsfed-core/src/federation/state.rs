@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::authority::{Partition, ServerId};
 use crate::protocol::{CoreEvent, ResourceKey};
+use crate::types::Decoded;
 
 /// One authority's servers, in priority order (gRFC A71).
 pub(crate) struct AuthorityState {
@@ -58,20 +59,62 @@ pub(crate) struct Fetch {
     /// The last answer its servers gave (a copy, a deletion, an absence, a
     /// redirect, an error), for a reader that joins later: the server will
     /// not send it again.
-    /// Boxed, as is `nack`: an answer is 160 bytes, and a fetch that has
-    /// none (or no NACK, the usual case) should not hold the room.
+    /// Boxed, as is `nack`: a fetch that has none (or no NACK, the usual
+    /// case) should not hold the room.
     pub(crate) answer: Option<Box<Answer>>,
     /// The NACK since that answer, if any.
     pub(crate) nack: Option<Box<Answer>>,
 }
 
 /// An event about a fetched key, as its server sent it.
-#[derive(Clone)]
 pub(crate) struct Answer {
-    pub(crate) event: CoreEvent,
+    pub(crate) event: Recorded,
     /// The registry's shared name of the server.
     pub(crate) server: Arc<str>,
     pub(crate) fallback: bool,
+}
+
+/// What an answer said. A copy without a TTL, the answer nearly every
+/// fetch holds, is kept without its key (the fetch's own) and its empty
+/// TTL: 112 bytes an answer, where the whole event made it 160, at one
+/// answer per fetch (200 000 of them for 100 000 EDS clusters).
+#[derive(Clone)]
+pub(crate) enum Recorded {
+    Copy {
+        resource: Decoded,
+        version: Arc<str>,
+    },
+    Event(Box<CoreEvent>),
+}
+
+impl Recorded {
+    pub(crate) fn of(event: &CoreEvent) -> Self {
+        match event {
+            CoreEvent::Upsert {
+                resource,
+                version,
+                ttl: None,
+                ..
+            } => Recorded::Copy {
+                resource: resource.clone(),
+                version: Arc::clone(version),
+            },
+            other => Recorded::Event(Box::new(other.clone())),
+        }
+    }
+
+    /// The event again, about `key`.
+    pub(crate) fn event(&self, key: &ResourceKey) -> CoreEvent {
+        match self {
+            Recorded::Copy { resource, version } => CoreEvent::Upsert {
+                key: key.clone(),
+                resource: resource.clone(),
+                version: Arc::clone(version),
+                ttl: None,
+            },
+            Recorded::Event(event) => CoreEvent::clone(event),
+        }
+    }
 }
 
 /// A watched entry: how many hold it, and what feeds it.

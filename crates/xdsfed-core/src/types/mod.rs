@@ -80,12 +80,23 @@ pub trait ResourceType: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,
-    /// The bytes, unless the value keeps them (then empty, and
-    /// `raw_in_value` reads them from the value).
-    raw: Bytes,
-    raw_in_value: Option<RawOf>,
+    raw: Raw,
     name: Option<Arc<str>>,
 }
+
+/// Where a resource's bytes are: one word less than holding both an empty
+/// `Bytes` and the reader (a `Decoded` is in every cache entry and every
+/// fetch's recorded answer).
+#[derive(Clone)]
+enum Raw {
+    /// Held beside the value.
+    Beside(Bytes),
+    /// Kept by the value itself, read through this.
+    InValue(RawOf),
+}
+
+/// The bytes of a value that keeps none.
+static NO_BYTES: Bytes = Bytes::new();
 
 /// Reads the bytes a type-erased value keeps.
 type RawOf = fn(&(dyn Any + Send + Sync)) -> Option<&Bytes>;
@@ -98,9 +109,10 @@ fn held_bytes_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&By
 impl Decoded {
     /// The bytes the resource was decoded from, shared, not copied.
     pub fn raw(&self) -> &Bytes {
-        self.raw_in_value
-            .and_then(|read| read(self.value.as_ref()))
-            .unwrap_or(&self.raw)
+        match &self.raw {
+            Raw::Beside(raw) => raw,
+            Raw::InValue(read) => read(self.value.as_ref()).unwrap_or(&NO_BYTES),
+        }
     }
 
     /// The decoded resource, if it is a `T`.
@@ -177,17 +189,16 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         T::SOTW_FULL_STATE
     }
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
-        let (value, raw, raw_in_value) = decode_erased::<T>(raw)?;
+        let (value, raw) = decode_erased::<T>(raw)?;
         let name = T::name(&value).map(Arc::from);
         Ok(Decoded {
             value: Arc::new(value),
             raw,
-            raw_in_value,
             name,
         })
     }
     fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
-        let (value, raw, raw_in_value) = decode_erased::<T>(raw)?;
+        let (value, raw) = decode_erased::<T>(raw)?;
         let inner = T::name(&value).map(|inner| match inner == &**name {
             true => Arc::clone(name),
             false => Arc::from(inner),
@@ -195,7 +206,6 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         Ok(Decoded {
             value: Arc::new(value),
             raw,
-            raw_in_value,
             name: inner,
         })
     }
@@ -207,15 +217,13 @@ impl<T: ResourceType> ErasedType for Erased<T> {
 /// Decodes `raw` as a `T`, moving the bytes into the resource when it keeps
 /// them: the bytes to hold beside the value (empty then), and how to read
 /// them from the value.
-fn decode_erased<T: ResourceType>(
-    raw: Bytes,
-) -> Result<(T::Resource, Bytes, Option<RawOf>), ValidationError> {
+fn decode_erased<T: ResourceType>(raw: Bytes) -> Result<(T::Resource, Raw), ValidationError> {
     if T::KEEPS_BYTES {
         let value = T::decode_owned(raw)?;
-        Ok((value, Bytes::new(), Some(held_bytes_of::<T>)))
+        Ok((value, Raw::InValue(held_bytes_of::<T>)))
     } else {
         let value = T::decode_shared(&raw)?;
-        Ok((value, raw, None))
+        Ok((value, Raw::Beside(raw)))
     }
 }
 

@@ -62,8 +62,7 @@ pub fn cluster_message(
 pub fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) -> Decoded {
     Decoded {
         value: std::sync::Arc::new(crate::types::ListCollection { entries }),
-        raw: bytes::Bytes::from_static(bytes),
-        raw_in_value: None,
+        raw: crate::types::Raw::Beside(bytes::Bytes::from_static(bytes)),
         name: None,
     }
 }
