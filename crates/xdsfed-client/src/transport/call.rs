@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body as _, Frame};
 use tokio::sync::mpsc;
 use tonic::codegen::Service as _;
@@ -22,7 +22,7 @@ use tonic::codegen::http::{self, HeaderMap, HeaderValue, Method, StatusCode, Uri
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 
-use super::frames::{MessageReader, encode};
+use super::frames::{MessageReader, encode_into};
 
 /// Opens the call to `path` on `channel`: `requests` are its messages, in
 /// order, until their sender is dropped. Resolves once the server answers
@@ -60,11 +60,16 @@ where
     Messages::of(response, max_message_size)
 }
 
-/// The requests of a call, encoded as the body asks for them.
+/// The requests of a call, encoded as the body asks for them: those
+/// already waiting go out together in one frame, up to
+/// [`COALESCE_LIMIT`] bytes, as tonic's encoder sends them.
 struct RequestBody<Req> {
     requests: mpsc::UnboundedReceiver<Req>,
     max_message_size: usize,
 }
+
+/// The size past which waiting requests are not added to a frame.
+const COALESCE_LIMIT: usize = 32 * 1024;
 
 impl<Req: prost::Message> http_body::Body for RequestBody<Req> {
     type Data = Bytes;
@@ -75,9 +80,18 @@ impl<Req: prost::Message> http_body::Body for RequestBody<Req> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let max = self.max_message_size;
-        self.requests
-            .poll_recv(cx)
-            .map(|next| next.map(|r| encode(&r, max).map(Frame::data)))
+        let Some(first) = std::task::ready!(self.requests.poll_recv(cx)) else {
+            return Poll::Ready(None);
+        };
+        let mut buf = BytesMut::new();
+        let mut encoded = encode_into(&first, max, &mut buf);
+        while encoded.is_ok() && buf.len() < COALESCE_LIMIT {
+            match self.requests.try_recv() {
+                Ok(next) => encoded = encode_into(&next, max, &mut buf),
+                Err(_) => break,
+            }
+        }
+        Poll::Ready(Some(encoded.map(|()| Frame::data(buf.freeze()))))
     }
 }
 
@@ -231,8 +245,9 @@ mod tests {
 
     /// Two messages cut across three data frames.
     fn two_messages_in_three_frames() -> Vec<Frame<Bytes>> {
-        let mut body = encode(&seconds(1), 64).unwrap().to_vec();
-        body.extend_from_slice(&encode(&seconds(2), 64).unwrap());
+        let mut body = BytesMut::new();
+        encode_into(&seconds(1), 64, &mut body).unwrap();
+        encode_into(&seconds(2), 64, &mut body).unwrap();
         let (a, rest) = body.split_at(3);
         let (b, c) = rest.split_at(4);
         [a, b, c]

@@ -118,12 +118,13 @@ impl MessageReader {
     }
 }
 
-/// `message` as one length-prefixed gRPC message, unless it is over
-/// `max_message_size` bytes.
-pub(super) fn encode<M: prost::Message>(
+/// Appends `message` to `buf` as one length-prefixed gRPC message, unless
+/// it is over `max_message_size` bytes.
+pub(super) fn encode_into<M: prost::Message>(
     message: &M,
     max_message_size: usize,
-) -> Result<Bytes, Status> {
+    buf: &mut BytesMut,
+) -> Result<(), Status> {
     let len = message.encoded_len();
     let prefix_len = u32::try_from(len)
         .ok()
@@ -131,11 +132,11 @@ pub(super) fn encode<M: prost::Message>(
         .ok_or_else(|| {
             Status::resource_exhausted(over_limit("a request", len, max_message_size))
         })?;
-    let mut buf = BytesMut::with_capacity(PREFIX + len);
+    buf.reserve(PREFIX + len);
     buf.put_u8(0);
     buf.put_u32(prefix_len);
-    message.encode_raw(&mut buf);
-    Ok(buf.freeze())
+    message.encode_raw(buf);
+    Ok(())
 }
 
 /// The error of a message over the limit, in the client's words.
@@ -241,15 +242,16 @@ mod tests {
             seconds: 3,
             nanos: 0,
         };
-        let bytes = encode(&message, 64).unwrap();
+        let mut bytes = BytesMut::new();
+        encode_into(&message, 64, &mut bytes).unwrap();
         let mut reader = MessageReader::new(64);
-        reader.handle_chunk(bytes);
+        reader.handle_chunk(bytes.freeze());
         let payload = reader.poll_message().unwrap().unwrap();
         assert_eq!(
             <prost_types::Duration as prost::Message>::decode(payload).unwrap(),
             message
         );
-        let status = encode(&message, 1).unwrap_err();
+        let status = encode_into(&message, 1, &mut BytesMut::new()).unwrap_err();
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert!(status.message().starts_with("a request of 2 bytes"));
     }
