@@ -175,16 +175,8 @@ pub(crate) fn with_authorization<T>(
     message: T,
     authorization: Vec<HeaderValue>,
 ) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    if authorization.is_empty() {
-        return request;
-    }
-    let mut headers = std::mem::take(request.metadata_mut()).into_headers();
-    for value in authorization {
-        headers.append(tonic::codegen::http::header::AUTHORIZATION, value);
-    }
-    *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(headers);
-    request
+    let metadata = tonic::metadata::MetadataMap::from_headers(authorization_headers(authorization));
+    tonic::Request::from_parts(metadata, Default::default(), message)
 }
 
 /// Request headers carrying the `authorization` values, for a call that
