@@ -622,7 +622,7 @@ impl Session {
             return;
         };
         let deadline = now + self.cfg.does_not_exist_timeout;
-        self.timers.reserve(names.len());
+        self.timers.reserve_does_not_exist(names.len());
         for name in names {
             let durable = &state.durable;
             if durable.held.contains_key(name)

@@ -3,14 +3,34 @@
 //! Every deadline the protocol core keeps lives here: a does-not-exist timer
 //! per requested-but-unseen resource (gRFC A57), a TTL expiry per resource
 //! the server gave a TTL, and the stream's own deadlines (the handshake,
-//! the first response). There can be hundreds of thousands of each; the
-//! table is a [`Deadlines`] (earliest first, ties in the order set), and
-//! [`Session::poll_timeout`](super::Session::poll_timeout) is its minimum.
+//! the first response). There can be hundreds of thousands of each.
+//! TTLs and the stream's deadlines are a [`Deadlines`] (earliest first,
+//! ties in the order set).
+//!
+//! Does-not-exist timers have a table of their own, `Absences`, because
+//! of how they are used: a cold start arms one per resource, all for the
+//! same instant, and stops each as its resource arrives a moment later.
+//! Their deadlines only grow (the session's `now` plus its fixed timeout),
+//! so they queue in the order armed, and stopping one forgets its name
+//! without searching the queue: what it left there is skipped when it
+//! comes due. Arming and stopping cost one hash operation each, where an
+//! ordered map cost a tree insertion and removal besides. Rule: a timer
+//! fires only if its name is armed by that very arming; a name stopped, or
+//! armed again since, does not fire early. The queue is emptied when no
+//! name is armed, so after a cold start whose resources all arrived it
+//! holds nothing; names that never arrive hold about 40 bytes each until
+//! they fire. [`Session::poll_timeout`](super::Session::poll_timeout) is
+//! the earlier of the two tables' first deadlines; a skipped entry can
+//! make it early once (a spurious wake-up is a no-op). Of two timers due
+//! at the same instant, one of each table, the does-not-exist timer comes
+//! second.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::event::ResourceKey;
 use crate::deadlines::Deadlines;
+use crate::hash::{HashMap, release_when_empty};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,10 +45,69 @@ pub(crate) enum Timer {
     FirstResponse,
 }
 
+/// Does-not-exist deadlines in the order armed (see the module docs).
+#[derive(Debug, Default)]
+struct Absences {
+    /// Deadline, arming number, name; an entry whose name was stopped or
+    /// armed again since stays until it comes due, and is skipped then.
+    queue: VecDeque<(Instant, u64, ResourceKey)>,
+    /// The arming number of each armed name.
+    armed: HashMap<ResourceKey, u64>,
+    armings: u64,
+}
+
+impl Absences {
+    fn set(&mut self, key: ResourceKey, deadline: Instant) {
+        self.armings += 1;
+        self.armed.insert(key.clone(), self.armings);
+        let entry = (deadline, self.armings, key);
+        match self.queue.back() {
+            Some((last, ..)) if *last > deadline => {
+                // A caller's clock that went back: keep the queue in order.
+                let at = self.queue.partition_point(|(d, ..)| *d <= deadline);
+                self.queue.insert(at, entry);
+            }
+            _ => self.queue.push_back(entry),
+        }
+    }
+
+    fn reserve(&mut self, more: usize) {
+        self.armed.reserve(more);
+        self.queue.reserve(more);
+    }
+
+    fn cancel(&mut self, key: &ResourceKey) {
+        if self.armed.remove(key).is_some() && self.armed.is_empty() {
+            self.clear();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.armed.clear();
+        release_when_empty(&mut self.armed);
+        self.queue = VecDeque::new();
+    }
+
+    fn first(&self) -> Option<Instant> {
+        self.queue.front().map(|(deadline, ..)| *deadline)
+    }
+
+    /// Takes the first entry: its name, if that entry is its arming now.
+    fn pop_front(&mut self) -> Option<ResourceKey> {
+        let (_, arming, key) = self.queue.pop_front()?;
+        if self.armed.get(&key) != Some(&arming) {
+            return None;
+        }
+        self.cancel(&key);
+        Some(key)
+    }
+}
+
 /// Deadlines, earliest first.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     deadlines: Deadlines<Timer>,
+    absences: Absences,
     /// How many TTL timers are armed: most resources have none, and
     /// disarming the TTL of each accepted resource then costs nothing.
     ttls: usize,
@@ -37,6 +116,9 @@ pub(crate) struct Timers {
 impl Timers {
     /// Arms `timer` for `deadline`, replacing an earlier arming of it.
     pub(crate) fn set(&mut self, timer: Timer, deadline: Instant) {
+        if let Timer::DoesNotExist(key) = timer {
+            return self.absences.set(key, deadline);
+        }
         let ttl = matches!(timer, Timer::TtlExpiry(_));
         if self.deadlines.set(timer, deadline) && ttl {
             self.ttls += 1;
@@ -45,13 +127,15 @@ impl Timers {
 
     /// Makes room for `more` timers at once: a cold start arms one per
     /// resource.
-    pub(crate) fn reserve(&mut self, more: usize) {
-        self.deadlines.reserve(more);
+    pub(crate) fn reserve_does_not_exist(&mut self, more: usize) {
+        self.absences.reserve(more);
     }
 
     /// Disarms `timer`; disarming an unarmed timer does nothing.
     pub(crate) fn cancel(&mut self, timer: &Timer) {
-        if self.deadlines.cancel(timer) {
+        if let Timer::DoesNotExist(key) = timer {
+            self.absences.cancel(key);
+        } else if self.deadlines.cancel(timer) {
             self.forget(timer);
         }
     }
@@ -73,32 +157,51 @@ impl Timers {
     /// Whether `timer` is armed.
     #[cfg(test)]
     pub(crate) fn is_armed(&self, timer: &Timer) -> bool {
-        self.deadlines.contains(timer)
+        match timer {
+            Timer::DoesNotExist(key) => self.absences.armed.contains_key(key),
+            _ => self.deadlines.contains(timer),
+        }
     }
 
     /// The earliest deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(deadline, _)| deadline)
+        let other = self.deadlines.first().map(|(deadline, _)| deadline);
+        match (self.absences.first(), other) {
+            (Some(a), Some(o)) => Some(a.min(o)),
+            (a, o) => a.or(o),
+        }
     }
 
-    /// Removes and returns a timer whose deadline is at or before `now`.
+    /// Removes and returns a timer whose deadline is at or before `now`;
+    /// of a does-not-exist timer and another due at the same instant, the
+    /// other first.
     pub(crate) fn pop_expired(&mut self, now: Instant) -> Option<Timer> {
-        let timer = self.deadlines.pop_expired(now)?;
-        self.forget(&timer);
-        Some(timer)
+        loop {
+            let other = self.deadlines.first().map(|(deadline, _)| deadline);
+            match self.absences.first() {
+                Some(a) if a <= now && other.is_none_or(|o| a < o) => {
+                    if let Some(key) = self.absences.pop_front() {
+                        return Some(Timer::DoesNotExist(key));
+                    }
+                }
+                _ => {
+                    let timer = self.deadlines.pop_expired(now)?;
+                    self.forget(&timer);
+                    return Some(timer);
+                }
+            }
+        }
     }
 
     /// Disarms every does-not-exist timer (the stream failed, gRFC A57).
-    /// Linear in the number of armed timers, which only a stream failure pays.
     pub(crate) fn cancel_does_not_exist(&mut self) {
-        self.deadlines
-            .retain(|t| !matches!(t, Timer::DoesNotExist(_)));
+        self.absences.clear();
     }
 
     /// How many timers are armed.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.deadlines.len()
+        self.deadlines.len() + self.absences.armed.len()
     }
 }
 
@@ -170,5 +273,72 @@ mod tests {
         assert!(timers.is_armed(&Timer::TtlExpiry(key("a"))));
         assert!(!timers.is_armed(&Timer::DoesNotExist(key("b"))));
         assert_eq!(timers.len(), 1);
+    }
+
+    #[test]
+    fn a_stopped_or_rearmed_does_not_exist_timer_does_not_fire_early() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut timers = Timers::default();
+        timers.set(Timer::DoesNotExist(key("a")), t0 + s(1));
+        timers.set(Timer::DoesNotExist(key("b")), t0 + s(1));
+        timers.set(Timer::DoesNotExist(key("c")), t0 + s(1));
+        timers.cancel(&Timer::DoesNotExist(key("b")));
+        // Stopped, then armed again later: only the second arming counts.
+        timers.cancel(&Timer::DoesNotExist(key("c")));
+        timers.set(Timer::DoesNotExist(key("c")), t0 + s(3));
+        assert_eq!(timers.len(), 2);
+        assert_eq!(
+            timers.pop_expired(t0 + s(2)),
+            Some(Timer::DoesNotExist(key("a")))
+        );
+        assert_eq!(timers.pop_expired(t0 + s(2)), None);
+        assert_eq!(timers.next_deadline(), Some(t0 + s(3)));
+        assert_eq!(
+            timers.pop_expired(t0 + s(3)),
+            Some(Timer::DoesNotExist(key("c")))
+        );
+        assert_eq!(timers.len(), 0);
+        assert_eq!(timers.next_deadline(), None);
+    }
+
+    #[test]
+    fn does_not_exist_timers_hold_nothing_once_all_are_stopped() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.reserve_does_not_exist(3);
+        for name in ["a", "b", "c"] {
+            timers.set(Timer::DoesNotExist(key(name)), t0);
+        }
+        for name in ["b", "a", "c"] {
+            timers.cancel(&Timer::DoesNotExist(key(name)));
+        }
+        assert_eq!(timers.next_deadline(), None);
+        assert_eq!(timers.absences.queue.capacity(), 0);
+        assert_eq!(timers.absences.armed.capacity(), 0);
+    }
+
+    #[test]
+    fn does_not_exist_timers_stay_in_deadline_order_when_the_clock_goes_back() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut timers = Timers::default();
+        timers.set(Timer::DoesNotExist(key("late")), t0 + s(5));
+        timers.set(Timer::DoesNotExist(key("early")), t0 + s(1));
+        timers.set(Timer::TtlExpiry(key("ttl")), t0 + s(1));
+        assert_eq!(timers.next_deadline(), Some(t0 + s(1)));
+        assert_eq!(
+            timers.pop_expired(t0 + s(1)),
+            Some(Timer::TtlExpiry(key("ttl")))
+        );
+        assert_eq!(
+            timers.pop_expired(t0 + s(1)),
+            Some(Timer::DoesNotExist(key("early")))
+        );
+        assert_eq!(timers.pop_expired(t0 + s(4)), None);
+        assert_eq!(
+            timers.pop_expired(t0 + s(5)),
+            Some(Timer::DoesNotExist(key("late")))
+        );
     }
 }
