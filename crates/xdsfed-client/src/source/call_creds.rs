@@ -171,6 +171,7 @@ fn stamp(path: &Path) -> Result<FileStamp, String> {
 }
 
 /// A gRPC request carrying `message` with the `authorization` headers.
+#[cfg(feature = "policy-stream")]
 pub(crate) fn with_authorization<T>(
     message: T,
     authorization: Vec<HeaderValue>,
