@@ -39,6 +39,12 @@
 //!   differ;
 //! - the fragment (directives) removed; a glob keeps its `/*`.
 //!
+//! Most names a server sends are canonical already. [`canonical_key`]
+//! recognises those in one pass over the text (lower-case scheme; no
+//! escape, context parameter or directive; an authority, a type and an id
+//! of characters their parts allow) and copies them, or with
+//! [`canonical_key_of`] borrows them; only the others are taken apart. A property test holds both ways to the same key.
+//!
 //! ```
 //! use xdsfed_core::name::{ResourceName, canonical_key};
 //!
@@ -188,7 +194,31 @@ pub fn has_xdstp_scheme(name: &str) -> bool {
 /// Names from servers may carry `xds.` context parameters, so this does not
 /// refuse them (use [`ResourceName::parse_user_supplied`] for user input).
 pub fn canonical_key(name: &str) -> Result<String, NameError> {
-    Ok(ResourceName::parse(name)?.canonical().into_owned())
+    canonical_key_of(name).map(Cow::into_owned)
+}
+
+/// [`canonical_key`], borrowing `name` when it is its own key (an old-style
+/// name, or an `xdstp:` name already canonical): nothing is allocated for
+/// the names servers mostly send.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use xdsfed_core::name::canonical_key_of;
+///
+/// let plain = "xdstp://auth/envoy.config.cluster.v3.Cluster/c1";
+/// assert!(matches!(canonical_key_of(plain)?, Cow::Borrowed(k) if k == plain));
+/// let spelled = "xdstp://auth/envoy.config.cluster.v3.Cluster/c%31";
+/// assert_eq!(canonical_key_of(spelled)?, plain);
+/// # Ok::<(), xdsfed_core::name::NameError>(())
+/// ```
+pub fn canonical_key_of(name: &str) -> Result<Cow<'_, str>, NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if !has_xdstp_scheme(name) || xdstp::is_plain_canonical(name) {
+        return Ok(Cow::Borrowed(name));
+    }
+    Ok(Cow::Owned(XdstpName::parse(name)?.canonical()))
 }
 
 /// The authority of a canonical key: `Some("")` for `xdstp:///…`, `None` for

@@ -121,6 +121,13 @@ fn invalid_char(s: &str, offset: usize) -> PercentError {
     PercentError::InvalidChar { offset, ch }
 }
 
+/// Whether `s` is in normal form for `component` as it is: no escape, and
+/// only characters the component allows. [`normalise`] returns such text
+/// unchanged.
+pub(crate) fn is_plain(s: &str, component: Component) -> bool {
+    s.bytes().all(|b| b != b'%' && component.allows(b))
+}
+
 /// Checks `s` against `component` and returns it in normal form.
 pub(crate) fn normalise(s: &str, component: Component) -> Result<String, PercentError> {
     let bytes = s.as_bytes();

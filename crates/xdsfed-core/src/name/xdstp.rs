@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::directive::{Directives, parse_directives};
 use super::error::NameError;
-use super::percent::{Component, PercentError, normalise};
+use super::percent::{Component, PercentError, is_plain, normalise};
 
 /// The scheme prefix that makes a name an `xdstp:` name, in its canonical
 /// (lower) case. Schemes are case-insensitive (RFC 3986, section 3.1), so
@@ -206,6 +206,34 @@ fn find_any(name: &str, from: usize, stops: &[u8]) -> usize {
         .skip(from)
         .find(|(_, b)| stops.contains(b))
         .map_or(name.len(), |(i, _)| i)
+}
+
+/// Whether `name` is an `xdstp:` name already in canonical form with
+/// nothing to normalise: the scheme in lower case, no percent escape, no
+/// context parameter or directive, an authority, a resource type and an id
+/// of characters their components allow. Most names servers send are; they
+/// are checked in one pass, without being taken apart into strings, and
+/// [`parse`] would give them back unchanged.
+pub(crate) fn is_plain_canonical(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("xdstp://") else {
+        return false;
+    };
+    if rest.bytes().any(|b| matches!(b, b'%' | b'?' | b'#')) {
+        return false;
+    }
+    let Some((authority, path)) = rest.split_once('/') else {
+        return false;
+    };
+    let Some((resource_type, id)) = path.split_once('/') else {
+        return false;
+    };
+    !resource_type.is_empty()
+        && !id.is_empty()
+        && is_plain(authority, Component::Authority)
+        && is_plain(resource_type, Component::PathSegment)
+        && id
+            .split('/')
+            .all(|segment| is_plain(segment, Component::PathSegment))
 }
 
 pub(crate) fn parse(name: &str, origin: Origin) -> Result<XdstpName, NameError> {

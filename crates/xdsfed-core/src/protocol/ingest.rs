@@ -45,8 +45,9 @@ use super::ack::Rejected;
 use super::event::{CoreEvent, RemovedReason, ResourceKey};
 use super::session::Session;
 use super::timers::Timer;
-use crate::name::{NameError, canonical_key};
+use crate::name::{NameError, canonical_key, canonical_key_of};
 use crate::types::{Decoded, TypeRegistry, ValidationError};
+use std::borrow::Cow;
 
 /// The type URL of a redirect (xDS TP1 "Server redirects").
 pub const RESOURCE_LOCATOR_TYPE_URL: &str = "type.googleapis.com/xds.core.v3.ResourceLocator";
@@ -168,16 +169,15 @@ impl Item {
     ) -> Self {
         let (key, subscribed, shared) = match known.and_then(|d| d.shared_name(&raw_name)) {
             Some((key, subscribed)) => (Ok(key), subscribed, true),
-            None => match canonical_key(&raw_name) {
+            None => match canonical_key_of(&raw_name) {
                 // Spelled otherwise than the session's copy: that copy all the
                 // same, so that one name is one `Arc` here too.
-                Ok(canonical) if canonical != raw_name => {
-                    match known.and_then(|d| d.shared_name(&canonical)) {
-                        Some((key, subscribed)) => (Ok(key), subscribed, true),
-                        None => (Ok(Arc::from(canonical)), false, false),
-                    }
-                }
-                key => (key.map(Arc::from), false, false),
+                Ok(Cow::Owned(canonical)) => match known.and_then(|d| d.shared_name(&canonical)) {
+                    Some((key, subscribed)) => (Ok(key), subscribed, true),
+                    None => (Ok(Arc::from(canonical)), false, false),
+                },
+                Ok(Cow::Borrowed(key)) => (Ok(Arc::from(key)), false, false),
+                Err(e) => (Err(e), false, false),
             },
         };
         Item {

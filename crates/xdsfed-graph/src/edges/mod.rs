@@ -129,8 +129,7 @@ impl ParseCx<'_> {
 /// The canonical form of a name found inside a resource, so that it keys the
 /// same node however the referring resource spelled it.
 pub(crate) fn canonical_name(kind: ResourceKind, raw: &str) -> Result<Arc<str>, GraphError> {
-    match xdsfed_core::name::canonical_key(raw) {
-        Ok(key) if key == raw => Ok(Arc::from(raw)),
+    match xdsfed_core::name::canonical_key_of(raw) {
         Ok(key) => Ok(Arc::from(key)),
         Err(e) => Err(GraphError::InvalidName {
             kind,
