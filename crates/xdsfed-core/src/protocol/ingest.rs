@@ -483,7 +483,7 @@ impl Session {
     /// Stops the does-not-exist timer of `key` and, for a member of a glob
     /// collection, of its glob: a member answers the glob.
     fn cancel_does_not_exist(&mut self, key: &ResourceKey) {
-        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.timers.stop_does_not_exist(key);
         // Working out a glob costs allocations: only when one is subscribed.
         let globs = self
             .states
@@ -529,7 +529,7 @@ impl Session {
             state.durable.forget_absence(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
-        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.timers.stop_does_not_exist(&key);
         tracing::warn!(resource = %key, error = %why, "rejected resource");
         self.events.push_back(CoreEvent::Invalid {
             key,
@@ -613,7 +613,7 @@ impl Session {
             state.durable.timed_out.remove(&name);
             // The server answered: a deletion, not the does-not-exist timer
             // (which means nobody answered, and may call for an `#alt`).
-            self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+            self.timers.stop_does_not_exist(&key);
             self.events.push_back(CoreEvent::Removed {
                 key,
                 reason: RemovedReason::Deleted,
@@ -658,7 +658,7 @@ impl Session {
             return;
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
-        self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+        self.timers.stop_does_not_exist(&key);
         self.events.push_back(CoreEvent::ResourceError {
             key,
             code,

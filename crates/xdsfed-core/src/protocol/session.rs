@@ -262,7 +262,7 @@ impl Session {
         }
         state.durable.resumed.remove(&key.name);
         if !state.durable.wildcard {
-            self.timers.cancel(&Timer::DoesNotExist(key.clone()));
+            self.timers.stop_does_not_exist(key);
             self.timers.cancel(&Timer::TtlExpiry(key.clone()));
         }
         self.mark_dirty(&key.type_url);

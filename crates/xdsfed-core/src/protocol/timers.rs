@@ -140,6 +140,12 @@ impl Timers {
         }
     }
 
+    /// Disarms the does-not-exist timer of `key`, if armed; as
+    /// [`Timers::cancel`], without making a `Timer` of a copy of the key.
+    pub(crate) fn stop_does_not_exist(&mut self, key: &ResourceKey) {
+        self.absences.cancel(key);
+    }
+
     /// Disarms the TTL timer of `key`, if armed.
     pub(crate) fn cancel_ttl(&mut self, key: &ResourceKey) {
         if self.ttls > 0 {
