@@ -1,9 +1,9 @@
-//! The core's one timer table.
+//! The core's timers.
 //!
-//! Every deadline the protocol core keeps lives here: a does-not-exist timer
-//! per requested-but-unseen resource (gRFC A57), a TTL expiry per resource
-//! the server gave a TTL, and the stream's own deadlines (the handshake,
-//! the first response). There can be hundreds of thousands of each.
+//! Every deadline the protocol core keeps lives here, in two tables: a
+//! does-not-exist timer per requested-but-unseen resource (gRFC A57), a
+//! TTL expiry per resource the server gave a TTL, and the stream's own
+//! deadlines (the handshake, the first response). There can be hundreds of thousands of each.
 //! TTLs and the stream's deadlines are a [`Deadlines`] (earliest first,
 //! ties in the order set).
 //!
