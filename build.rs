@@ -9,6 +9,9 @@
 //! `xdsfed-testbed`, both naming the core's messages. Each crate holds a
 //! copy of its part; `tests/policy_stream_proto.rs` fails when a copy
 //! differs from this output and, with `XDSFED_BLESS=1`, writes it again.
+//!
+//! On Linux it also hands the `xdsfed` binary's link `link/hot-text.ld`,
+//! which places the functions the command runs together (see there).
 
 use std::path::Path;
 
@@ -34,7 +37,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enable_type_names()
         .type_name_domain(["."], "type.googleapis.com");
     tonic_prost_build::configure().compile_fds_with_config(descriptors, config)?;
-    compile_policy_stream(root)
+    compile_policy_stream(root)?;
+    place_hot_text();
+    Ok(())
+}
+
+/// Links the `xdsfed` binary with `link/hot-text.ld`: the functions the
+/// command runs first in its code, so that the 64 KB the kernel maps around
+/// each page it executes are mostly code it executes too. The script only
+/// adds an output section before `.text` (`INSERT BEFORE`), which GNU ld
+/// and lld both read, and moves nothing a symbol or relocation depends on.
+/// A linker chosen by the user (gold and mold do not read `INSERT`) and
+/// other targets link as they are.
+fn place_hot_text() {
+    let Some(manifest_dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        return;
+    };
+    let script = Path::new(&manifest_dir).join("link/hot-text.ld");
+    println!("cargo:rerun-if-changed={}", script.display());
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let elf_linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    let linker_chosen = std::env::var_os("RUSTC_LINKER").is_some()
+        || std::env::var("CARGO_ENCODED_RUSTFLAGS")
+            .is_ok_and(|flags| flags.contains("fuse-ld") || flags.contains("linker"));
+    let path = script.to_string_lossy();
+    // The path goes inside one comma-separated `-Wl` argument.
+    if elf_linux && !linker_chosen && script.is_file() && !path.contains([',', ' ']) {
+        println!("cargo:rustc-link-arg-bin=xdsfed=-Wl,-T,{path}");
+    }
 }
 
 /// The three parts of `kyverno.http.v1alpha1`, each in a directory of
