@@ -225,8 +225,10 @@ impl Cache {
     /// for the entry its key names.
     pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
         let mut inner = self.lock();
+        // One reading of the clock for the events of one response.
+        let now = SystemTime::now();
         for event in events {
-            inner.apply_one(server, policy, &event, None);
+            inner.apply_one(server, policy, &event, None, now);
         }
     }
 
@@ -234,9 +236,10 @@ impl Cache {
     /// are the entries' keys), each with where it came from.
     pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
         let mut inner = self.lock();
+        let now = SystemTime::now();
         for (event, source) in events {
             let server = entry::named_server(&source);
-            inner.apply_one(&server, policy, &event, Some(source));
+            inner.apply_one(&server, policy, &event, Some(source), now);
         }
     }
 
@@ -375,6 +378,7 @@ impl Inner {
         policy: DataErrorPolicy,
         event: &CoreEvent,
         source: Option<Source>,
+        now: SystemTime,
     ) {
         let key = match event {
             CoreEvent::Upsert { key, .. } => {
@@ -399,7 +403,7 @@ impl Inner {
         let cx = Context {
             server,
             policy: entry.policy,
-            now: SystemTime::now(),
+            now,
         };
         let source = source
             .unwrap_or_else(|| Source::direct_under(server, entry.provenance.authority.clone()));

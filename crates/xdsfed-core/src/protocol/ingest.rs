@@ -483,6 +483,10 @@ impl Session {
     /// Stops the does-not-exist timer of `key` and, for a member of a glob
     /// collection, of its glob: a member answers the glob.
     fn cancel_does_not_exist(&mut self, key: &ResourceKey) {
+        // An update of a resource already held (churn) finds none armed.
+        if !self.timers.any_does_not_exist() {
+            return;
+        }
         self.timers.stop_does_not_exist(key);
         // Working out a glob costs allocations: only when one is subscribed.
         let globs = self

@@ -77,6 +77,10 @@ impl Absences {
     }
 
     fn cancel(&mut self, key: &ResourceKey) {
+        // Past a cold start none is armed, and then no key is hashed.
+        if self.armed.is_empty() {
+            return;
+        }
         if self.armed.remove(key).is_some() && self.armed.is_empty() {
             self.clear();
         }
@@ -144,6 +148,12 @@ impl Timers {
     /// [`Timers::cancel`], without making a `Timer` of a copy of the key.
     pub(crate) fn stop_does_not_exist(&mut self, key: &ResourceKey) {
         self.absences.cancel(key);
+    }
+
+    /// Whether any does-not-exist timer is armed: when none is, a caller
+    /// need not work out which to stop.
+    pub(crate) fn any_does_not_exist(&self) -> bool {
+        !self.absences.armed.is_empty()
     }
 
     /// Disarms the TTL timer of `key`, if armed.

@@ -19,6 +19,7 @@
 
 use crate::hash::{HashMap, HashSet};
 use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// The wildcard name.
@@ -134,16 +135,21 @@ impl Held {
     /// Holds `name` at `version`; `globs` is whether any glob of the type
     /// is subscribed (the name is then indexed under its glob).
     pub(crate) fn insert(&mut self, name: Arc<str>, version: Arc<str>, globs: bool) {
-        if globs
-            && !self.versions.contains_key(&name)
-            && let Some(glob) = glob_of(&name)
-        {
-            self.by_glob
-                .entry(glob)
-                .or_default()
-                .insert(Arc::clone(&name));
+        // One lookup either way; a name held already is indexed already.
+        match self.versions.entry(name) {
+            Entry::Occupied(mut held) => {
+                held.insert(version);
+            }
+            Entry::Vacant(slot) => {
+                if globs && let Some(glob) = glob_of(slot.key()) {
+                    self.by_glob
+                        .entry(glob)
+                        .or_default()
+                        .insert(Arc::clone(slot.key()));
+                }
+                slot.insert(version);
+            }
         }
-        self.versions.insert(name, version);
     }
 
     /// Forgets `name`; its version, if it was held.
