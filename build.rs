@@ -64,6 +64,8 @@ fn place_hot_text() {
     // The path goes inside one comma-separated `-Wl` argument.
     if elf_linux && !linker_chosen && script.is_file() && !path.contains([',', ' ']) {
         println!("cargo:rustc-link-arg-bin=xdsfed=-Wl,-T,{path}");
+        // tests/hot_text.rs then checks that the link placed them.
+        println!("cargo:rustc-env=XDSFED_HOT_TEXT=linked");
     }
 }
 
