@@ -270,9 +270,11 @@ pub fn data_error(state: &mut ResourceState, error: XdsError) -> bool {
 /// server has confirmed it says more than why one cannot be reached.
 /// A known absence stands too: the error is recorded (the status shows
 /// it) but wakes nobody, since all a watcher could be told is that the
-/// resource does not exist, which it was told already.
+/// resource does not exist, which it was told already. The error the
+/// state carries already is no news either: a server that stays down
+/// fails each retry alike, and its watchers heard of the first.
 pub fn transient(state: &mut ResourceState, error: &XdsError) -> bool {
-    if state.status == ResourceStatus::FromDisk {
+    if state.status == ResourceStatus::FromDisk || state.error.as_ref() == Some(error) {
         return false;
     }
     state.error = Some(error.clone());
@@ -355,5 +357,18 @@ mod tests {
         let mut waiting = ResourceState::requested();
         assert!(transient(&mut waiting, &stream_failed()));
         assert!(healthy_again(&mut waiting));
+    }
+
+    /// A server that stays down fails every retry with the same error:
+    /// the watchers heard of the first, and a different one is news again.
+    #[test]
+    fn the_same_transient_error_again_wakes_nobody() {
+        let mut state = ResourceState::requested();
+        assert!(transient(&mut state, &stream_failed()));
+        assert!(!transient(&mut state, &stream_failed()));
+        let other = XdsError::new(ErrorKind::Transient, "stream to b failed")
+            .with_cause(Cause::StreamFailed);
+        assert!(transient(&mut state, &other));
+        assert_eq!(state.error, Some(other));
     }
 }
