@@ -76,7 +76,8 @@ pub fn start(rt_client: &Runtime, shape: Shape) -> (Cold, Warm) {
 }
 
 /// Scenario 5: the heap the client and graph hold. The servers are shut
-/// down (the streams end, so nothing is in flight); what is left above the
+/// down (the streams end, so nothing is in flight) and the client's
+/// threads finish what they had queued; what is left above the
 /// baseline taken before anything was loaded is the client's cache, its
 /// watch channels and the graph's engine and snapshot. It includes the
 /// ambient error each resource then carries (the servers are gone).
@@ -95,6 +96,7 @@ pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, 
     } = warm;
     fleet.stop();
     rt_client.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
+    probe::settle_client(rt_client);
     (probe::heap().saturating_sub(baseline), (graph, client))
 }
 

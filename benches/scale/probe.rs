@@ -9,7 +9,9 @@
 //! bytes live at any moment in the client's process (the testbed's are in
 //! the other); the scenarios take differences.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
 
 use cap::Cap;
 
@@ -48,6 +50,25 @@ pub fn cpu(pid: Option<u32>, prefix: &str) -> Duration {
         ticks += field(14).unwrap_or(0) + field(15).unwrap_or(0);
     }
     Duration::from_secs_f64(ticks as f64 / TICKS)
+}
+
+/// Waits until the client's threads are idle (under 4 % of a core over
+/// half a second), for at most 30 s; returns how long that took. A
+/// scenario can end with work still queued (LEDS churn at the design load
+/// runs seconds behind its updates), which would otherwise count in the
+/// heap read after it and in the next scenario's CPU.
+pub fn settle_client(rt_client: &Runtime) -> Duration {
+    const WINDOW: Duration = Duration::from_millis(500);
+    const LIMIT: Duration = Duration::from_secs(30);
+    let start = Instant::now();
+    loop {
+        let before = cpu(None, "client");
+        rt_client.block_on(async { tokio::time::sleep(WINDOW).await });
+        let busy = cpu(None, "client").saturating_sub(before);
+        if busy < WINDOW / 25 || start.elapsed() > LIMIT {
+            return start.elapsed();
+        }
+    }
 }
 
 /// A `/proc/self/status` figure in bytes (`VmRSS`, `VmHWM`).
