@@ -274,19 +274,8 @@ impl Cache {
     /// Reports a stream failure of `server` to the entries held only for
     /// wildcard watchers of that server (watched entries are the router's).
     pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
-        let mut inner = self.lock();
-        let mut changed = Vec::new();
-        for (key, entry) in &mut inner.entries {
-            if entry.watchers == 0
-                && *entry.provenance.server == **server
-                && entry.slot.modify(|state| entry::transient(state, error))
-            {
-                changed.push(key.clone());
-            }
-        }
-        for key in &changed {
-            inner.mark_wildcard_dirty(key);
-        }
+        self.lock()
+            .transient_on(server, error, |entry| entry.watchers == 0);
     }
 
     /// Reports a permanent error for `key` (a refused redirect, a list
@@ -463,13 +452,24 @@ impl Inner {
     /// gRFC A57: every entry of `server` keeps its copy, with an error.
     fn stream_failed(&mut self, server: &Arc<str>, failure: &StreamFailure) {
         let error = XdsError::stream_failed(failure, Arc::clone(server));
-        // In place, naming only the entries it changed: a server that stays
-        // down fails each retry alike, and then none changes (a copy of every
-        // key per retry was 35 MB at a million resources).
+        self.transient_on(server, &error, |_| true);
+    }
+
+    /// Gives `error` to the entries of `server` that `which` picks. In
+    /// place, naming only the entries it changed: a server that stays down
+    /// fails each retry alike, and then none changes (a copy of every key
+    /// per retry was 35 MB at a million resources).
+    fn transient_on(
+        &mut self,
+        server: &Arc<str>,
+        error: &XdsError,
+        which: impl Fn(&Entry) -> bool,
+    ) {
         let mut changed = Vec::new();
         for (key, entry) in &mut self.entries {
             if *entry.provenance.server == **server
-                && entry.slot.modify(|state| entry::transient(state, &error))
+                && which(entry)
+                && entry.slot.modify(|state| entry::transient(state, error))
             {
                 changed.push(key.clone());
             }
