@@ -82,13 +82,10 @@ pub fn start(rt_client: &Runtime, shape: Shape) -> (Cold, Warm) {
 /// watch channels and the graph's engine and snapshot. It includes the
 /// ambient error each resource then carries (the servers are gone).
 ///
-/// The client and graph are returned, not dropped: dropping them makes the
-/// client unsubscribe every glob, and each glob's unsubscription walks all
-/// the resources of its type (`TypeState::unsubscribe`), which with 100 000
-/// LEDS globs keeps the client's threads busy for a long time and would
-/// skew every later scenario. The caller keeps them until the process
-/// exits.
-pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, Kept) {
+/// The graph and client are then dropped, and the client's threads left to
+/// finish the unsubscriptions that follow, so that the next scenario runs
+/// alone. Returns the heap and how long the drop took to idle threads.
+pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, Duration) {
     let Warm {
         fleet,
         graph,
@@ -97,18 +94,20 @@ pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, 
     fleet.stop();
     rt_client.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
     probe::settle_client(rt_client);
-    (probe::heap().saturating_sub(baseline), (graph, client))
+    let heap = probe::heap().saturating_sub(baseline);
+    let start = Instant::now();
+    rt_client.block_on(async move {
+        drop(graph);
+        drop(client);
+    });
+    probe::settle_client(rt_client);
+    (heap, start.elapsed())
 }
 
-/// A client and graph kept alive until the process exits.
-pub type Kept = (ConfigGraph, xdsfed::client::client::XdsClient);
-
 /// One cold start measured end to end, memory included; servers gone after.
-pub fn measure(rt_client: &Runtime, shape: Shape, kept: &mut Vec<Kept>) -> Cold {
+pub fn measure(rt_client: &Runtime, shape: Shape) -> Cold {
     let baseline = probe::heap();
     let (mut cold, warm) = start(rt_client, shape);
-    let (heap, client) = client_heap(rt_client, warm, baseline);
-    cold.client_heap = heap;
-    kept.push(client);
+    cold.client_heap = client_heap(rt_client, warm, baseline).0;
     cold
 }

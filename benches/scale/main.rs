@@ -166,23 +166,23 @@ fn print_churn(c: &churn::Churn) {
 }
 
 /// Scenarios 1, 3 (EDS or LEDS) and the memory of 5, on one warm client.
-fn design_load(client: &Runtime, mode: Mode, kept: &mut Vec<cold::Kept>) -> Cold {
+fn design_load(client: &Runtime, mode: Mode) -> Cold {
     let shape = two_servers(100_000, mode);
     let baseline = probe::heap();
     let (mut cold, mut warm) = cold::start(client, shape);
     print_cold(&format!("{mode:?} 100 000 × 10"), &cold);
     let churn = churn::run(client, &mut warm, shape);
     print_churn(&churn);
-    let (heap, held) = cold::client_heap(client, warm, baseline);
+    let (heap, released) = cold::client_heap(client, warm, baseline);
     cold.client_heap = heap;
-    kept.push(held);
+    print_release(&format!("{mode:?} 100 000 × 10"), released);
     cold
 }
 
 /// Scenario 3 through LEDS at a tenth of the design load (100 000 endpoint
 /// resources, 10 000 changes a second): the client's cost per endpoint
 /// update, and its heap and RSS, when it keeps up.
-fn tenth_of_leds(client: &Runtime, kept: &mut Vec<cold::Kept>) {
+fn tenth_of_leds(client: &Runtime) {
     let shape = two_servers(10_000, Mode::Leds);
     let (cold, mut warm) = cold::start(client, shape);
     print_cold("Leds 10 000 × 10 (a tenth)", &cold);
@@ -196,7 +196,20 @@ fn tenth_of_leds(client: &Runtime, kept: &mut Vec<cold::Kept>) {
         "",
         churn.load,
     );
-    kept.push(cold::client_heap(client, warm, 0).1);
+    let (_, released) = cold::client_heap(client, warm, 0);
+    print_release("Leds 10 000 × 10 (a tenth)", released);
+}
+
+/// How long dropping a scenario's graph and client took, to idle threads:
+/// the next scenario starts after it.
+fn print_release(label: &str, released: Duration) {
+    row(
+        &format!("{label}: graph and client dropped, client threads idle after"),
+        &ms(released),
+        "",
+        "",
+        probe::load(),
+    );
 }
 
 /// Scenario 5: the EDS rows, and the LEDS ones when that group ran too.
@@ -337,19 +350,18 @@ fn main() {
     println!("| measure | result | target | decode floor | load (1 min) |");
     println!("| --- | --- | --- | --- | --- |");
     let mut curve = Vec::new();
-    let mut kept = Vec::new();
     if wanted("curve") {
         for clusters in [100, 1_000, 10_000] {
-            let c = cold::measure(&client, two_servers(clusters, Mode::Eds), &mut kept);
+            let c = cold::measure(&client, two_servers(clusters, Mode::Eds));
             print_cold(&format!("EDS {clusters} × 10"), &c);
             curve.push(c);
         }
     }
-    let eds = wanted("eds").then(|| design_load(&client, Mode::Eds, &mut kept));
+    let eds = wanted("eds").then(|| design_load(&client, Mode::Eds));
     curve.extend(eds.clone());
-    let leds = wanted("leds").then(|| design_load(&client, Mode::Leds, &mut kept));
+    let leds = wanted("leds").then(|| design_load(&client, Mode::Leds));
     if wanted("leds-tenth") {
-        tenth_of_leds(&client, &mut kept);
+        tenth_of_leds(&client);
     }
     if let Some(eds) = &eds {
         print_memory(eds, leds.as_ref());
@@ -364,7 +376,7 @@ fn main() {
             servers: 10,
             mode: Mode::Eds,
         };
-        let c = cold::measure(&client, many, &mut kept);
+        let c = cold::measure(&client, many);
         print_cold("100 authorities on 10 servers, 100 000 × 10", &c);
     }
     if wanted("watch") {
@@ -373,6 +385,4 @@ fn main() {
     if curve.len() == 4 {
         chart(&curve);
     }
-    // Without tearing the kept clients down (see `cold::client_heap`).
-    std::process::exit(0);
 }
