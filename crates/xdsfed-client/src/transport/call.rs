@@ -36,7 +36,7 @@ pub(crate) async fn open<Req, Resp>(
 ) -> Result<Messages<Resp>, Status>
 where
     Req: prost::Message + 'static,
-    Resp: prost::Message + Default,
+    Resp: super::presized::Resources,
 {
     let body = RequestBody {
         requests,
@@ -107,7 +107,7 @@ pub(crate) struct Messages<Resp> {
     _responses: PhantomData<fn() -> Resp>,
 }
 
-impl<Resp: prost::Message + Default> Messages<Resp> {
+impl<Resp: super::presized::Resources> Messages<Resp> {
     /// The messages of `response`, or the status it ended the call with.
     fn of(response: http::Response<tonic::body::Body>, max: usize) -> Result<Self, Status> {
         let (parts, body) = response.into_parts();
@@ -131,7 +131,7 @@ impl<Resp: prost::Message + Default> Messages<Resp> {
     pub(crate) async fn message(&mut self) -> Result<Option<Resp>, Status> {
         loop {
             if let Some(bytes) = self.reader.poll_message()? {
-                return Resp::decode(bytes)
+                return super::presized::decode::<Resp>(bytes)
                     .map(Some)
                     .map_err(|e| Status::internal(e.to_string()));
             }
@@ -234,6 +234,14 @@ mod tests {
             map.insert(*name, HeaderValue::from_static(value));
         }
         Frame::trailers(map)
+    }
+
+    /// A message with no list of resources to size.
+    impl super::super::presized::Resources for Duration {
+        fn reserve_resources(&mut self, _: usize) {}
+        fn resources_capacity(&self) -> usize {
+            0
+        }
     }
 
     fn seconds(n: i64) -> Duration {

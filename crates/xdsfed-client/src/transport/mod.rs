@@ -40,6 +40,7 @@ pub(crate) mod call;
 pub(crate) mod channel;
 mod driver;
 mod frames;
+mod presized;
 #[cfg(test)]
 mod tests;
 
