@@ -341,6 +341,15 @@ impl Inner {
     }
 
     pub(super) fn mark_wildcard_dirty(&self, key: &ResourceKey) {
+        if let Some(entry) = self.entries.get(key) {
+            entry.mark_sets();
+        }
+        self.mark_collections_dirty(key);
+    }
+
+    /// Queues `key` for the collection and wildcard watchers it concerns
+    /// (not for the watch sets of its entry: [`Entry::mark_sets`]).
+    pub(super) fn mark_collections_dirty(&self, key: &ResourceKey) {
         // A member of a watched glob, or the glob itself (empty, TP1 §Glob).
         let lists = self
             .member_of
@@ -360,11 +369,6 @@ impl Inner {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(Arc::clone(&key.name));
             queue.notify.notify_one();
-        }
-        if let Some(entry) = self.entries.get(key) {
-            for (queue, label) in &entry.sets {
-                queue.mark(Arc::clone(label));
-            }
         }
         if let Some(list) = self.wildcard.get(&key.type_url) {
             for queue in list {

@@ -360,6 +360,13 @@ impl Entry {
             sets: Box::default(),
         }
     }
+
+    /// Queues the entry's change for the watch sets it is a member of.
+    fn mark_sets(&self) {
+        for (queue, label) in &self.sets {
+            queue.mark(Arc::clone(label));
+        }
+    }
 }
 
 impl Inner {
@@ -374,12 +381,6 @@ impl Inner {
         now: SystemTime,
     ) {
         let key = match event {
-            CoreEvent::Upsert { key, .. } => {
-                if !self.has_entry_for_wildcard(key, server, policy) {
-                    return;
-                }
-                key
-            }
             CoreEvent::StreamFailed { failure } => {
                 self.stream_failed(server, failure);
                 return;
@@ -390,8 +391,19 @@ impl Inner {
                 None => return,
             },
         };
-        let Some(entry) = self.entries.get_mut(key) else {
-            return;
+        // One lookup for an entry that exists, as nearly every one does.
+        let entry = match self.entries.get_mut(key) {
+            Some(entry) => entry,
+            None => {
+                let upsert = matches!(event, CoreEvent::Upsert { .. });
+                if !(upsert && self.has_entry_for_wildcard(key, server, policy)) {
+                    return;
+                }
+                let Some(entry) = self.entries.get_mut(key) else {
+                    return;
+                };
+                entry
+            }
         };
         let cx = Context {
             server,
@@ -427,7 +439,8 @@ impl Inner {
             woke
         });
         if changed {
-            self.mark_wildcard_dirty(key);
+            entry.mark_sets();
+            self.mark_collections_dirty(key);
         }
         if let (Some(writer), Some(persist)) = (&self.writer, persist) {
             match persist {
