@@ -53,7 +53,7 @@ impl Input {
             Input::ClusterCollection(name, update) => {
                 engine.on_cluster_collection(now, &name, update)
             }
-            Input::Leds(name, update) => engine.on_leds(now, &name, update),
+            Input::Leds(name, update) => engine.on_leds_shared(now, name, update),
         }
     }
 

@@ -253,7 +253,11 @@ impl GraphEngine {
             }
             ResourceKind::Cluster => self.mark_dirty(key),
             ResourceKind::ClusterLoadAssignment => self.mark_parents(key),
-            ResourceKind::LbEndpoint => self.mark_grandparents(key),
+            ResourceKind::LbEndpoint => {
+                if self.marked_leds.insert(key.clone()) {
+                    self.mark_grandparents(key);
+                }
+            }
         }
     }
 

@@ -18,6 +18,7 @@ impl GraphEngine {
     /// snapshot from them. Only called when the graph is ready.
     pub(super) fn publish(&mut self) -> Snapshot {
         let dirty = std::mem::take(&mut self.dirty);
+        self.marked_leds.clear();
         for key in &dirty {
             let live = self.nodes.contains_key(key);
             let name = Arc::clone(&key.name);

@@ -48,11 +48,16 @@ impl GraphEngine {
     pub(super) fn on_leds_update(
         &mut self,
         _now: Instant,
-        collection: &str,
+        collection: Arc<str>,
         update: CollectionUpdate<LedsEndpoint>,
     ) {
-        let key = Key::new(ResourceKind::LbEndpoint, Arc::from(collection));
+        let key = Key::new(ResourceKind::LbEndpoint, collection);
+        let update = match self.patch_member(&key, update) {
+            Ok(()) => return self.mark_changed(&key, false),
+            Err(update) => update,
+        };
         let Some(node) = self.nodes.get(&key).or_else(|| self.retired.get(&key)) else {
+            let collection = &key.name;
             tracing::debug!(%collection, "update for a LEDS collection the graph does not reach");
             return;
         };
@@ -65,6 +70,35 @@ impl GraphEngine {
         }
         self.set_state(&key, state);
         self.mark_changed(&key, false);
+    }
+
+    /// A member's new copy, put in place in a live collection that is
+    /// already present: the common case under churn. The collection's map
+    /// is then held only by its node, so the insert writes into its leaf
+    /// rather than copying it. Any other update is handed back.
+    fn patch_member(
+        &mut self,
+        key: &Key,
+        update: CollectionUpdate<LedsEndpoint>,
+    ) -> Result<(), CollectionUpdate<LedsEndpoint>> {
+        let Some(State::Present {
+            value: Value::Leds { members },
+            provenance,
+            ambient,
+            ..
+        }) = self.nodes.get_mut(key).map(|n| &mut n.state)
+        else {
+            return Err(update);
+        };
+        match update {
+            CollectionUpdate::Member(name, Update::Changed(endpoint, from)) => {
+                members.insert(name, endpoint);
+                *provenance = from;
+                *ambient = None;
+                Ok(())
+            }
+            other => Err(other),
+        }
     }
 
     /// `cla` as the snapshot shows it: each LEDS locality's endpoints are

@@ -149,6 +149,10 @@ pub struct GraphEngine {
     /// Snapshot entries to rebuild (listeners, route configurations,
     /// clusters) at the next publication.
     dirty: HashSet<Key>,
+    /// LEDS collections whose clusters are in `dirty` already: the other
+    /// members of a collection that change before the next publication
+    /// have nothing more to mark.
+    marked_leds: HashSet<Key>,
     watch_changes: VecDeque<WatchChange>,
     /// The maps the next snapshot is cut from; always current for the
     /// entries not in `dirty`.
@@ -179,6 +183,7 @@ impl GraphEngine {
             collections: HashMap::default(),
             dirty_collections: HashSet::default(),
             dirty: HashSet::default(),
+            marked_leds: HashSet::default(),
             watch_changes: VecDeque::new(),
             out: Snapshot {
                 generation: 0,
@@ -313,6 +318,17 @@ impl GraphEngine {
         &mut self,
         now: Instant,
         collection: &str,
+        update: CollectionUpdate<LedsEndpoint>,
+    ) {
+        self.on_leds_update(now, Arc::from(collection), update);
+    }
+
+    /// [`GraphEngine::on_leds`] with the collection's name already shared:
+    /// the driver's, which has one for every member's change.
+    pub(crate) fn on_leds_shared(
+        &mut self,
+        now: Instant,
+        collection: Arc<str>,
         update: CollectionUpdate<LedsEndpoint>,
     ) {
         self.on_leds_update(now, collection, update);

@@ -124,6 +124,24 @@ fn leds_member_join_change_and_leave_reach_the_snapshot() {
 }
 
 #[test]
+fn members_changing_between_publications_all_reach_the_next_one() {
+    let mut h = leds_graph();
+    leds(&mut h, changed("e1", 1));
+    leds(&mut h, changed("e2", 2));
+    let before = h.ready();
+    // Each change after the first finds the cluster marked already, and
+    // patches the members in place: the snapshot already cut keeps its own.
+    for (id, weight) in [("e1", 10), ("e2", 20), ("e3", 30), ("e1", 11)] {
+        leds(&mut h, changed(id, weight));
+    }
+    let after = h.ready();
+    assert_eq!(leds_weights(&after), vec![11, 20, 30]);
+    assert_eq!(leds_weights(&before), vec![1, 2]);
+    leds(&mut h, changed("e2", 21));
+    assert_eq!(leds_weights(&h.ready()), vec![11, 21, 30]);
+}
+
+#[test]
 fn empty_leds_collection_is_warm_with_no_endpoints() {
     let mut h = leds_graph();
     leds(&mut h, CollectionUpdate::Empty);
