@@ -432,8 +432,9 @@ impl<T: ResourceType> CollectionWatch<T> {
     /// The cached state of member `name`, a key this watch reported: its
     /// value, version, and where it came from
     /// ([`ResourceState::source`]: the server, and whether a fallback
-    /// server, an `#alt` or a redirect served it).
-    pub fn member_state(&self, name: &str) -> Option<ResourceState> {
+    /// server, an `#alt` or a redirect served it). Given the `Arc<str>`
+    /// an event named it with, the lookup allocates nothing.
+    pub fn member_state(&self, name: impl Into<Arc<str>>) -> Option<ResourceState> {
         self.collection
             .cache
             .state(&ResourceKey::new(T::TYPE_URL, name))

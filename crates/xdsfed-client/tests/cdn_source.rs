@@ -321,7 +321,10 @@ async fn cdn_failures_keep_the_collection_and_give_an_ambient_error() {
         assert!(state.resource.is_some(), "{what}: the copy keeps serving");
         assert!(state.error.is_some(), "{what}: {state:?}");
         assert!(
-            watch.member_state(&a).and_then(|m| m.resource).is_some(),
+            watch
+                .member_state(a.as_str())
+                .and_then(|m| m.resource)
+                .is_some(),
             "{what}: the member keeps serving"
         );
         s.cdn().set_faults(Faults::default());

@@ -181,7 +181,10 @@ async fn follow_collection<T: ResourceType>(
         }
         match event {
             CollectionEvent::Upsert { name, .. } => {
-                if let Some(copy) = watch.member_state(&name).and_then(|s| s.resource) {
+                if let Some(copy) = watch
+                    .member_state(Arc::clone(&name))
+                    .and_then(|s| s.resource)
+                {
                     members.insert(Arc::clone(&name));
                     batch.push(Change::Put {
                         type_url: Arc::clone(&member_type),

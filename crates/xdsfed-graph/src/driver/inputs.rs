@@ -214,7 +214,7 @@ fn collection_update<T: CollectionFollowed>(
             CollectionUpdate::Error(error)
         }
         CollectionEvent::Error { name, error } => {
-            let state = watch.member_state(&name);
+            let state = watch.member_state(Arc::clone(&name));
             // A member from the client's state directory: its copy, as for
             // a single watch (see `watch_stream`).
             if let Some(copy) = state
@@ -276,8 +276,11 @@ where
 }
 
 /// Where member `name`'s copy came from, as the client's cache records it.
-fn member_provenance<T: CollectionFollowed>(watch: &CollectionWatch<T>, name: &str) -> Provenance {
-    let state = watch.member_state(name);
+fn member_provenance<T: CollectionFollowed>(
+    watch: &CollectionWatch<T>,
+    name: &Arc<str>,
+) -> Provenance {
+    let state = watch.member_state(Arc::clone(name));
     let source = state.as_ref().and_then(|s| s.source.as_ref());
     Provenance {
         authority: match source {
