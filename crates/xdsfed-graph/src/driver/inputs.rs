@@ -37,7 +37,12 @@ pub(crate) enum Input {
     ClusterCollection(Arc<str>, CollectionUpdate<ClusterView>),
     /// An LEDS glob collection a ClusterLoadAssignment names.
     Leds(Arc<str>, CollectionUpdate<LedsEndpoint>),
+    /// What one watch had ready at once, in order (see [`WatchInputs`]).
+    Batch(Vec<Input>),
 }
+
+/// The most inputs one watch's stream hands over at once.
+const MOST_AT_ONCE: usize = 64;
 
 impl Input {
     /// Hands the input to the engine.
@@ -54,6 +59,11 @@ impl Input {
                 engine.on_cluster_collection(now, &name, update)
             }
             Input::Leds(name, update) => engine.on_leds_shared(now, name, update),
+            Input::Batch(inputs) => {
+                for input in inputs {
+                    input.feed(engine, now);
+                }
+            }
         }
     }
 
@@ -240,9 +250,16 @@ fn collection_update<T: CollectionFollowed>(
 /// A watch's events as engine inputs: a `filter_map` whose closure also
 /// sees the watch, to read a version or a member's state right after the
 /// event that announced it.
+///
+/// What the watch has ready at once goes out as one [`Input::Batch`] (up
+/// to [`MOST_AT_ONCE`]): the driver merges a stream per collection, and
+/// the merge allocates a task each time a stream yields, so the members of
+/// a collection that change in one response cost one, not one each.
 struct WatchInputs<W, F> {
     watch: W,
     input_of: F,
+    /// The watch ended while a batch was being gathered.
+    ended: bool,
 }
 
 impl<W, F> WatchInputs<W, F>
@@ -251,7 +268,30 @@ where
     F: FnMut(&W, W::Item) -> Option<Input> + Unpin,
 {
     fn new(watch: W, input_of: F) -> Self {
-        WatchInputs { watch, input_of }
+        WatchInputs {
+            watch,
+            input_of,
+            ended: false,
+        }
+    }
+
+    /// The next input the watch has ready, without waiting; `None` when it
+    /// has none now (or ended).
+    fn ready_input(&mut self, cx: &mut Context<'_>) -> Option<Input> {
+        loop {
+            match self.watch.poll_next_unpin(cx) {
+                Poll::Ready(Some(event)) => {
+                    if let Some(input) = (self.input_of)(&self.watch, event) {
+                        return Some(input);
+                    }
+                }
+                Poll::Ready(None) => {
+                    self.ended = true;
+                    return None;
+                }
+                Poll::Pending => return None,
+            }
+        }
     }
 }
 
@@ -264,14 +304,29 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Input>> {
         let this = self.get_mut();
-        loop {
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let first = loop {
             let Some(event) = ready!(this.watch.poll_next_unpin(cx)) else {
                 return Poll::Ready(None);
             };
             if let Some(input) = (this.input_of)(&this.watch, event) {
-                return Poll::Ready(Some(input));
+                break input;
+            }
+        };
+        let Some(second) = this.ready_input(cx) else {
+            return Poll::Ready(Some(first));
+        };
+        let mut batch = Vec::with_capacity(8);
+        batch.extend([first, second]);
+        while batch.len() < MOST_AT_ONCE {
+            match this.ready_input(cx) {
+                Some(input) => batch.push(input),
+                None => break,
             }
         }
+        Poll::Ready(Some(Input::Batch(batch)))
     }
 }
 
