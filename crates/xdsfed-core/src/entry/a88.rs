@@ -43,7 +43,9 @@ pub struct Context<'a> {
 }
 
 /// The last NACK an entry's watchers heard of (failed version, message).
-pub type ReportedNack = Option<(Arc<str>, String)>;
+/// Boxed: every cached resource holds one and nearly all are `None`, so
+/// inline it would cost 40 bytes a resource instead of 8.
+pub type ReportedNack = Option<Box<(Arc<str>, String)>>;
 
 /// Applies `event` (about `key`) to `state`. Returns whether watchers
 /// should hear of it. `source` is where an update came from.
@@ -146,7 +148,7 @@ fn invalid(
         error
     );
     let nack = (Arc::clone(version), message);
-    let repeated = reported.as_ref() == Some(&nack);
+    let repeated = reported.as_deref() == Some(&nack);
     state.status = ResourceStatus::Nacked;
     state.failed_update = Some(Box::new(super::FailedUpdate {
         version: Arc::clone(version),
@@ -159,7 +161,7 @@ fn invalid(
     if fail {
         state.resource = None;
     }
-    *reported = Some(nack);
+    *reported = Some(Box::new(nack));
     !repeated || fail
 }
 
