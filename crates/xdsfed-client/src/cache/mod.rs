@@ -69,7 +69,8 @@ struct Inner {
     /// The entries under each glob they could be a member of, so that a new
     /// glob watcher finds the members already cached without walking every
     /// entry (a graph following LEDS watches a glob per cluster).
-    by_glob: HashMap<ResourceKey, HashSet<ResourceKey>>,
+    /// Names only: the type is the glob's, and a name is half a key.
+    by_glob: HashMap<ResourceKey, HashSet<Arc<str>>>,
     /// How many entries are glob collections: with none, an arriving
     /// member has no glob to answer, and working its glob out (three
     /// allocations) is skipped.
@@ -495,7 +496,8 @@ impl Inner {
     fn insert_entry(&mut self, key: &ResourceKey, entry: Entry) {
         if let Some(glob) = glob_of(&key.name) {
             let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
-            self.by_glob.entry(glob).or_default().insert(key.clone());
+            let members = self.by_glob.entry(glob).or_default();
+            members.insert(Arc::clone(&key.name));
         }
         if is_glob(&key.name) {
             self.glob_entries += 1;
@@ -514,7 +516,7 @@ impl Inner {
         if let Some(glob) = glob_of(&key.name) {
             let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
             if let Some(members) = self.by_glob.get_mut(&glob) {
-                members.remove(key);
+                members.remove(&key.name);
                 if members.is_empty() {
                     self.by_glob.remove(&glob);
                 }
@@ -528,7 +530,10 @@ impl Inner {
             .get(glob)
             .into_iter()
             .flatten()
-            .filter_map(|k| self.entries.get_key_value(k))
+            .filter_map(|name| {
+                let key = ResourceKey::new(Arc::clone(&glob.type_url), Arc::clone(name));
+                self.entries.get_key_value(&key)
+            })
             .map(|(k, e)| (k, &**e))
     }
 }

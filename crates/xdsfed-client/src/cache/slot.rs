@@ -15,18 +15,17 @@ use super::ResourceState;
 /// An entry's state.
 #[derive(Debug)]
 pub(super) enum Slot {
-    /// Read only through the cache (queues, status dumps). Boxed: a state
-    /// is some 300 bytes, and the cache's map holds room for up to twice
-    /// as many entries as it has, so a state inline would cost that room
-    /// in every empty slot too.
-    Bare(Box<ResourceState>),
+    /// Read only through the cache (queues, status dumps). Inline: the
+    /// entry is boxed already (the map holds pointers), and a state of its
+    /// own would be a second allocation for every resource.
+    Bare(ResourceState),
     /// Also read by single watchers, through their receivers.
     Watched(watch::Sender<ResourceState>),
 }
 
 impl Slot {
     pub(super) fn new() -> Self {
-        Slot::Bare(Box::new(ResourceState::requested()))
+        Slot::Bare(ResourceState::requested())
     }
 
     /// Runs `f` on the state.
@@ -54,7 +53,7 @@ impl Slot {
     /// Replaces the state, waking its receivers.
     pub(super) fn replace(&mut self, state: ResourceState) {
         match self {
-            Slot::Bare(old) => **old = state,
+            Slot::Bare(old) => *old = state,
             Slot::Watched(tx) => {
                 tx.send_replace(state);
             }
@@ -67,7 +66,7 @@ impl Slot {
         match self {
             Slot::Watched(tx) => tx.subscribe(),
             Slot::Bare(state) => {
-                let state = std::mem::replace(&mut **state, ResourceState::requested());
+                let state = std::mem::replace(state, ResourceState::requested());
                 let tx = watch::Sender::new(state);
                 let rx = tx.subscribe();
                 *self = Slot::Watched(tx);
@@ -82,7 +81,7 @@ impl Slot {
             && tx.receiver_count() == 0
         {
             let state = tx.borrow().clone();
-            *self = Slot::Bare(Box::new(state));
+            *self = Slot::Bare(state);
         }
     }
 }
