@@ -96,6 +96,7 @@ impl Cache {
     /// already cached count as changed.
     pub(crate) fn add_collection(&self, glob: &ResourceKey) -> Arc<WildcardQueue> {
         let mut inner = self.lock();
+        inner.index_globs_of(&glob.type_url);
         let queue = Arc::new(WildcardQueue::default());
         {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());

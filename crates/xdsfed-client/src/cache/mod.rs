@@ -69,8 +69,15 @@ struct Inner {
     /// The entries under each glob they could be a member of, so that a new
     /// glob watcher finds the members already cached without walking every
     /// entry (a graph following LEDS watches a glob per cluster).
-    /// Names only: the type is the glob's, and a name is half a key.
+    /// Names only: the type is the glob's, and a name is half a key. Only
+    /// types in `glob_indexed` are indexed.
     by_glob: HashMap<ResourceKey, HashSet<Arc<str>>>,
+    /// The types a glob collection has been watched of: the others' entries
+    /// stay out of `by_glob`, where a hundred thousand clusters named by
+    /// `xdstp:` names would each cost a slot (and an insert) nobody reads.
+    /// A type joins when its first glob is watched, once, by a walk of the
+    /// entries; it never leaves, so the index stays whole.
+    glob_indexed: HashSet<Arc<str>>,
     /// How many entries are glob collections: with none, an arriving
     /// member has no glob to answer, and working its glob out (three
     /// allocations) is skipped.
@@ -370,6 +377,17 @@ impl Entry {
     }
 }
 
+/// Adds `key` to the index of the glob it would be a member of.
+fn index_by_glob(by_glob: &mut HashMap<ResourceKey, HashSet<Arc<str>>>, key: &ResourceKey) {
+    if let Some(glob) = glob_of(&key.name) {
+        let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+        by_glob
+            .entry(glob)
+            .or_default()
+            .insert(Arc::clone(&key.name));
+    }
+}
+
 impl Inner {
     /// Runs the gRFC A88 transition of `event` on its entry (made for a
     /// wildcard or collection watcher that wants it, for an update).
@@ -494,10 +512,8 @@ impl Inner {
     }
 
     fn insert_entry(&mut self, key: &ResourceKey, entry: Entry) {
-        if let Some(glob) = glob_of(&key.name) {
-            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
-            let members = self.by_glob.entry(glob).or_default();
-            members.insert(Arc::clone(&key.name));
+        if self.glob_indexed.contains(&key.type_url) {
+            index_by_glob(&mut self.by_glob, key);
         }
         if is_glob(&key.name) {
             self.glob_entries += 1;
@@ -521,6 +537,17 @@ impl Inner {
                     self.by_glob.remove(&glob);
                 }
             }
+        }
+    }
+
+    /// Indexes the entries of `type_url` by glob, from now on and the ones
+    /// already cached, unless that was done already.
+    pub(super) fn index_globs_of(&mut self, type_url: &Arc<str>) {
+        if !self.glob_indexed.insert(Arc::clone(type_url)) {
+            return;
+        }
+        for key in self.entries.keys().filter(|k| k.type_url == *type_url) {
+            index_by_glob(&mut self.by_glob, key);
         }
     }
 

@@ -253,3 +253,48 @@ fn removal_of_a_name_never_held_is_not_found_and_of_a_held_copy_is_deleted() {
         "{deleted}"
     );
 }
+
+/// Entries are indexed by glob only once a glob of their type is watched:
+/// a glob watched later still finds the members cached before it (the
+/// index is built then), and members that arrive after it.
+#[test]
+fn a_glob_watched_late_finds_the_members_cached_before_it() {
+    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+    let member = |id: &str| format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}");
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let upsert = |name: &str| CoreEvent::Upsert {
+        key: ResourceKey::new(LEDS, name),
+        resource: cluster_copy(name, "x"),
+        version: Arc::from("1"),
+        ttl: None,
+    };
+    let early = ResourceKey::new(LEDS, member("early"));
+    let _held = cache.add_watcher(&early, provenance, DataErrorPolicy::default());
+    cache.apply(
+        &server,
+        DataErrorPolicy::default(),
+        vec![upsert(&member("early"))],
+    );
+    assert!(cache.lock().by_glob.is_empty(), "no glob watched: no index");
+
+    let glob = ResourceKey::new(LEDS, member("*"));
+    let queue = cache.add_collection(&glob);
+    cache.apply(
+        &server,
+        DataErrorPolicy::default(),
+        vec![upsert(&member("late"))],
+    );
+    let mut dirty = Vec::new();
+    while let Some(name) = queue.dirty.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        dirty.push(name.to_string());
+    }
+    assert_eq!(dirty, [member("early"), member("late")]);
+    let inner = cache.lock();
+    let indexed = inner.under_glob(&glob).count();
+    assert_eq!(indexed, 2, "both members are in the glob's index");
+}
