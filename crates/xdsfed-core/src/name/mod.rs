@@ -185,6 +185,27 @@ pub fn has_xdstp_scheme(name: &str) -> bool {
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case(xdstp::SCHEME))
 }
 
+/// The resource type segment of an `xdstp:` name (`T` in
+/// `xdstp://a/T/x`, the scheme in any case); `None` for an old-style name
+/// or one with no type. Read in place: nothing is parsed or decoded.
+///
+/// ```
+/// use xdsfed_core::name::xdstp_type_of;
+/// let name = "xdstp://a/envoy.config.endpoint.v3.ClusterLoadAssignment/c";
+/// assert_eq!(xdstp_type_of(name), Some("envoy.config.endpoint.v3.ClusterLoadAssignment"));
+/// assert_eq!(xdstp_type_of("xdstp://a/T/x/envoy.config.cluster.v3.Cluster/y"), Some("T"));
+/// assert_eq!(xdstp_type_of("cluster-1"), None);
+/// ```
+pub fn xdstp_type_of(name: &str) -> Option<&str> {
+    if !has_xdstp_scheme(name) {
+        return None;
+    }
+    let rest = name.get(xdstp::SCHEME.len()..)?.strip_prefix("//")?;
+    let path = &rest[rest.find('/')? + 1..];
+    let end = path.find(['/', '?', '#']).unwrap_or(path.len());
+    Some(&path[..end]).filter(|t| !t.is_empty())
+}
+
 /// The cache key of a resource name as it appears on the wire: for an
 /// `xdstp:` name the canonical form (context parameters sorted,
 /// percent-encoding normalised, directives removed, a glob's `/*` kept); an

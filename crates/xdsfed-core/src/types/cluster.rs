@@ -205,10 +205,11 @@ fn validate_eds(cluster: &Cluster) -> Result<(), ValidationError> {
             "must be set when the cluster name is an xdstp name",
         ));
     }
+    // The type is the path's first segment, not any segment: compared in
+    // place (a substring search cost a searcher's setup per cluster).
     if crate::name::has_xdstp_scheme(&eds.service_name)
-        && !eds
-            .service_name
-            .contains("/envoy.config.endpoint.v3.ClusterLoadAssignment/")
+        && crate::name::xdstp_type_of(&eds.service_name)
+            != Some("envoy.config.endpoint.v3.ClusterLoadAssignment")
     {
         return Err(ValidationError::field(
             "eds_cluster_config.service_name",
@@ -307,6 +308,34 @@ mod tests {
             err.0.starts_with("eds_cluster_config.service_name:"),
             "{err}"
         );
+    }
+
+    /// gRFC A47: an xdstp service name must be of the EDS type, which is
+    /// its path's first segment; the type's name further along is an id.
+    #[test]
+    fn xdstp_service_name_must_be_of_the_assignment_type() {
+        const EDS: &str = "envoy.config.endpoint.v3.ClusterLoadAssignment";
+        let cluster = "xdstp://a/envoy.config.cluster.v3.Cluster/c1";
+        for (service_name, ok) in [
+            (format!("xdstp://a/{EDS}/c1"), true),
+            (format!("XDSTP://a/{EDS}/c1?k=v"), true),
+            (
+                format!("xdstp://a/envoy.config.cluster.v3.Cluster/{EDS}/c1"),
+                false,
+            ),
+            (format!("xdstp://a/x/{EDS}/c1"), false),
+            ("xdstp://a".to_owned(), false),
+        ] {
+            let c = eds_cluster(cluster, &service_name);
+            let decoded = ClusterType::decode(&c.encode_to_vec());
+            assert_eq!(decoded.is_ok(), ok, "{service_name}: {decoded:?}");
+            if let Err(err) = decoded {
+                assert!(
+                    err.0.starts_with("eds_cluster_config.service_name:"),
+                    "{err}"
+                );
+            }
+        }
     }
 
     #[test]
