@@ -237,8 +237,13 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
 /// without reading their text again; only names new to the session are
 /// compared as text, and a new name never spells a known one.
 fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
-    let mut shared: HashSet<*const u8> = HashSet::default();
-    let mut fresh: HashSet<&str> = HashSet::default();
+    // Sized once: grown insert by insert, a response of a million names
+    // rehashed its set some twenty times.
+    let shared_names = items.iter().filter(|i| i.shared).count();
+    let mut shared: HashSet<*const u8> =
+        HashSet::with_capacity_and_hasher(shared_names, Default::default());
+    let mut fresh: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(items.len() - shared_names, Default::default());
     let mut counts: HashMap<Arc<str>, usize> = HashMap::default();
     for item in items {
         let Ok(key) = &item.key else { continue };
@@ -294,6 +299,9 @@ impl Session {
         mut present: Option<&mut HashSet<Arc<str>>>,
     ) {
         let counts = duplicates(&items);
+        // One event per item at most: one allocation, not a doubling per
+        // power of two (the queue gives its room back once drained).
+        self.events.reserve(items.len());
         if let Some(state) = self.states.get_mut(type_url) {
             let names = items.iter().filter_map(|i| i.key.as_deref().ok());
             state.durable.held.reserve_for(names.count());
