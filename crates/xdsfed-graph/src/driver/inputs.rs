@@ -275,23 +275,20 @@ where
         }
     }
 
-    /// The next input the watch has ready, without waiting; `None` when it
-    /// has none now (or ended).
-    fn ready_input(&mut self, cx: &mut Context<'_>) -> Option<Input> {
-        loop {
-            match self.watch.poll_next_unpin(cx) {
-                Poll::Ready(Some(event)) => {
+    /// The watch's next input: events it has no input for are skipped.
+    /// `Ready(None)` once it ended, which is remembered.
+    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Option<Input>> {
+        while !self.ended {
+            match ready!(self.watch.poll_next_unpin(cx)) {
+                Some(event) => {
                     if let Some(input) = (self.input_of)(&self.watch, event) {
-                        return Some(input);
+                        return Poll::Ready(Some(input));
                     }
                 }
-                Poll::Ready(None) => {
-                    self.ended = true;
-                    return None;
-                }
-                Poll::Pending => return None,
+                None => self.ended = true,
             }
         }
+        Poll::Ready(None)
     }
 }
 
@@ -304,28 +301,20 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Input>> {
         let this = self.get_mut();
-        if this.ended {
+        let Some(first) = ready!(this.poll_input(cx)) else {
             return Poll::Ready(None);
-        }
-        let first = loop {
-            let Some(event) = ready!(this.watch.poll_next_unpin(cx)) else {
-                return Poll::Ready(None);
+        };
+        let mut batch = Vec::new();
+        while batch.len() + 1 < MOST_AT_ONCE {
+            let Poll::Ready(Some(input)) = this.poll_input(cx) else {
+                break;
             };
-            if let Some(input) = (this.input_of)(&this.watch, event) {
-                break input;
-            }
-        };
-        let Some(second) = this.ready_input(cx) else {
-            return Poll::Ready(Some(first));
-        };
-        let mut batch = Vec::with_capacity(8);
-        batch.extend([first, second]);
-        while batch.len() < MOST_AT_ONCE {
-            match this.ready_input(cx) {
-                Some(input) => batch.push(input),
-                None => break,
-            }
+            batch.push(input);
         }
+        if batch.is_empty() {
+            return Poll::Ready(Some(first));
+        }
+        batch.insert(0, first);
         Poll::Ready(Some(Input::Batch(batch)))
     }
 }
