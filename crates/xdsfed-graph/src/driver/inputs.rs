@@ -304,17 +304,17 @@ where
         let Some(first) = ready!(this.poll_input(cx)) else {
             return Poll::Ready(None);
         };
-        let mut batch = Vec::new();
-        while batch.len() + 1 < MOST_AT_ONCE {
+        let Poll::Ready(Some(second)) = this.poll_input(cx) else {
+            return Poll::Ready(Some(first));
+        };
+        let mut batch = Vec::with_capacity(8);
+        batch.extend([first, second]);
+        while batch.len() < MOST_AT_ONCE {
             let Poll::Ready(Some(input)) = this.poll_input(cx) else {
                 break;
             };
             batch.push(input);
         }
-        if batch.is_empty() {
-            return Poll::Ready(Some(first));
-        }
-        batch.insert(0, first);
         Poll::Ready(Some(Input::Batch(batch)))
     }
 }
