@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use tokio::sync::Notify;
 
-use super::{Cache, DataErrorPolicy, Entry, Inner, Provenance, ResourceStatus};
+use super::{Cache, DataErrorPolicy, Entry, Inner, Provenance, ResourceStatus, Unwatched};
 use xdsfed_core::protocol::{ResourceKey, glob_of};
 
 /// Names changed since a wildcard watcher last looked, and a wake-up.
@@ -58,11 +58,12 @@ impl Cache {
     /// Stops `key`'s entry reporting to `queue` as `label`.
     pub(crate) fn leave_set(&self, key: &ResourceKey, queue: &Arc<WildcardQueue>, label: &str) {
         let mut inner = self.lock();
-        if let Some(entry) = inner.entries.get_mut(key) {
+        if let Some(entry) = inner.entries.full_mut(key) {
             let mut sets = std::mem::take(&mut entry.sets).into_vec();
             sets.retain(|(q, l)| !(Arc::ptr_eq(q, queue) && **l == *label));
             entry.sets = sets.into_boxed_slice();
         }
+        inner.entries.shrink(key);
     }
 
     pub(crate) fn add_wildcard(
@@ -76,10 +77,8 @@ impl Cache {
         {
             // Everything already cached of this type counts as changed.
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
-            for (key, entry) in &inner.entries {
-                if &*key.type_url == type_url
-                    && entry.slot.with(|s| s.status != ResourceStatus::Requested)
-                {
+            for (key, entry) in inner.entries.iter() {
+                if &*key.type_url == type_url && entry.status() != ResourceStatus::Requested {
                     dirty.insert(Arc::clone(&key.name));
                 }
             }
@@ -101,7 +100,7 @@ impl Cache {
         {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
             for (key, entry) in inner.under_glob(glob) {
-                if entry.slot.with(|s| s.status != ResourceStatus::Requested) {
+                if entry.status() != ResourceStatus::Requested {
                     dirty.insert(Arc::clone(&key.name));
                 }
             }
@@ -111,7 +110,7 @@ impl Cache {
                 if inner
                     .entries
                     .get(key)
-                    .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
+                    .is_some_and(|e| e.status() != ResourceStatus::Requested)
                 {
                     dirty.insert(Arc::clone(&key.name));
                 }
@@ -152,7 +151,7 @@ impl Cache {
         }
         let orphaned: Vec<ResourceKey> = inner
             .under_glob(glob)
-            .filter(|(_, e)| e.watchers == 0)
+            .filter(|(_, e)| e.watchers() == 0)
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphaned {
@@ -188,7 +187,7 @@ impl Cache {
             if inner
                 .entries
                 .get(joined)
-                .is_some_and(|e| e.slot.with(|s| s.status != ResourceStatus::Requested))
+                .is_some_and(|e| e.status() != ResourceStatus::Requested)
             {
                 changed.push(joined.clone());
             }
@@ -212,7 +211,7 @@ impl Cache {
         }
         for left in old {
             let orphaned = !inner.member_of.contains_key(&left)
-                && inner.entries.get(&left).is_some_and(|e| e.watchers == 0)
+                && inner.entries.get(&left).is_some_and(|e| e.watchers() == 0)
                 && !inner.wildcard.contains_key(&left.type_url)
                 && inner.collection_of(&left).is_none();
             if orphaned {
@@ -268,7 +267,7 @@ impl Cache {
         let orphaned: Vec<ResourceKey> = inner
             .entries
             .iter()
-            .filter(|(k, e)| &*k.type_url == type_url && e.watchers == 0)
+            .filter(|(k, e)| &*k.type_url == type_url && e.watchers() == 0)
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphaned {
@@ -290,7 +289,7 @@ impl Inner {
             return;
         };
         let glob = ResourceKey::new(Arc::clone(&member.type_url), glob);
-        if let Some(entry) = self.entries.get_mut(&glob) {
+        if let Some(entry) = self.entries.full_mut(&glob) {
             entry.slot.modify(|state| {
                 if state.status != ResourceStatus::Requested {
                     return false;
@@ -314,19 +313,42 @@ impl Inner {
         if self.entries.contains_key(key) {
             return true;
         }
-        if !self.wildcard.contains_key(&key.type_url)
-            && self.collection_of(key).is_none()
-            && !self.member_of.contains_key(key)
-        {
+        if !self.wants_entry(key) {
             return false;
         }
+        let Unwatched {
+            provenance, policy, ..
+        } = self.unwatched_entry(key, server, policy);
+        self.insert_entry(key, Entry::new(provenance, policy));
+        true
+    }
+
+    /// Whether a wildcard or collection watcher of `key`'s type wants an
+    /// entry for it.
+    pub(super) fn wants_entry(&self, key: &ResourceKey) -> bool {
+        self.wildcard.contains_key(&key.type_url)
+            || self.collection_of(key).is_some()
+            || self.member_of.contains_key(key)
+    }
+
+    /// A new entry for a wildcard or collection watcher of `key`, held for
+    /// `server`.
+    pub(super) fn unwatched_entry(
+        &mut self,
+        key: &ResourceKey,
+        server: &Arc<str>,
+        policy: DataErrorPolicy,
+    ) -> Unwatched {
         let provenance = Provenance {
             authority: xdsfed_core::name::authority_of(&key.name)
                 .map(|a| self.authorities.0.shared(a)),
             server: Arc::clone(server),
         };
-        self.insert_entry(key, Entry::new(provenance, policy));
-        true
+        Unwatched {
+            provenance,
+            policy,
+            reported: None,
+        }
     }
 
     /// The watched glob collection `key` is a member of, if any.

@@ -19,11 +19,7 @@ impl Cache {
     pub(crate) fn insert_from_disk(&self, record: &Record, resource: Decoded) {
         let key = record.key();
         let mut inner = self.lock();
-        if inner
-            .entries
-            .get(&key)
-            .is_some_and(|e| e.slot.with(|s| s.resource.is_some()))
-        {
+        if inner.entries.get(&key).is_some_and(|e| e.has_copy()) {
             return;
         }
         let provenance = Provenance {
@@ -64,7 +60,11 @@ impl Cache {
     /// confirmed or replaced it.
     pub(crate) fn disk_copy(&self, key: &ResourceKey) -> Option<DiskCopy> {
         let inner = self.lock();
-        inner.entries.get(key)?.slot.with(|state| {
+        let entry = inner.entries.get(key)?;
+        if entry.status() != ResourceStatus::FromDisk {
+            return None;
+        }
+        entry.with(|_, state| {
             if state.status != ResourceStatus::FromDisk {
                 return None;
             }

@@ -17,12 +17,14 @@ use xdsfed_core::hash::{HashMap, HashSet};
 use tokio::sync::watch;
 
 mod collections;
+mod entries;
 mod from_disk;
 mod slot;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use collections::WildcardQueue;
+use entries::{Entries, Held, HeldMut, Unwatched};
 use slot::Slot;
 pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
 
@@ -50,15 +52,16 @@ struct Entry {
 
 #[derive(Default)]
 struct Inner {
-    /// Boxed: a slot of the map is then a key and a pointer, so the table
-    /// (its empty slots included) and every rehash as it grows to a million
-    /// entries move 40 bytes a slot rather than 160 (rehashing was a fifth
-    /// of the client's CPU in a cold start of 1 000 000 LEDS endpoints).
-    /// A stream failure finds its server's entries by their provenance, in
-    /// one pass over this map: an index by server was a second table of
-    /// every key (some 110 bytes a resource) and a hash insert per watch,
-    /// for an event that comes once per lost connection.
-    entries: HashMap<ResourceKey, Box<Entry>>,
+    /// Full or plain ([`entries`]), boxed either way: a slot of a table is
+    /// then a key and a pointer, so the table (its empty slots included)
+    /// and every rehash as it grows to a million entries move 40 bytes a
+    /// slot rather than 160 (rehashing was a fifth of the client's CPU in
+    /// a cold start of 1 000 000 LEDS endpoints). A stream failure finds
+    /// its server's entries by their provenance, in one pass: an index by
+    /// server was a second table of every key (some 110 bytes a resource)
+    /// and a hash insert per watch, for an event that comes once per lost
+    /// connection.
+    entries: Entries,
     /// Wildcard watchers per type URL.
     wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
@@ -188,7 +191,7 @@ impl Cache {
     }
 
     /// Removes a watcher of `key`; the entry goes with the last one unless a
-    /// wildcard watcher or a list collection still holds it.
+    /// wildcard watcher or a watched collection still holds it.
     pub(crate) fn remove_watcher(&self, key: &ResourceKey) {
         let mut inner = self.lock();
         let Some(entry) = inner.entries.get_mut(key) else {
@@ -197,25 +200,28 @@ impl Cache {
         entry.watchers = entry.watchers.saturating_sub(1);
         let held = entry.watchers > 0
             || inner.wildcard.contains_key(&key.type_url)
-            || inner.member_of.contains_key(key);
+            || inner.member_of.contains_key(key)
+            || inner.collection_of(key).is_some();
         if !held {
             inner.remove_entry(key);
         } else if let Some(entry) = inner.entries.get_mut(key) {
-            // Held for queues only now, perhaps: they need no channel.
+            // Held for queues only now, perhaps: they need no channel, and
+            // perhaps not a full entry either.
             entry.slot.shed_unused_channel();
+            inner.entries.shrink(key);
         }
     }
 
     /// The current state of `key`, if it is in the cache.
     pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
-        self.lock().entries.get(key).map(|e| e.slot.get())
+        self.lock().entries.get(key).map(|e| e.state())
     }
 
     /// Calls `f` with every entry's key, provenance and state.
     pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
         let inner = self.lock();
-        for (key, entry) in &inner.entries {
-            entry.slot.with(|state| f(key, &entry.provenance, state));
+        for (key, entry) in inner.entries.iter() {
+            entry.with(|provenance, state| f(key, provenance, state));
         }
     }
 
@@ -264,16 +270,9 @@ impl Cache {
     /// resource, so without this the errors would outlive the outage.
     pub(crate) fn stream_healthy(&self, server: &Arc<str>) {
         let mut inner = self.lock();
-        let mut healed = Vec::new();
-        for (key, entry) in &mut inner.entries {
-            let served_by = entry.provenance.server == *server
-                || entry
-                    .slot
-                    .with(|s| s.source.as_ref().is_some_and(|s| s.server == *server));
-            if served_by && entry.slot.modify(entry::healthy_again) {
-                healed.push(key.clone());
-            }
-        }
+        let healed = inner
+            .entries
+            .modify_each(|entry| entry.served_by(server), entry::healthy_again);
         for key in &healed {
             inner.mark_wildcard_dirty(key);
         }
@@ -283,7 +282,7 @@ impl Cache {
     /// wildcard watchers of that server (watched entries are the router's).
     pub(crate) fn stream_failed_unwatched(&self, server: &Arc<str>, error: &XdsError) {
         self.lock()
-            .transient_on(server, error, |entry| entry.watchers == 0);
+            .transient_on(server, error, |entry| entry.watchers() == 0);
     }
 
     /// Reports a permanent error for `key` (a refused redirect, a list
@@ -304,7 +303,7 @@ impl Answers for Cache {
             // A copy from the state directory serves, but answers
             // nothing: fallback (gRFC A71) proceeds as if it were not
             // there, so a reachable server can confirm or replace it.
-            e.slot.with(|state| {
+            e.with(|_, state| {
                 state.status != ResourceStatus::FromDisk && entry::is_answered(key, state)
             })
         })
@@ -314,10 +313,10 @@ impl Answers for Cache {
         // Nor does a copy from the state directory stand in for a server's:
         // `#alt` is fetched while no server has delivered, as A71 falls
         // back, so that a reachable source confirms or replaces it.
-        self.lock().entries.get(key).is_some_and(|e| {
-            e.slot
-                .with(|state| state.resource.is_some() && state.status != ResourceStatus::FromDisk)
-        })
+        self.lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| e.has_copy() && e.status() != ResourceStatus::FromDisk)
     }
 }
 
@@ -357,10 +356,70 @@ fn persistence(
     }
 }
 
+/// One event's transition of one entry's state.
+struct Step<'a> {
+    key: &'a ResourceKey,
+    event: &'a CoreEvent,
+    server: &'a Arc<str>,
+    now: SystemTime,
+    /// Whether a state directory records accepted copies.
+    persisting: bool,
+    /// Whether the server that sent it has delivered a response on its
+    /// current stream.
+    answered: bool,
+}
+
+impl Step<'_> {
+    /// Runs the event's gRFC A88 transition on `state`, that of an entry
+    /// with `policy` and `authority` and the NACK last `reported` to its
+    /// watchers, for a copy from `source` (its server directly when none).
+    /// Says whether its watchers wake, and what the state directory does.
+    fn run(
+        &self,
+        state: &mut ResourceState,
+        policy: DataErrorPolicy,
+        authority: &Option<Arc<str>>,
+        reported: &mut ReportedNack,
+        source: Option<Source>,
+    ) -> (bool, Option<Persist>) {
+        let cx = Context {
+            server: self.server,
+            policy,
+            now: self.now,
+        };
+        let source = source.unwrap_or_else(|| Source::direct_under(self.server, authority.clone()));
+        let answered = self.answered;
+        let had = state.resource.is_some();
+        let old_version = state.version.clone();
+        let sent_by = Arc::clone(&source.server);
+        let unconfirmed = state.status == ResourceStatus::FromDisk;
+        let persisted = unconfirmed.then(|| from_disk::Persisted::of(state));
+        let woke = match self.event {
+            CoreEvent::DoesNotExist { .. } if unconfirmed && answered => {
+                from_disk::disk_copy_not_found(state, self.key, &cx)
+            }
+            _ => entry::apply(state, reported, self.event, source, &cx),
+        };
+        // A copy from disk confirmed as it was persisted wakes its
+        // watchers (its status changed) but is on disk already.
+        let differs = woke && !persisted.is_some_and(|p| p.is(state, &sent_by));
+        let persist = if self.persisting {
+            persistence(self.event, had, old_version, sent_by, state, differs)
+        } else {
+            None
+        };
+        (woke, persist)
+    }
+}
+
 impl Entry {
     fn new(provenance: Provenance, policy: DataErrorPolicy) -> Self {
+        Self::with_slot(provenance, policy, Slot::new())
+    }
+
+    fn with_slot(provenance: Provenance, policy: DataErrorPolicy, slot: Slot) -> Self {
         Entry {
-            slot: Slot::new(),
+            slot,
             watchers: 0,
             provenance,
             policy,
@@ -410,55 +469,78 @@ impl Inner {
                 None => return,
             },
         };
+        let sent_by = source.as_ref().map_or(server, |s| &s.server);
+        let step = Step {
+            key,
+            event,
+            server,
+            now,
+            persisting: self.writer.is_some(),
+            answered: self.answered.contains(sent_by),
+        };
         // One lookup for an entry that exists, as nearly every one does.
-        let entry = match self.entries.get_mut(key) {
-            Some(entry) => entry,
+        let (changed, persist) = match self.entries.locate_mut(key) {
+            Some(HeldMut::Full(entry)) => {
+                let Entry {
+                    slot,
+                    provenance,
+                    policy,
+                    reported_nack,
+                    ..
+                } = &mut *entry;
+                let mut persist = None;
+                let changed = slot.modify(|state| {
+                    let woke;
+                    (woke, persist) =
+                        step.run(state, *policy, &provenance.authority, reported_nack, source);
+                    woke
+                });
+                if changed {
+                    entry.mark_sets();
+                }
+                if entry.is_unwatched() {
+                    // Full only for what it no longer has (a NACK since
+                    // replaced, a watcher gone): plain again if it can be.
+                    self.entries.shrink(key);
+                }
+                (changed, persist)
+            }
+            Some(HeldMut::Plain(plain)) => {
+                let mut entry = plain.unwatched();
+                let mut state = plain.state();
+                let authority = &entry.provenance.authority;
+                let outcome = step.run(
+                    &mut state,
+                    entry.policy,
+                    authority,
+                    &mut entry.reported,
+                    source,
+                );
+                if let Some((entry, state)) = plain.update(entry, state) {
+                    self.entries.put(key.clone(), entry, state);
+                }
+                outcome
+            }
             None => {
                 let upsert = matches!(event, CoreEvent::Upsert { .. });
-                if !(upsert && self.has_entry_for_wildcard(key, server, policy)) {
+                if !(upsert && self.wants_entry(key)) {
                     return;
                 }
-                let Some(entry) = self.entries.get_mut(key) else {
-                    return;
-                };
-                entry
+                let mut entry = self.unwatched_entry(key, server, policy);
+                let mut state = ResourceState::requested();
+                let authority = &entry.provenance.authority;
+                let outcome = step.run(
+                    &mut state,
+                    entry.policy,
+                    authority,
+                    &mut entry.reported,
+                    source,
+                );
+                self.insert_unwatched(key, entry, state);
+                outcome
             }
         };
-        let cx = Context {
-            server,
-            policy: entry.policy,
-            now,
-        };
-        let source = source
-            .unwrap_or_else(|| Source::direct_under(server, entry.provenance.authority.clone()));
-        let answered = self.answered.contains(&source.server);
-        let reported = &mut entry.reported_nack;
-        // Without a state directory there is nothing to write: no record
-        // is made (sharing the bytes with one would cost an allocation).
-        let persisting = self.writer.is_some();
-        let mut persist = None;
-        let changed = entry.slot.modify(|state| {
-            let had = state.resource.is_some();
-            let old_version = state.version.clone();
-            let sent_by = Arc::clone(&source.server);
-            let unconfirmed = state.status == ResourceStatus::FromDisk;
-            let persisted = unconfirmed.then(|| from_disk::Persisted::of(state));
-            let woke = match event {
-                CoreEvent::DoesNotExist { .. } if unconfirmed && answered => {
-                    from_disk::disk_copy_not_found(state, key, &cx)
-                }
-                _ => entry::apply(state, reported, event, source, &cx),
-            };
-            // A copy from disk confirmed as it was persisted wakes its
-            // watchers (its status changed) but is on disk already.
-            let differs = woke && !persisted.is_some_and(|p| p.is(state, &sent_by));
-            if persisting {
-                persist = persistence(event, had, old_version, sent_by, state, differs);
-            }
-            woke
-        });
         if changed {
-            entry.mark_sets();
             self.mark_collections_dirty(key);
         }
         if let (Some(writer), Some(persist)) = (&self.writer, persist) {
@@ -474,9 +556,7 @@ impl Inner {
 
     /// Runs `f` on `key`'s state; wakes its watchers if `f` says so.
     fn modify(&mut self, key: &ResourceKey, f: impl FnOnce(&mut ResourceState) -> bool) {
-        if let Some(entry) = self.entries.get_mut(key)
-            && entry.slot.modify(f)
-        {
+        if self.entries.modify(key, f) {
             self.mark_wildcard_dirty(key);
         }
     }
@@ -495,35 +575,40 @@ impl Inner {
         &mut self,
         server: &Arc<str>,
         error: &XdsError,
-        which: impl Fn(&Entry) -> bool,
+        which: impl Fn(Held<'_>) -> bool,
     ) {
-        let mut changed = Vec::new();
-        for (key, entry) in &mut self.entries {
-            if *entry.provenance.server == **server
-                && which(entry)
-                && entry.slot.modify(|state| entry::transient(state, error))
-            {
-                changed.push(key.clone());
-            }
-        }
+        let changed = self.entries.modify_each(
+            |entry| **entry.server() == **server && which(entry),
+            |state| entry::transient(state, error),
+        );
         for key in &changed {
             self.mark_wildcard_dirty(key);
         }
     }
 
     fn insert_entry(&mut self, key: &ResourceKey, entry: Entry) {
+        self.index_new_entry(key);
+        self.entries.insert(key.clone(), entry);
+    }
+
+    /// Holds a new unwatched entry in `state`: plain if it can be.
+    fn insert_unwatched(&mut self, key: &ResourceKey, entry: Unwatched, state: ResourceState) {
+        self.index_new_entry(key);
+        self.entries.put(key.clone(), entry, state);
+    }
+
+    fn index_new_entry(&mut self, key: &ResourceKey) {
         if self.glob_indexed.contains(&key.type_url) {
             index_by_glob(&mut self.by_glob, key);
         }
         if is_glob(&key.name) {
             self.glob_entries += 1;
         }
-        self.entries.insert(key.clone(), Box::new(entry));
     }
 
     /// Removes `key`'s entry and its index entries.
     fn remove_entry(&mut self, key: &ResourceKey) {
-        if self.entries.remove(key).is_none() {
+        if !self.entries.remove(key) {
             return;
         }
         if is_glob(&key.name) {
@@ -552,7 +637,7 @@ impl Inner {
     }
 
     /// The cached entries that would be members of glob `glob`.
-    fn under_glob(&self, glob: &ResourceKey) -> impl Iterator<Item = (&ResourceKey, &Entry)> {
+    fn under_glob(&self, glob: &ResourceKey) -> impl Iterator<Item = (&ResourceKey, Held<'_>)> {
         self.by_glob
             .get(glob)
             .into_iter()
@@ -561,6 +646,5 @@ impl Inner {
                 let key = ResourceKey::new(Arc::clone(&glob.type_url), Arc::clone(name));
                 self.entries.get_key_value(&key)
             })
-            .map(|(k, e)| (k, &**e))
     }
 }

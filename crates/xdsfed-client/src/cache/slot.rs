@@ -27,7 +27,12 @@ pub(super) enum Slot {
 
 impl Slot {
     pub(super) fn new() -> Self {
-        Slot::Bare(Box::new(ResourceState::requested()))
+        Self::bare(ResourceState::requested())
+    }
+
+    /// A slot holding `state`.
+    pub(super) fn bare(state: ResourceState) -> Self {
+        Slot::Bare(Box::new(state))
     }
 
     /// Runs `f` on the state.

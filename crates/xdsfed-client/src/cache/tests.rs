@@ -298,3 +298,168 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
     let indexed = inner.under_glob(&glob).count();
     assert_eq!(indexed, 2, "both members are in the glob's index");
 }
+
+/// What a glob collection's members look like to the cache's tests: one
+/// server, a watched glob, and an upsert or NACK of a member by id.
+struct Members {
+    cache: Cache,
+    server: Arc<str>,
+}
+
+impl Members {
+    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+
+    fn new() -> Self {
+        let cache = Cache::new();
+        let glob = ResourceKey::new(Self::LEDS, Self::name("*"));
+        let _queue = cache.add_collection(&glob);
+        Members {
+            cache,
+            server: Arc::from("s"),
+        }
+    }
+
+    fn name(id: &str) -> String {
+        format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}")
+    }
+
+    fn key(id: &str) -> ResourceKey {
+        ResourceKey::new(Self::LEDS, Self::name(id))
+    }
+
+    fn send(&self, event: CoreEvent) {
+        self.cache
+            .apply(&self.server, DataErrorPolicy::default(), vec![event]);
+    }
+
+    fn upsert(&self, id: &str, body: &str) {
+        self.send(CoreEvent::Upsert {
+            key: Self::key(id),
+            resource: cluster_copy(&Self::name(id), body),
+            version: Arc::from(body),
+            ttl: None,
+        });
+    }
+
+    fn plain(&self) -> usize {
+        self.cache.lock().entries.plain_len()
+    }
+}
+
+/// A member held for a collection alone is held plain, and reads as the
+/// state a full entry holds after the same events: the same copy,
+/// version, status, source and provenance, and a time of arrival kept to
+/// the nanosecond.
+#[test]
+fn a_plain_entry_reads_as_the_state_it_holds() {
+    let members = Members::new();
+    let before = SystemTime::now();
+    members.upsert("e1", "a");
+    assert_eq!(members.plain(), 1, "a collection's member is held plain");
+
+    // The same events on an entry a watcher keeps full.
+    let full = Cache::new();
+    let key = Members::key("e1");
+    let provenance = Provenance {
+        authority: Some(Arc::from("a")),
+        server: Arc::clone(&members.server),
+    };
+    let _rx = full.add_watcher(&key, provenance.clone(), DataErrorPolicy::default());
+    full.apply(
+        &members.server,
+        DataErrorPolicy::default(),
+        vec![CoreEvent::Upsert {
+            key: key.clone(),
+            resource: cluster_copy(&key.name, "a"),
+            version: Arc::from("a"),
+            ttl: None,
+        }],
+    );
+
+    let plain = members.cache.state(&key).unwrap();
+    let expected = full.state(&key).unwrap();
+    assert_eq!(plain.status, expected.status);
+    assert_eq!(plain.version, expected.version);
+    assert_eq!(plain.source, expected.source);
+    assert_eq!(plain.error, expected.error);
+    assert_eq!(plain.failed_update, expected.failed_update);
+    assert_eq!(
+        plain.resource.as_ref().map(|r| r.raw().clone()),
+        expected.resource.as_ref().map(|r| r.raw().clone())
+    );
+    let arrived = plain.last_updated.unwrap();
+    assert!(arrived >= before && arrived <= SystemTime::now());
+    assert_eq!(
+        members.cache.state(&key).unwrap().last_updated,
+        Some(arrived),
+        "read again, the same instant"
+    );
+    let mut seen = Vec::new();
+    members
+        .cache
+        .for_each(|k, p, s| seen.push((k.clone(), p.clone(), s.status)));
+    assert!(seen.contains(&(key, provenance, ResourceStatus::Acked)));
+}
+
+/// A plain member takes every transition a full one does: an ambient
+/// error keeps it plain, a NACK makes it full (with the failed update and
+/// the NACK reported), the next good copy plain again, a deletion full;
+/// a watcher of it gets a full entry and sees its state at once.
+#[test]
+fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
+    let members = Members::new();
+    let key = Members::key("e1");
+    members.upsert("e1", "a");
+    assert_eq!(members.plain(), 1);
+
+    let down = XdsError::new(xdsfed_core::error::ErrorKind::Transient, "down");
+    members
+        .cache
+        .stream_failed_unwatched(&members.server, &down);
+    assert_eq!(members.plain(), 1, "an ambient error is held plain");
+    assert_eq!(members.cache.state(&key).unwrap().error, Some(down));
+    members.cache.stream_healthy(&members.server);
+    assert_eq!(members.cache.state(&key).unwrap().error, None);
+    assert_eq!(members.plain(), 1);
+
+    members.send(CoreEvent::Invalid {
+        key: key.clone(),
+        error: xdsfed_core::types::ValidationError("bad".into()),
+        version: Arc::from("b"),
+    });
+    assert_eq!(members.plain(), 0, "a NACK is held full");
+    let nacked = members.cache.state(&key).unwrap();
+    assert_eq!(nacked.status, ResourceStatus::Nacked);
+    assert!(nacked.resource.is_some(), "the last good copy serves");
+    assert!(nacked.failed_update.is_some());
+
+    members.upsert("e1", "c");
+    assert_eq!(members.plain(), 1, "the next good copy is plain again");
+    assert_eq!(
+        members.cache.state(&key).unwrap().version.as_deref(),
+        Some("c")
+    );
+
+    let provenance = Provenance {
+        authority: Some(Arc::from("a")),
+        server: Arc::clone(&members.server),
+    };
+    let (rx, _) = members
+        .cache
+        .add_watcher(&key, provenance, DataErrorPolicy::default());
+    assert_eq!(members.plain(), 0, "a watcher's entry is full");
+    assert!(rx.has_changed().unwrap_or(false), "and it sees the copy");
+    assert_eq!(rx.borrow().version.as_deref(), Some("c"));
+    drop(rx);
+    members.cache.remove_watcher(&key);
+    assert_eq!(members.plain(), 1, "held for the collection alone again");
+
+    members.send(CoreEvent::Removed {
+        key: key.clone(),
+        reason: xdsfed_core::protocol::RemovedReason::Deleted,
+    });
+    assert_eq!(members.plain(), 0);
+    let deleted = members.cache.state(&key).unwrap();
+    assert_eq!(deleted.status, ResourceStatus::DoesNotExist);
+    assert!(deleted.resource.is_none());
+}
