@@ -413,23 +413,80 @@ pub(crate) mod indexmap_lite {
     use xdsfed_core::hash::HashSet;
 
     /// Names in the order they first changed.
+    ///
+    /// A few names are told apart by a look along the queue; a set is
+    /// built only for a longer one (a cold start changes a whole
+    /// collection at once). The room of a burst is given back once the
+    /// queue is read empty: a graph follows a collection per cluster, and
+    /// each keeping the room of its largest burst was some 56 bytes per
+    /// LEDS endpoint.
     #[derive(Debug, Default)]
     pub(crate) struct Dirty {
         order: VecDeque<Arc<str>>,
+        /// Empty, or every name of `order`.
         set: HashSet<Arc<str>>,
     }
 
+    /// The longest queue told apart without a set.
+    const SCANNED: usize = 8;
+
     impl Dirty {
         pub(crate) fn insert(&mut self, name: Arc<str>) {
-            if self.set.insert(Arc::clone(&name)) {
+            let queued = if self.set.is_empty() && self.order.len() < SCANNED {
+                self.order.contains(&name)
+            } else {
+                if self.set.is_empty() {
+                    self.set.extend(self.order.iter().cloned());
+                }
+                !self.set.insert(Arc::clone(&name))
+            };
+            if !queued {
                 self.order.push_back(name);
             }
         }
 
         pub(crate) fn pop(&mut self) -> Option<Arc<str>> {
             let name = self.order.pop_front()?;
-            self.set.remove(&name);
+            if self.order.is_empty() {
+                self.set = HashSet::default();
+                if self.order.capacity() > SCANNED {
+                    self.order = VecDeque::new();
+                }
+            } else if !self.set.is_empty() {
+                self.set.remove(&name);
+            }
             Some(name)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Each name once, in the order first changed, whether the queue
+        /// is told apart by a look along it or by a set; the room of a
+        /// burst goes once it is read.
+        #[test]
+        fn each_name_is_queued_once_in_order_and_a_bursts_room_is_given_back() {
+            let name = |i: usize| -> Arc<str> { Arc::from(format!("n{}", i % 20)) };
+            let mut dirty = Dirty::default();
+            for i in 0..60 {
+                dirty.insert(name(i));
+            }
+            let read: Vec<Arc<str>> = std::iter::from_fn(|| dirty.pop()).collect();
+            let expected: Vec<Arc<str>> = (0..20).map(name).collect();
+            assert_eq!(read, expected);
+            assert_eq!(dirty.order.capacity(), 0);
+            assert_eq!(dirty.set.capacity(), 0);
+
+            for i in [1, 2, 1, 3, 2] {
+                dirty.insert(name(i));
+            }
+            assert_eq!(dirty.pop().as_deref(), Some("n1"));
+            dirty.insert(name(1));
+            let read: Vec<Arc<str>> = std::iter::from_fn(|| dirty.pop()).collect();
+            assert_eq!(read, [name(2), name(3), name(1)]);
+            assert!(dirty.set.is_empty(), "a short queue builds no set");
         }
     }
 }
