@@ -9,6 +9,7 @@ mod common;
 
 use common::resources::{CDS, cluster};
 use common::{PATIENCE, bootstrap_json, client, client_with, next};
+use xdsfed::client::cache::ResourceStatus;
 use xdsfed::client::client::WatchError;
 use xdsfed::client::watch::{CollectionEvent, CollectionWatch, WatchEvent};
 use xdsfed::core::bootstrap::ApiVariant;
@@ -104,6 +105,10 @@ async fn glob_collection_tracks_additions_removals_and_the_empty_glob() {
         seen.contains(&"empty".to_owned())
     })
     .await;
+    // The collection's own state, read through the cache (the watch keeps
+    // no channel of its own for it).
+    assert_eq!(watch.state().status, ResourceStatus::DoesNotExist);
+    assert!(watch.provenance().server.starts_with(uri.as_str()));
 }
 
 /// TP1 §Glob needs delta xDS: a server pinned to state-of-the-world is

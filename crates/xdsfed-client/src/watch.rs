@@ -400,7 +400,12 @@ impl Drop for CollectionGuard {
 pub struct CollectionWatch<T: ResourceType> {
     // Dropped first: the queue goes before the subscription.
     collection: CollectionGuard,
-    glob: Watch<T>,
+    /// The collection's own subscription. Its state is read through the
+    /// cache, and its changes come through the queue like the members':
+    /// a channel of its own (some 500 bytes) per collection is not kept.
+    glob: Arc<Guard>,
+    provenance: Provenance,
+    _type: PhantomData<fn() -> T>,
     /// The member list last reported (list collections).
     listed: Option<Arc<[Arc<str>]>>,
     woken: Option<Wait>,
@@ -416,9 +421,14 @@ impl<T: ResourceType> std::fmt::Debug for CollectionWatch<T> {
 
 impl<T: ResourceType> CollectionWatch<T> {
     pub(crate) fn new(collection: CollectionGuard, glob: Watch<T>) -> Self {
+        let provenance = glob.provenance().clone();
+        let glob = glob.into_guard();
+        collection.cache.shed_channel(&glob.key);
         CollectionWatch {
             collection,
             glob,
+            provenance,
+            _type: PhantomData,
             listed: None,
             woken: None,
         }
@@ -443,13 +453,16 @@ impl<T: ResourceType> CollectionWatch<T> {
     /// The server the collection itself is subscribed on, and its
     /// authority.
     pub fn provenance(&self) -> &Provenance {
-        self.glob.provenance()
+        &self.provenance
     }
 
     /// The collection's own state: `DOES_NOT_EXIST` while the server says the
     /// collection is empty.
     pub fn state(&self) -> ResourceState {
-        self.glob.state()
+        self.collection
+            .cache
+            .state(&self.glob.key)
+            .unwrap_or_else(ResourceState::requested)
     }
 
     /// The next change. The same as

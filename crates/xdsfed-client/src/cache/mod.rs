@@ -212,6 +212,14 @@ impl Cache {
         }
     }
 
+    /// Gives up `key`'s channel if no receiver is left: its watcher reads
+    /// the state through the cache.
+    pub(crate) fn shed_channel(&self, key: &ResourceKey) {
+        if let Some(entry) = self.lock().entries.full_mut(key) {
+            entry.slot.shed_unused_channel();
+        }
+    }
+
     /// The current state of `key`, if it is in the cache.
     pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
         self.lock().entries.get(key).map(|e| e.state())
