@@ -109,13 +109,20 @@ pub struct LedsLocality {
 }
 
 /// A validated LEDS `LbEndpoint`, held as its bytes and a compact view.
+///
+/// LEDS endpoints arrive by the hundred thousand and each is held for a
+/// long time, so one costs its bytes and a few integers, 56 bytes (64 when
+/// it kept its address in an allocation of its own): the address is read
+/// from where it lies in the bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LedsEndpoint {
     raw: Bytes,
-    address: Box<str>,
-    port: u16,
+    /// Where the socket address's `address` lies in `raw`. Set only where
+    /// `raw` holds the bytes of a `str` there, so it is UTF-8.
+    address: Span,
     weight: u32,
     health_status: i32,
+    port: u16,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -128,6 +135,14 @@ impl Span {
     fn range(self) -> Range<usize> {
         let start = self.start as usize;
         start..start + self.len as usize
+    }
+
+    /// `range` as a span, `None` past 4 GiB.
+    fn of(range: Range<usize>) -> Option<Self> {
+        Some(Span {
+            start: u32::try_from(range.start).ok()?,
+            len: u32::try_from(range.end.checked_sub(range.start)?).ok()?,
+        })
     }
 }
 
@@ -322,11 +337,15 @@ impl LedsEndpoint {
         Self::of_validated(message, Bytes::from(message.encode_to_vec()))
     }
 
+    /// The view of `message`, which validation accepted and which was
+    /// decoded from `raw`.
     pub(crate) fn of_validated(message: &LbEndpoint, raw: Bytes) -> Result<Self, ValidationError> {
         let (address, port) = socket_of(message)?;
+        let address = span_in(&raw, address)
+            .ok_or_else(|| ValidationError("LbEndpoint: larger than 4 GiB".into()))?;
         Ok(Self {
             raw,
-            address: address.into(),
+            address,
             port,
             weight: weight_of(message),
             health_status: message.health_status,
@@ -336,11 +355,21 @@ impl LedsEndpoint {
     /// The endpoint's view.
     pub fn view(&self) -> EndpointView<'_> {
         EndpointView {
-            address: &self.address,
+            address: self.address(),
             port: self.port,
             weight: self.weight,
             health_status: self.health_status,
         }
+    }
+
+    /// The socket address's `address`. The span was set where `raw`
+    /// holds a `str`, so the check cannot fail; were it to, the address
+    /// reads as empty rather than as someone else's bytes.
+    fn address(&self) -> &str {
+        self.raw
+            .get(self.address.range())
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+            .unwrap_or_default()
     }
 
     /// The bytes the server sent, shared.
@@ -540,6 +569,30 @@ fn socket_of(lb: &LbEndpoint) -> Result<(&str, u16), ValidationError> {
             .map_err(|_| missing()),
         _ => Err(missing()),
     }
+}
+
+/// `LbEndpoint.endpoint.address.socket_address.address`.
+const SOCKET_ADDRESS_ADDRESS: &[u32] = &[1, 1, 1, 2];
+
+/// Where in `raw` the bytes of `address`, a validated endpoint's socket
+/// address decoded from `raw`, lie. Decoding copies a string from its
+/// field's bytes, so they are there: where the field lies when the
+/// message was sent in one piece, else (sub-messages sent in pieces that
+/// decoding merged) at the first place holding the same bytes, which shows
+/// the same. `None` only past 4 GiB (or for an address not decoded from
+/// `raw`, which no caller gives).
+fn span_in(raw: &[u8], address: &str) -> Option<Span> {
+    let wanted = address.as_bytes();
+    if wanted.is_empty() {
+        return Some(Span::default());
+    }
+    let range = crate::types::presized::field_range(raw, SOCKET_ADDRESS_ADDRESS)
+        .filter(|range| raw.get(range.clone()) == Some(wanted))
+        .or_else(|| {
+            let start = raw.windows(wanted.len()).position(|w| w == wanted)?;
+            Some(start..start + wanted.len())
+        })?;
+    Span::of(range)
 }
 
 fn weight_of(lb: &LbEndpoint) -> u32 {

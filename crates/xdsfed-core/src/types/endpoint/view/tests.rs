@@ -124,3 +124,40 @@ fn records_are_44_bytes_a_locality_and_20_an_endpoint() {
     assert_eq!(std::mem::size_of::<LocalityRecord>(), 44);
     assert_eq!(std::mem::size_of::<EndpointRecord>(), 20);
 }
+
+/// Rule: a held LEDS endpoint is its bytes and a few integers: its address
+/// is read where it lies in them, also when decoding merged the endpoint
+/// from pieces.
+#[test]
+fn leds_endpoint_reads_its_address_where_it_lies_in_its_bytes() {
+    // A `Bytes`, the address's span, the weight, the health status and
+    // the port; 64 with the address in an allocation of its own.
+    assert_eq!(std::mem::size_of::<LedsEndpoint>(), 56);
+    let lies_in_raw = |held: &LedsEndpoint| {
+        let address = held.view().address;
+        held.raw().as_ptr_range().contains(&address.as_ptr())
+    };
+    let member = load_assignment("m", &[("10.9.9.9", 9)]).endpoints[0].lb_endpoints[0].clone();
+    let held = LedsEndpoint::new(&member).expect("valid");
+    assert_eq!((held.view().address, held.view().port), ("10.9.9.9", 9));
+    assert!(lies_in_raw(&held));
+
+    // Sent in two pieces, the host in the first, the port in both (the
+    // last wins); decoding merges them.
+    let pieces = load_assignment("m", &[("10.1.2.3", 1), ("", 443)]);
+    let mut bytes = Vec::new();
+    for piece in &pieces.endpoints[0].lb_endpoints {
+        bytes.extend(piece.encode_to_vec());
+    }
+    // An unknown field 31 after them.
+    bytes.extend([0xf8, 0x01, 0x01]);
+    let held = LbEndpointType::decode(&bytes).expect("valid");
+    assert_eq!((held.view().address, held.view().port), ("10.1.2.3", 443));
+    assert!(lies_in_raw(&held));
+    assert_eq!(
+        held.view(),
+        LedsEndpoint::new(&held.decode().expect("decodes"))
+            .expect("valid")
+            .view()
+    );
+}
