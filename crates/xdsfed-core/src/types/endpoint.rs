@@ -13,6 +13,7 @@ use super::{ResourceType, ValidationError, decode_message};
 
 mod leds;
 mod view;
+mod wire;
 
 pub use view::{EndpointView, LedsEndpoint, LedsLocality, LoadAssignment, LocalityView};
 
@@ -161,9 +162,10 @@ impl ResourceType for LbEndpointType {
     const KEEPS_BYTES: bool = true;
 
     fn decode_owned(bytes: Bytes) -> Result<LedsEndpoint, ValidationError> {
-        let lb: LbEndpoint = decode_message(&bytes, "LbEndpoint")?;
-        validate_lb_endpoint(&lb)?;
-        LedsEndpoint::of_validated(&lb, bytes)
+        // Nearly every endpoint has the common shape, read from its bytes
+        // without building prost's structs; every other one, and every
+        // invalid one, takes the full decode, which decides alike.
+        LedsEndpoint::of_common_shape(bytes).or_else(decode_lb_endpoint_fully)
     }
 
     fn held_bytes(resource: &LedsEndpoint) -> Option<&Bytes> {
@@ -173,6 +175,15 @@ impl ResourceType for LbEndpointType {
     fn name(_: &LedsEndpoint) -> Option<&str> {
         None
     }
+}
+
+/// An LEDS endpoint decoded into prost's structs, validated and viewed:
+/// the path for every message, before the common shape was read from its
+/// bytes, and still the path for every other one.
+fn decode_lb_endpoint_fully(bytes: Bytes) -> Result<LedsEndpoint, ValidationError> {
+    let lb: LbEndpoint = decode_message(&bytes, "LbEndpoint")?;
+    validate_lb_endpoint(&lb)?;
+    LedsEndpoint::of_validated(&lb, bytes)
 }
 
 /// Validates a bare LEDS endpoint: a socket address with a host and a

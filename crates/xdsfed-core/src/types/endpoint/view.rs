@@ -352,6 +352,26 @@ impl LedsEndpoint {
         })
     }
 
+    /// The endpoint held in `raw` when its bytes have the common shape
+    /// (see `wire`), read from them; for any other, `raw` back, for the
+    /// full decode.
+    pub(crate) fn of_common_shape(raw: Bytes) -> Result<Self, Bytes> {
+        let found = super::wire::lb_endpoint(&raw).and_then(|common| {
+            let address = Span::of(common.address.clone())?;
+            Some((common, address))
+        });
+        let Some((common, address)) = found else {
+            return Err(raw);
+        };
+        Ok(Self {
+            raw,
+            address,
+            port: common.port,
+            weight: common.weight,
+            health_status: common.health_status,
+        })
+    }
+
     /// The endpoint's view.
     pub fn view(&self) -> EndpointView<'_> {
         EndpointView {
