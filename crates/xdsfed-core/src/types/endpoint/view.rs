@@ -9,6 +9,9 @@
 //! fixed-size record per locality and one per endpoint. Three allocations
 //! per assignment however many endpoints it has. The full message is
 //! decoded again from the bytes on demand ([`LoadAssignment::decode`]).
+//! An assignment or LEDS endpoint of the common shape is not decoded at
+//! all: its view is read from its bytes (`wire`), and is the view the
+//! decoded message would give.
 //!
 //! Rule: the view shows exactly what the message says, field for field, of
 //! what it covers: each locality's region, zone, sub-zone, weight (0 when
@@ -31,6 +34,7 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 };
 use prost::Message;
 
+use super::wire::assignment;
 use crate::types::ValidationError;
 
 /// A validated `ClusterLoadAssignment`, held as its bytes and a compact
@@ -188,6 +192,16 @@ impl LoadAssignment {
             builder.push_locality(locality)?;
         }
         Ok(builder.finish(raw))
+    }
+
+    /// The assignment held in `raw` when its bytes have the common shape
+    /// (see `wire::assignment`), read from them; for any other, `raw`
+    /// back, for the full decode.
+    pub(crate) fn of_common_shape(raw: Bytes) -> Result<Self, Bytes> {
+        match Builder::of_common_shape(&raw) {
+            Some(builder) => Ok(builder.finish(raw)),
+            None => Err(raw),
+        }
     }
 
     /// A copy in which each LEDS locality listed in `fills` (by locality
@@ -357,18 +371,18 @@ impl LedsEndpoint {
     /// full decode.
     pub(crate) fn of_common_shape(raw: Bytes) -> Result<Self, Bytes> {
         let found = super::wire::lb_endpoint(&raw).and_then(|common| {
-            let address = Span::of(common.address.clone())?;
-            Some((common, address))
+            let address = Span::of(common.address_at)?;
+            Some((address, common.port, common.weight, common.health_status))
         });
-        let Some((common, address)) = found else {
+        let Some((address, port, weight, health_status)) = found else {
             return Err(raw);
         };
         Ok(Self {
             raw,
             address,
-            port: common.port,
-            weight: common.weight,
-            health_status: common.health_status,
+            port,
+            weight,
+            health_status,
         })
     }
 
@@ -442,6 +456,57 @@ impl Builder {
             endpoints: Vec::with_capacity(endpoints),
             leds: Vec::new(),
         }
+    }
+
+    /// The view of an assignment of the common shape, read from its
+    /// bytes: what [`Builder::push_locality`] makes of its message, string
+    /// for string in the same order, so the views are equal.
+    fn of_common_shape(raw: &[u8]) -> Option<Self> {
+        let size = assignment::size(raw)?;
+        let mut builder = Self {
+            // Every string of the view is a different part of `raw`, so
+            // they fit; the room left is given back when the view is
+            // finished.
+            text: String::with_capacity(raw.len()),
+            name: Span::default(),
+            localities: Vec::with_capacity(size.localities),
+            endpoints: Vec::with_capacity(size.endpoints),
+            leds: Vec::new(),
+        };
+        builder.name = builder.push_text(size.name).ok()?;
+        assignment::walk(raw, &size, |event| match event {
+            assignment::Event::Locality(locality) => builder.push_common_locality(&locality),
+            assignment::Event::Endpoint(endpoint) => builder
+                .push_endpoint(EndpointView {
+                    address: endpoint.address,
+                    port: endpoint.port,
+                    weight: endpoint.weight,
+                    health_status: endpoint.health_status,
+                })
+                .ok(),
+        })?;
+        Some(builder)
+    }
+
+    /// A locality of the common shape, whose endpoints come next.
+    fn push_common_locality(&mut self, locality: &assignment::Locality<'_>) -> Option<()> {
+        let [region, zone, sub_zone] = locality.place.unwrap_or_default();
+        let (region, zone, sub_zone) = (
+            self.push_text(region).ok()?,
+            self.push_text(zone).ok()?,
+            self.push_text(sub_zone).ok()?,
+        );
+        let endpoints = Span::of(self.endpoints.len()..self.endpoints.len() + locality.endpoints)?;
+        self.localities.push(LocalityRecord {
+            region,
+            zone,
+            sub_zone,
+            weight: locality.weight,
+            priority: locality.priority,
+            endpoints,
+            leds: NO_LEDS,
+        });
+        Some(())
     }
 
     fn push_text(&mut self, s: &str) -> Result<Span, ValidationError> {

@@ -37,12 +37,15 @@
 
 use std::ops::Range;
 
+pub(super) mod assignment;
+
 /// What the view of an endpoint of the common shape holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Common {
-    /// Where `endpoint.address.socket_address.address` lies in the bytes:
-    /// not empty, and UTF-8.
-    pub(super) address: Range<usize>,
+pub(super) struct Common<'a> {
+    /// `endpoint.address.socket_address.address`, not empty.
+    pub(super) address: &'a str,
+    /// Where the address lies in the bytes.
+    pub(super) address_at: Range<usize>,
     /// `endpoint.address.socket_address.port_value`.
     pub(super) port: u16,
     /// `load_balancing_weight`, 1 when unset, never 0.
@@ -74,13 +77,13 @@ const VALUE: u64 = key(1, VARINT);
 
 /// The endpoint encoded in `bytes`, when it is valid and of the common
 /// shape; `None` for anything else.
-pub(super) fn lb_endpoint(bytes: &[u8]) -> Option<Common> {
+pub(super) fn lb_endpoint(bytes: &[u8]) -> Option<Common<'_>> {
     lb_endpoint_in(Cursor::new(bytes))
 }
 
 /// The endpoint encoded in `message`'s bytes (see [`lb_endpoint`]); its
 /// address's range is a range of the whole buffer `message` walks.
-pub(super) fn lb_endpoint_in(mut message: Cursor<'_>) -> Option<Common> {
+pub(super) fn lb_endpoint_in(mut message: Cursor<'_>) -> Option<Common<'_>> {
     let mut seen = Seen::default();
     let mut socket = None;
     let mut health_status = 0;
@@ -95,10 +98,11 @@ pub(super) fn lb_endpoint_in(mut message: Cursor<'_>) -> Option<Common> {
             _ => return None,
         }
     }
-    let (address, port) = socket?;
+    let ((address, address_at), port) = socket?;
     // A weight of 0 is refused by validation, which names it.
     (weight != 0).then_some(Common {
         address,
+        address_at,
         port,
         weight,
         health_status,
@@ -107,13 +111,13 @@ pub(super) fn lb_endpoint_in(mut message: Cursor<'_>) -> Option<Common> {
 
 /// An `Endpoint` holding only an `Address` holding only a socket address:
 /// that socket address's host and port.
-fn endpoint(endpoint: Cursor<'_>) -> Option<(Range<usize>, u16)> {
+fn endpoint(endpoint: Cursor<'_>) -> Option<(Text<'_>, u16)> {
     let address = endpoint.sole(ADDRESS)?;
     socket_address(address.sole(SOCKET_ADDRESS)?)
 }
 
 /// A `SocketAddress`'s host, not empty, and port, at most 65535.
-fn socket_address(mut socket: Cursor<'_>) -> Option<(Range<usize>, u16)> {
+fn socket_address(mut socket: Cursor<'_>) -> Option<(Text<'_>, u16)> {
     let mut seen = Seen::default();
     let mut host = None;
     let mut port = None;
@@ -128,13 +132,13 @@ fn socket_address(mut socket: Cursor<'_>) -> Option<(Range<usize>, u16)> {
             _ => return None,
         }
     }
-    let host = host.filter(|h| !h.is_empty())?;
+    let host = host.filter(|(h, _)| !h.is_empty())?;
     let port = u16::try_from(port?).ok()?;
     Some((host, port))
 }
 
 /// A `UInt32Value`'s value: 0 when the message is empty.
-fn uint32_value(mut wrapper: Cursor<'_>) -> Option<u32> {
+pub(super) fn uint32_value(mut wrapper: Cursor<'_>) -> Option<u32> {
     let mut seen = Seen::default();
     let mut value = 0;
     while !wrapper.is_empty() {
@@ -162,6 +166,9 @@ impl Seen {
         first.then_some(())
     }
 }
+
+/// A string of the bytes, and where it lies in them.
+pub(super) type Text<'a> = (&'a str, Range<usize>);
 
 /// A position in one message's bytes, within a buffer that may hold more
 /// around it (the enclosing messages): ranges it gives are of the buffer.
@@ -232,13 +239,13 @@ impl<'a> Cursor<'a> {
         Some(inner)
     }
 
-    /// A string's range, `None` unless it is UTF-8 (prost refuses a string
-    /// that is not).
-    pub(super) fn string(&mut self) -> Option<Range<usize>> {
+    /// A string and where it lies in the buffer, `None` unless it is UTF-8
+    /// (prost refuses a string that is not).
+    pub(super) fn string(&mut self) -> Option<Text<'a>> {
         let value = self.delimited()?;
         let range = value.at..value.end;
-        std::str::from_utf8(self.buffer.get(range.clone())?).ok()?;
-        Some(range)
+        let text = std::str::from_utf8(self.buffer.get(range.clone())?).ok()?;
+        Some((text, range))
     }
 
     /// The message held by the one field of this message, which must be

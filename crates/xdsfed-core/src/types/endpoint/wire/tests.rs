@@ -64,7 +64,7 @@ fn decide_message(message: &LbEndpoint) -> (Outcome, bool) {
 
 /// Something beside the common shape, or a change of it.
 #[derive(Debug, Clone)]
-enum Extra {
+pub(super) enum Extra {
     None,
     Hostname(String),
     Metadata,
@@ -101,17 +101,17 @@ fn extra(i: usize, text: &str) -> Extra {
 }
 
 #[derive(Debug, Clone)]
-struct Shape {
-    address: String,
-    port: Option<u32>,
-    protocol: i32,
-    weight: Option<u32>,
-    health_status: i32,
-    extra: Extra,
+pub(super) struct Shape {
+    pub(super) address: String,
+    pub(super) port: Option<u32>,
+    pub(super) protocol: i32,
+    pub(super) weight: Option<u32>,
+    pub(super) health_status: i32,
+    pub(super) extra: Extra,
 }
 
 impl Shape {
-    fn message(&self) -> LbEndpoint {
+    pub(super) fn message(&self) -> LbEndpoint {
         let mut socket = SocketAddress {
             protocol: self.protocol,
             address: self.address.clone(),
@@ -162,7 +162,7 @@ impl Shape {
 
     /// Whether the message is valid and of the common shape, so that it
     /// must be read from its bytes.
-    fn is_common_and_valid(&self) -> bool {
+    pub(super) fn is_common_and_valid(&self) -> bool {
         let extra_encoded = match &self.extra {
             Extra::None => false,
             // An empty string is not encoded at all (proto3).
@@ -201,7 +201,8 @@ fn the_common_shape_is_read_from_the_bytes_it_points_into() {
     .message();
     let raw = Bytes::from(message.encode_to_vec());
     let read = lb_endpoint(&raw).expect("the common shape");
-    assert_eq!(&raw[read.address.clone()], b"10.0.0.1");
+    assert_eq!(read.address, "10.0.0.1");
+    assert_eq!(&raw[read.address_at.clone()], b"10.0.0.1");
     assert_eq!((read.port, read.weight, read.health_status), (8080, 3, 2));
 
     let held = LbEndpointType::decode_owned(raw.clone()).expect("valid");
@@ -258,7 +259,7 @@ fn every_combination_of_edge_values_decides_as_the_full_decode() {
     assert_eq!(read, 3 * 3 * 4 * 10 * 5);
 }
 
-fn shape() -> impl Strategy<Value = Shape> {
+pub(super) fn shape() -> impl Strategy<Value = Shape> {
     (
         prop_oneof![Just(String::new()), "[0-9.:a-z-]{1,20}", any::<String>()],
         prop_oneof![
@@ -370,7 +371,7 @@ fn varint_edges_are_read_as_prost_reads_them() {
 }
 
 /// A length-delimited field of key `key` holding `payload`.
-fn delimited(key: u64, payload: &[u8]) -> Vec<u8> {
+pub(super) fn delimited(key: u64, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     prost::encoding::encode_varint(key, &mut out);
     prost::encoding::encode_varint(payload.len() as u64, &mut out);
@@ -379,7 +380,7 @@ fn delimited(key: u64, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A varint field of key `key`.
-fn varint(key: u64, value: u64) -> Vec<u8> {
+pub(super) fn varint(key: u64, value: u64) -> Vec<u8> {
     let mut out = Vec::new();
     prost::encoding::encode_varint(key, &mut out);
     prost::encoding::encode_varint(value, &mut out);
@@ -388,13 +389,13 @@ fn varint(key: u64, value: u64) -> Vec<u8> {
 
 /// An endpoint whose socket address has the fields `socket`, the rest
 /// being `after` it (top-level fields).
-fn wrapped(socket: &[u8], after: &[u8]) -> Vec<u8> {
+pub(super) fn wrapped(socket: &[u8], after: &[u8]) -> Vec<u8> {
     let address = delimited(0x0a, socket);
     let endpoint = delimited(0x0a, &address);
     [delimited(0x0a, &endpoint), after.to_vec()].concat()
 }
 
-fn socket(host: &[u8], port: u64) -> Vec<u8> {
+pub(super) fn socket(host: &[u8], port: u64) -> Vec<u8> {
     [delimited(0x12, host), varint(0x18, port)].concat()
 }
 
