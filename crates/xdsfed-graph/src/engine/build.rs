@@ -173,9 +173,9 @@ impl GraphEngine {
                         value: Value::Endpoints { res },
                         provenance,
                         ambient,
-                        ..
+                        edges,
                     }) => {
-                        let (value, leds_error) = self.with_leds_endpoints(res);
+                        let (value, leds_error) = self.with_leds_endpoints(res, edges);
                         let assignment = Versioned {
                             value,
                             provenance: provenance.clone(),

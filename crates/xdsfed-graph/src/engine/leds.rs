@@ -32,11 +32,11 @@ use std::time::Instant;
 use imbl::OrdMap;
 use xdsfed_core::error::XdsError;
 use xdsfed_core::hash::HashSet;
-use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
+use xdsfed_core::types::{LedsEndpoint, LedsLocality, LoadAssignment};
 
 use super::GraphEngine;
 use super::node::{State, Value};
-use crate::edges::{Key, leds_key};
+use crate::edges::{Edge, Key, leds_key};
 use crate::error::GraphError;
 use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
 
@@ -104,30 +104,35 @@ impl GraphEngine {
     /// `cla` as the snapshot shows it: each LEDS locality's endpoints are
     /// its collection's members, in name order. Shared, not copied, when
     /// no locality uses LEDS. The error is that of the first collection
-    /// that cannot be used.
+    /// that cannot be used. `edges` are the assignment node's, read from
+    /// `cla`: the collections' keys, worked out when it arrived.
     pub(super) fn with_leds_endpoints(
         &self,
         cla: &Arc<LoadAssignment>,
+        edges: &[Edge],
     ) -> (Arc<LoadAssignment>, Option<GraphError>) {
         if cla.leds_localities().next().is_none() {
             return (Arc::clone(cla), None);
         }
         let mut error = None;
         let mut fills = Vec::new();
-        for (i, leds) in cla.leds_localities() {
-            let members = match leds_key(leds) {
-                Ok(key) => match self.nodes.get(&key).map(|n| &n.state) {
-                    Some(State::Present {
-                        value: Value::Leds { members },
-                        ..
-                    }) => Some(members),
-                    _ => {
-                        error = error.or_else(|| self.absence(&key));
-                        None
-                    }
-                },
-                Err((_, e)) => {
+        let localities = cla.leds_localities().count();
+        for (nth, (i, leds)) in cla.leds_localities().enumerate() {
+            let key = match collection_key(edges, nth, localities, leds) {
+                Ok(key) => key,
+                Err(e) => {
                     error = error.or(Some(e));
+                    fills.push((i, Vec::new()));
+                    continue;
+                }
+            };
+            let members = match self.nodes.get(&key).map(|n| &n.state) {
+                Some(State::Present {
+                    value: Value::Leds { members },
+                    ..
+                }) => Some(members),
+                _ => {
+                    error = error.or_else(|| self.absence(&key));
                     None
                 }
             };
@@ -223,4 +228,30 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LedsEndpoint>) 
 /// authority, and no server or version yet.
 fn first_provenance(name: &str) -> Provenance {
     Provenance::new(xdsfed_core::name::authority_of(name), "", "")
+}
+
+/// The key of the collection the `nth` of an assignment's `localities`
+/// LEDS localities (`leds`) names, given the assignment's `edges`: one per
+/// distinct collection, in the order the localities first name them, each
+/// read with [`leds_key`]. When every edge is followed and there is one
+/// for all the localities or one each, the locality's edge is known
+/// without reading the name again (a snapshot rebuilds a cluster on each
+/// change of a member, and reading a collection name costs five
+/// allocations); otherwise the name is read again.
+fn collection_key(
+    edges: &[Edge],
+    nth: usize,
+    localities: usize,
+    leds: &LedsLocality,
+) -> Result<Key, GraphError> {
+    let followed = edges.iter().all(|e| e.via.is_ok());
+    let edge = match edges {
+        [only] if followed => Some(only),
+        _ if followed && edges.len() == localities => edges.get(nth),
+        _ => None,
+    };
+    match edge {
+        Some(edge) => Ok(edge.target.clone()),
+        None => leds_key(leds).map_err(|(_, e)| e),
+    }
 }

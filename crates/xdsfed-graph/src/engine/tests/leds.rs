@@ -218,3 +218,72 @@ fn assignment_dropping_its_leds_locality_unwatches_the_collection() {
     let log = h.watch_changes();
     assert_eq!(log.unwatched, vec![key(ResourceKind::LbEndpoint, GLOB)]);
 }
+
+/// An assignment whose localities each take their endpoints from one of
+/// `collections`, in order.
+fn leds_localities(name: &str, collections: &[&str]) -> ClusterLoadAssignment {
+    let mut cla = cla(name, 0);
+    cla.endpoints = collections
+        .iter()
+        .enumerate()
+        .map(|(i, collection)| LocalityLbEndpoints {
+            priority: 0,
+            locality: Some(Locality {
+                region: format!("r{i}"),
+                ..Default::default()
+            }),
+            lb_config: Some(LbConfig::LedsClusterLocalityConfig(
+                LedsClusterLocalityConfig {
+                    leds_config: None,
+                    leds_collection_name: (*collection).into(),
+                },
+            )),
+            ..Default::default()
+        })
+        .collect();
+    cla
+}
+
+/// Each LEDS locality gets the members of the collection it names, however
+/// the localities share collections: one for all, one each, or some
+/// twice (the keys then come from reading the names again).
+#[test]
+fn each_leds_locality_gets_the_members_of_the_collection_it_names() {
+    const OTHER: &str = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/c2/*";
+    let weights_of = |s: &Snapshot| -> Vec<Vec<u32>> {
+        let c = s.cluster("c1").expect("c1 in the snapshot");
+        let ClusterEndpoints::Eds {
+            assignment: Some(a),
+            ..
+        } = &c.endpoints
+        else {
+            panic!("no assignment: {c:?}");
+        };
+        a.value
+            .localities()
+            .map(|l| l.endpoints().map(|e| e.weight).collect())
+            .collect()
+    };
+    for (collections, expected) in [
+        (vec![GLOB, GLOB], vec![vec![3], vec![3]]),
+        (vec![GLOB, OTHER], vec![vec![3], vec![7]]),
+        (vec![OTHER, GLOB], vec![vec![7], vec![3]]),
+        (vec![GLOB, OTHER, GLOB], vec![vec![3], vec![7], vec![3]]),
+        (vec![OTHER, GLOB, GLOB], vec![vec![7], vec![3], vec![3]]),
+        (vec![GLOB, GLOB, OTHER], vec![vec![3], vec![3], vec![7]]),
+    ] {
+        let mut h = Harness::new(Roots::new().cluster("c1"));
+        h.cluster(eds_cluster("c1", None), "1");
+        h.endpoints(leds_localities("c1", &collections), "1");
+        leds(&mut h, changed("e1", 3));
+        let p = Harness::provenance(OTHER, "1");
+        let other = OTHER.replace('*', "e1");
+        h.engine.on_leds(
+            h.now,
+            OTHER,
+            CollectionUpdate::Member(Arc::from(other), Update::Changed(weighted(7), p)),
+        );
+        let s = h.ready();
+        assert_eq!(weights_of(&s), expected, "{collections:?}");
+    }
+}
