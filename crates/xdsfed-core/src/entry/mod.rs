@@ -190,7 +190,7 @@ pub struct Provenance {
 }
 
 /// Server behaviour that changes how events become states (server features).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct DataErrorPolicy {
     /// `ignore_resource_deletion` (gRFC A53): keep a deleted resource.
     pub ignore_resource_deletion: bool,
