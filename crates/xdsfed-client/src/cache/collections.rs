@@ -448,7 +448,11 @@ pub(crate) mod indexmap_lite {
         pub(crate) fn pop(&mut self) -> Option<Arc<str>> {
             let name = self.order.pop_front()?;
             if self.order.is_empty() {
-                self.set = HashSet::default();
+                // A set was built only for a long queue: a short one has
+                // none to give back (and a new one draws a seed).
+                if self.set.capacity() > 0 {
+                    self.set = HashSet::default();
+                }
                 if self.order.capacity() > SCANNED {
                     self.order = VecDeque::new();
                 }
