@@ -418,6 +418,17 @@ impl Step<'_> {
         };
         (woke, persist)
     }
+
+    /// [`Step::run`] on an unwatched entry, its state apart.
+    fn run_unwatched(
+        &self,
+        state: &mut ResourceState,
+        entry: &mut Unwatched,
+        source: Option<Source>,
+    ) -> (bool, Option<Persist>) {
+        let authority = &entry.provenance.authority;
+        self.run(state, entry.policy, authority, &mut entry.reported, source)
+    }
 }
 
 impl Entry {
@@ -516,14 +527,7 @@ impl Inner {
             Some(HeldMut::Plain(plain)) => {
                 let mut entry = plain.unwatched();
                 let mut state = plain.state();
-                let authority = &entry.provenance.authority;
-                let outcome = step.run(
-                    &mut state,
-                    entry.policy,
-                    authority,
-                    &mut entry.reported,
-                    source,
-                );
+                let outcome = step.run_unwatched(&mut state, &mut entry, source);
                 if let Some((entry, state)) = plain.update(entry, state) {
                     self.entries.put(key.clone(), entry, state);
                 }
@@ -536,14 +540,7 @@ impl Inner {
                 }
                 let mut entry = self.unwatched_entry(key, server, policy);
                 let mut state = ResourceState::requested();
-                let authority = &entry.provenance.authority;
-                let outcome = step.run(
-                    &mut state,
-                    entry.policy,
-                    authority,
-                    &mut entry.reported,
-                    source,
-                );
+                let outcome = step.run_unwatched(&mut state, &mut entry, source);
                 self.insert_unwatched(key, entry, state);
                 outcome
             }

@@ -55,6 +55,11 @@ fn changed(id: &str, weight: u32) -> CollectionUpdate<LedsEndpoint> {
 
 /// The weights of the LEDS locality (the second) of cluster `c1`.
 pub(super) fn leds_weights(s: &Snapshot) -> Vec<u32> {
+    locality_weights(s).into_iter().nth(1).unwrap_or_default()
+}
+
+/// The weights of each locality of cluster `c1`.
+fn locality_weights(s: &Snapshot) -> Vec<Vec<u32>> {
     let c = s.cluster("c1").expect("c1 in the snapshot");
     let ClusterEndpoints::Eds {
         assignment: Some(a),
@@ -65,8 +70,8 @@ pub(super) fn leds_weights(s: &Snapshot) -> Vec<u32> {
     };
     a.value
         .localities()
-        .nth(1)
-        .map_or(Vec::new(), |l| l.endpoints().map(|e| e.weight).collect())
+        .map(|l| l.endpoints().map(|e| e.weight).collect())
+        .collect()
 }
 
 fn leds_graph() -> Harness {
@@ -250,20 +255,6 @@ fn leds_localities(name: &str, collections: &[&str]) -> ClusterLoadAssignment {
 #[test]
 fn each_leds_locality_gets_the_members_of_the_collection_it_names() {
     const OTHER: &str = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/c2/*";
-    let weights_of = |s: &Snapshot| -> Vec<Vec<u32>> {
-        let c = s.cluster("c1").expect("c1 in the snapshot");
-        let ClusterEndpoints::Eds {
-            assignment: Some(a),
-            ..
-        } = &c.endpoints
-        else {
-            panic!("no assignment: {c:?}");
-        };
-        a.value
-            .localities()
-            .map(|l| l.endpoints().map(|e| e.weight).collect())
-            .collect()
-    };
     for (collections, expected) in [
         (vec![GLOB, GLOB], vec![vec![3], vec![3]]),
         (vec![GLOB, OTHER], vec![vec![3], vec![7]]),
@@ -284,6 +275,6 @@ fn each_leds_locality_gets_the_members_of_the_collection_it_names() {
             CollectionUpdate::Member(Arc::from(other), Update::Changed(weighted(7), p)),
         );
         let s = h.ready();
-        assert_eq!(weights_of(&s), expected, "{collections:?}");
+        assert_eq!(locality_weights(&s), expected, "{collections:?}");
     }
 }

@@ -51,6 +51,19 @@ fn decide(bytes: &[u8]) -> Outcome {
     outcome(&ours)
 }
 
+/// `bytes` with each of `edits` applied in turn: a byte changed (0),
+/// inserted (1) or the bytes cut there (2), at an index into them.
+pub(super) fn damage(bytes: &mut Vec<u8>, edits: Vec<(prop::sample::Index, u8, u8)>) {
+    for (at, byte, how) in edits {
+        let at = at.index(bytes.len() + 1);
+        match how {
+            0 if at < bytes.len() => bytes[at] = byte,
+            1 => bytes.insert(at, byte),
+            _ => bytes.truncate(at),
+        }
+    }
+}
+
 /// Asserts only that both paths decide `bytes` alike.
 fn agrees(bytes: &[u8]) {
     let _ = decide(bytes);
@@ -309,14 +322,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4)
     ) {
         let mut bytes = shape.message().encode_to_vec();
-        for (at, byte, how) in edits {
-            let at = at.index(bytes.len() + 1);
-            match how {
-                0 if at < bytes.len() => bytes[at] = byte,
-                1 => bytes.insert(at, byte),
-                _ => bytes.truncate(at),
-            }
-        }
+        damage(&mut bytes, edits);
         agrees(&bytes);
     }
 

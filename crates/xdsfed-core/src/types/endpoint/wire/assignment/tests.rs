@@ -217,14 +217,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4)
     ) {
         let mut bytes = shape.message().encode_to_vec();
-        for (at, byte, how) in edits {
-            let at = at.index(bytes.len() + 1);
-            match how {
-                0 if at < bytes.len() => bytes[at] = byte,
-                1 => bytes.insert(at, byte),
-                _ => bytes.truncate(at),
-            }
-        }
+        super::super::tests::damage(&mut bytes, edits);
         agrees(&bytes);
     }
 
