@@ -545,6 +545,19 @@ impl Inner {
                 outcome
             }
         };
+        self.after_step(key, event, changed, persist);
+    }
+
+    /// What follows an event's transition of `key`'s entry: its collection
+    /// and wildcard watchers hear of a change, the state directory records
+    /// it, and a member's glob has its answer.
+    fn after_step(
+        &mut self,
+        key: &ResourceKey,
+        event: &CoreEvent,
+        changed: bool,
+        persist: Option<Persist>,
+    ) {
         if changed {
             self.mark_collections_dirty(key);
         }
