@@ -86,27 +86,31 @@ fn count(bytes: &[u8], number: u32) -> Option<usize> {
 }
 
 /// Where, in `bytes`, the value of the length-delimited field reached by
-/// `path` (field numbers, outermost first) lies: its last occurrence within
-/// the last occurrence of each enclosing field. `None` when it is absent or
-/// the walk cannot follow the bytes. Repeats of an enclosing message merge
-/// when decoded, so callers check what they find against the decoded
-/// message.
+/// `path` (field numbers, outermost first) lies: its last occurrence in
+/// any occurrence of each enclosing field, in the order of the bytes.
+/// Decoding merges the repeats of an enclosing message, and the last copy
+/// of a string wins, so for a string this is the value decoded; callers
+/// check what they find against the decoded message all the same. `None`
+/// when it is absent or the walk cannot follow the bytes. Each byte is
+/// walked once per level of `path`.
 pub(crate) fn field_range(bytes: &[u8], path: &[u32]) -> Option<std::ops::Range<usize>> {
     let (&number, inner) = path.split_first()?;
     let mut found = None;
     for field in Fields::new(bytes) {
         let field = field.ok()?;
-        if let Some(payload) = field.message(number) {
-            found = Some(payload);
+        let Some(payload) = field.message(number) else {
+            continue;
+        };
+        let start = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+        let range = match inner {
+            [] => Some(0..payload.len()),
+            _ => field_range(payload, inner),
+        };
+        if let Some(range) = range {
+            found = Some(start + range.start..start + range.end);
         }
     }
-    let payload = found?;
-    let start = (payload.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
-    if inner.is_empty() {
-        return Some(start..start + payload.len());
-    }
-    let range = field_range(payload, inner)?;
-    Some(start + range.start..start + range.end)
+    found
 }
 
 #[cfg(test)]

@@ -355,8 +355,12 @@ impl LedsEndpoint {
     /// decoded from `raw`.
     pub(crate) fn of_validated(message: &LbEndpoint, raw: Bytes) -> Result<Self, ValidationError> {
         let (address, port) = socket_of(message)?;
-        let address = span_in(&raw, address)
-            .ok_or_else(|| ValidationError("LbEndpoint: larger than 4 GiB".into()))?;
+        let address = span_in(&raw, address).ok_or_else(|| {
+            ValidationError::field(
+                "endpoint.address.socket_address.address",
+                "not found in the bytes where decoding read it, or past 4 GiB",
+            )
+        })?;
         Ok(Self {
             raw,
             address,
@@ -660,23 +664,19 @@ fn socket_of(lb: &LbEndpoint) -> Result<(&str, u16), ValidationError> {
 const SOCKET_ADDRESS_ADDRESS: &[u32] = &[1, 1, 1, 2];
 
 /// Where in `raw` the bytes of `address`, a validated endpoint's socket
-/// address decoded from `raw`, lie. Decoding copies a string from its
-/// field's bytes, so they are there: where the field lies when the
-/// message was sent in one piece, else (sub-messages sent in pieces that
-/// decoding merged) at the first place holding the same bytes, which shows
-/// the same. `None` only past 4 GiB (or for an address not decoded from
-/// `raw`, which no caller gives).
+/// address decoded from `raw`, lie: the field's last occurrence, which is
+/// what decoding keeps, also when sub-messages came in pieces that it
+/// merged (a walk linear in the bytes: a search for the address's bytes
+/// anywhere in them cost their lengths' product on a hostile message).
+/// `None` only past 4 GiB (or for an address not decoded from `raw`, which
+/// no caller gives).
 fn span_in(raw: &[u8], address: &str) -> Option<Span> {
     let wanted = address.as_bytes();
     if wanted.is_empty() {
         return Some(Span::default());
     }
     let range = crate::types::presized::field_range(raw, SOCKET_ADDRESS_ADDRESS)
-        .filter(|range| raw.get(range.clone()) == Some(wanted))
-        .or_else(|| {
-            let start = raw.windows(wanted.len()).position(|w| w == wanted)?;
-            Some(start..start + wanted.len())
-        })?;
+        .filter(|range| raw.get(range.clone()) == Some(wanted))?;
     Span::of(range)
 }
 

@@ -108,9 +108,10 @@ fn view_holds_a_static_clusters_endpoints_as_an_assignment() {
     assert_eq!(**assignment, LoadAssignment::new(&cla).expect("valid"));
 }
 
-/// Rule: a name the bytes do not hold as decoded (here a repeated
-/// `eds_cluster_config`, which decoding merges) is copied, and the view
-/// still says what the message says.
+/// Rule: a message sent in pieces (here a repeated `eds_cluster_config`,
+/// which decoding merges) is read where its strings last lie, as decoding
+/// reads them; what the bytes do not hold as decoded (the merged
+/// `eds_config`) is copied, and the view still says what the message says.
 #[test]
 fn view_copies_what_it_cannot_find_in_the_bytes() {
     let cluster = eds_cluster("c1", "c1-eds");
@@ -118,11 +119,39 @@ fn view_copies_what_it_cannot_find_in_the_bytes() {
     let mut again = eds_cluster("c1", "");
     again.name.clear();
     again.cluster_discovery_type = None;
+    if let Some(eds) = again.eds_cluster_config.as_mut() {
+        eds.eds_config = Some(ConfigSource {
+            resource_api_version: 2,
+            ..Default::default()
+        });
+    }
     bytes.extend(again.encode_to_vec());
+    let merged = Cluster::decode(bytes.as_slice()).expect("decodes");
     let held = ClusterType::decode_shared(&Bytes::from(bytes)).expect("valid");
-    assert!(!held.text.is_empty(), "copied");
+    assert!(held.text.is_empty(), "the names are where they lie");
     assert_eq!(held.name(), "c1");
     assert_eq!(held.eds_service_name(), Some("c1-eds"));
+    let Kind::Eds { config, .. } = &held.kind else {
+        panic!("not EDS: {held:?}");
+    };
+    assert!(matches!(config, EdsConfig::Copied(_)), "{config:?}");
+    let expected = merged.eds_cluster_config.and_then(|e| e.eds_config);
+    assert_eq!(held.eds_config().map(|c| c.into_owned()), expected);
+}
+
+/// A string sent twice is read where its last copy lies, as decoding
+/// keeps the last.
+#[test]
+fn a_name_sent_twice_is_read_where_its_last_copy_lies() {
+    let mut bytes = eds_cluster("first", "s").encode_to_vec();
+    let again = Cluster {
+        name: "second".into(),
+        ..Default::default()
+    };
+    bytes.extend(again.encode_to_vec());
+    let held = ClusterType::decode_shared(&Bytes::from(bytes)).expect("valid");
+    assert!(held.text.is_empty());
+    assert_eq!(held.name(), "second");
 }
 
 /// The bytes are the server's, shared, and decode back to the message.
