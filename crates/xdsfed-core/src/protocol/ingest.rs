@@ -136,6 +136,9 @@ pub(super) struct Item {
     /// Whether the key was found among the names subscribed by name (so it
     /// is wanted); `false` when that was not looked up.
     pub(super) subscribed: bool,
+    /// Whether the key was looked up among the names subscribed by name
+    /// (so `subscribed` is the answer, not a default).
+    pub(super) looked_up: bool,
     /// Whether the key is the session's own copy of the name (subscribed or
     /// held): two items of one name then hold the same `Arc`.
     pub(super) shared: bool,
@@ -184,6 +187,7 @@ impl Item {
             raw_name,
             key,
             subscribed,
+            looked_up: known.is_some(),
             shared,
             body,
             version,
@@ -327,8 +331,14 @@ impl Session {
             if let Some(present) = present.as_deref_mut() {
                 present.insert(Arc::clone(&key));
             }
-            let wanted =
-                item.subscribed || self.states.get(type_url).is_some_and(|s| s.wants(&key));
+            let wanted = item.subscribed
+                || self
+                    .states
+                    .get(type_url)
+                    .is_some_and(|s| match item.looked_up {
+                        true => s.wants_unsubscribed(&key),
+                        false => s.wants(&key),
+                    });
             // Usually no name repeats, and then nothing is looked up.
             let count = if counts.is_empty() {
                 1

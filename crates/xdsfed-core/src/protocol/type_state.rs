@@ -313,8 +313,14 @@ impl TypeState {
     /// Whether resources named `name` are of interest: subscribed, `*`, or
     /// a member of a subscribed glob collection.
     pub(crate) fn wants(&self, name: &str) -> bool {
+        self.durable.subscribed.contains(name) || self.wants_unsubscribed(name)
+    }
+
+    /// [`TypeState::wants`] for a name known not to be subscribed by name
+    /// (its lookup just said so): `*`, or a member of a subscribed glob.
+    /// A LEDS member's update then looks its name up once, not twice.
+    pub(crate) fn wants_unsubscribed(&self, name: &str) -> bool {
         self.durable.wildcard
-            || self.durable.subscribed.contains(name)
             || (self.durable.globs > 0
                 && glob_of(name).is_some_and(|g| self.durable.subscribed.contains(&*g)))
     }
