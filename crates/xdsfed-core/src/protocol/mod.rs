@@ -74,6 +74,7 @@
 
 // Every public item of these modules is re-exported below: `protocol::X`
 // is its one path.
+mod absences;
 mod ack;
 mod config;
 mod delta;

@@ -157,6 +157,10 @@ pub(super) struct PerStream {
     /// Names written before the stream was established, whose
     /// does-not-exist timers start when it is (gRFC A57).
     pub(super) written_early: Vec<(Arc<str>, Arc<str>)>,
+    /// Whether anything was unsubscribed on it: until then every name
+    /// written early is still wanted, and a cold start of a million names
+    /// need not look each up again when the stream is established.
+    pub(super) unsubscribed: bool,
     /// Why the session wants the stream closed (a deadline passed).
     pub(super) close: Option<StreamEnd>,
     /// Copies from the state directory its first requests claimed, to
@@ -260,6 +264,7 @@ impl Session {
         if !state.unsubscribe(&key.name) {
             return;
         }
+        self.stream.unsubscribed = true;
         state.durable.resumed.remove(&key.name);
         if !state.durable.wildcard {
             self.timers.stop_does_not_exist(key);
@@ -313,6 +318,7 @@ impl Session {
         else {
             return;
         };
+        self.stream.unsubscribed = true;
         for name in dropped {
             self.timers.cancel(&Timer::TtlExpiry(ResourceKey::new(
                 Arc::clone(&type_url),
@@ -352,6 +358,12 @@ impl Session {
         // Sorted, so that the first requests are deterministic.
         types.sort();
         self.stream.dirty.extend(types.into_iter().cloned());
+    }
+
+    /// How many timers are armed, for tests of what is kept.
+    #[cfg(test)]
+    pub(super) fn armed_timers(&self) -> usize {
+        self.timers.len()
     }
 
     /// The server accepted the stream (its response headers arrived): the
@@ -665,11 +677,13 @@ impl Session {
             self.timers.set(Timer::FirstResponse, now + timeout);
         }
         let mut written: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::default();
+        let recheck = self.stream.unsubscribed;
         for (type_url, name) in std::mem::take(&mut self.stream.written_early) {
-            let wanted = self
-                .states
-                .get(&type_url)
-                .is_some_and(|state| state.wants(&name));
+            let wanted = !recheck
+                || self
+                    .states
+                    .get(&type_url)
+                    .is_some_and(|state| state.wants(&name));
             if wanted {
                 written.entry(type_url).or_default().push(name);
             }

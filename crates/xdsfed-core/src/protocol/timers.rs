@@ -7,30 +7,25 @@
 //! TTLs and the stream's deadlines are a [`Deadlines`] (earliest first,
 //! ties in the order set).
 //!
-//! Does-not-exist timers have a table of their own, `Absences`, because
-//! of how they are used: a cold start arms one per resource, all for the
-//! same instant, and stops each as its resource arrives a moment later.
-//! Their deadlines only grow (the session's `now` plus its fixed timeout),
-//! so they queue in the order armed, and stopping one forgets its name
-//! without searching the queue: what it left there is skipped when it
-//! comes due. Arming and stopping cost one hash operation each, where an
-//! ordered map cost a tree insertion and removal besides. Rule: a timer
-//! fires only if its name is armed by that very arming; a name stopped, or
-//! armed again since, does not fire early. The queue is emptied when no
-//! name is armed, so after a cold start whose resources all arrived it
-//! holds nothing; names that never arrive hold about 40 bytes each until
+//! Does-not-exist timers have a table of their own, [`Absences`] (its
+//! module says how and why), because of how they are used: a cold start
+//! arms one per resource, all for the same instant, and stops each as its
+//! resource arrives a moment later. Arming and stopping cost one hash
+//! operation each, where an ordered map cost a tree insertion and removal
+//! besides. Rule: a timer fires only if its name is armed by that very
+//! arming; a name stopped, or armed again since, does not fire early; names
+//! that never arrive hold about 56 bytes each until
 //! they fire. [`Session::poll_timeout`](super::Session::poll_timeout) is
 //! the earlier of the two tables' first deadlines; a skipped entry can
 //! make it early once (a spurious wake-up is a no-op). Of two timers due
 //! at the same instant, one of each table, the does-not-exist timer comes
 //! second.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
+use super::absences::Absences;
 use super::event::ResourceKey;
 use crate::deadlines::Deadlines;
-use crate::hash::{HashMap, release_when_empty};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,68 +38,6 @@ pub(crate) enum Timer {
     Handshake,
     /// The accepted stream still has no response.
     FirstResponse,
-}
-
-/// Does-not-exist deadlines in the order armed (see the module docs).
-#[derive(Debug, Default)]
-struct Absences {
-    /// Deadline, arming number, name; an entry whose name was stopped or
-    /// armed again since stays until it comes due, and is skipped then.
-    queue: VecDeque<(Instant, u64, ResourceKey)>,
-    /// The arming number of each armed name.
-    armed: HashMap<ResourceKey, u64>,
-    armings: u64,
-}
-
-impl Absences {
-    fn set(&mut self, key: ResourceKey, deadline: Instant) {
-        self.armings += 1;
-        self.armed.insert(key.clone(), self.armings);
-        let entry = (deadline, self.armings, key);
-        match self.queue.back() {
-            Some((last, ..)) if *last > deadline => {
-                // A caller's clock that went back: keep the queue in order.
-                let at = self.queue.partition_point(|(d, ..)| *d <= deadline);
-                self.queue.insert(at, entry);
-            }
-            _ => self.queue.push_back(entry),
-        }
-    }
-
-    fn reserve(&mut self, more: usize) {
-        self.armed.reserve(more);
-        self.queue.reserve(more);
-    }
-
-    fn cancel(&mut self, key: &ResourceKey) {
-        // Past a cold start none is armed, and then no key is hashed.
-        if self.armed.is_empty() {
-            return;
-        }
-        if self.armed.remove(key).is_some() && self.armed.is_empty() {
-            self.clear();
-        }
-    }
-
-    fn clear(&mut self) {
-        self.armed.clear();
-        release_when_empty(&mut self.armed);
-        self.queue = VecDeque::new();
-    }
-
-    fn first(&self) -> Option<Instant> {
-        self.queue.front().map(|(deadline, ..)| *deadline)
-    }
-
-    /// Takes the first entry: its name, if that entry is its arming now.
-    fn pop_front(&mut self) -> Option<ResourceKey> {
-        let (_, arming, key) = self.queue.pop_front()?;
-        if self.armed.get(&key) != Some(&arming) {
-            return None;
-        }
-        self.cancel(&key);
-        Some(key)
-    }
 }
 
 /// Deadlines, earliest first.
@@ -153,7 +86,7 @@ impl Timers {
     /// Whether any does-not-exist timer is armed: when none is, a caller
     /// need not work out which to stop.
     pub(crate) fn any_does_not_exist(&self) -> bool {
-        !self.absences.armed.is_empty()
+        !self.absences.is_empty()
     }
 
     /// Disarms the TTL timer of `key`, if armed.
@@ -174,7 +107,7 @@ impl Timers {
     #[cfg(test)]
     pub(crate) fn is_armed(&self, timer: &Timer) -> bool {
         match timer {
-            Timer::DoesNotExist(key) => self.absences.armed.contains_key(key),
+            Timer::DoesNotExist(key) => self.absences.is_armed(key),
             _ => self.deadlines.contains(timer),
         }
     }
@@ -217,7 +150,7 @@ impl Timers {
     /// How many timers are armed.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.deadlines.len() + self.absences.armed.len()
+        self.deadlines.len() + self.absences.len()
     }
 }
 
@@ -330,8 +263,7 @@ mod tests {
             timers.cancel(&Timer::DoesNotExist(key(name)));
         }
         assert_eq!(timers.next_deadline(), None);
-        assert_eq!(timers.absences.queue.capacity(), 0);
-        assert_eq!(timers.absences.armed.capacity(), 0);
+        assert_eq!(timers.absences.capacity(), (0, 0));
     }
 
     #[test]

@@ -170,6 +170,25 @@ fn does_not_exist_timer_is_cancelled_by_unsubscribe() {
     assert_eq!(s.poll_timeout(), None);
 }
 
+/// A name written before the stream was established and unsubscribed
+/// since arms nothing when the stream is; the names still wanted do.
+#[test]
+fn a_name_unsubscribed_before_establishment_arms_nothing() {
+    let now = t0();
+    let mut s = session(ApiVariant::Delta);
+    s.subscribe(key(CDS, "a"));
+    s.subscribe(key(CDS, "b"));
+    s.handle_connected(now);
+    assert_eq!(drain(&mut s, now).len(), 1);
+    s.unsubscribe(&key(CDS, "a"));
+    let accepted = now + secs(1);
+    s.handle_stream_accepted(accepted);
+    assert_eq!(events(&mut s), ["accepted"]);
+    assert_eq!(s.armed_timers(), 1, "b's timer, none for a");
+    s.handle_timeout(accepted + secs(15));
+    assert_eq!(events(&mut s), ["dne b"]);
+}
+
 /// Only the newly written name gets a timer, not those already pending.
 #[test]
 fn does_not_exist_timer_starts_per_name_when_that_name_is_written() {
