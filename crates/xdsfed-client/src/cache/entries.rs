@@ -24,7 +24,7 @@ use xdsfed_core::entry::{
     DataErrorPolicy, Provenance, ReportedNack, ResourceState, ResourceStatus, Source,
 };
 use xdsfed_core::error::XdsError;
-use xdsfed_core::hash::{HashMap, HashSet};
+use xdsfed_core::hash::{HashSet, KeyedTable};
 use xdsfed_core::protocol::ResourceKey;
 use xdsfed_core::types::Decoded;
 
@@ -305,8 +305,8 @@ pub(super) enum HeldMut<'a> {
 /// Every entry, full or plain; a key is in one of the two tables at most.
 #[derive(Default)]
 pub(super) struct Entries {
-    full: HashMap<ResourceKey, Box<Entry>>,
-    plain: HashMap<ResourceKey, Box<Plain>>,
+    full: KeyedTable<ResourceKey, Entry>,
+    plain: KeyedTable<ResourceKey, Plain>,
     origins: Origins,
 }
 
@@ -339,14 +339,14 @@ impl Entries {
         if !self.full.contains_key(key) {
             let (key, plain) = self.plain.remove_entry(key)?;
             let entry = plain.unwatched().into_entry(plain.state());
-            self.full.insert(key, Box::new(entry));
+            self.full.insert(key, entry);
         }
-        self.full.get_mut(key).map(|entry| &mut **entry)
+        self.full.get_mut(key)
     }
 
     /// The full entry of `key`, if it is one.
     pub(super) fn full_mut(&mut self, key: &ResourceKey) -> Option<&mut Entry> {
-        self.full.get_mut(key).map(|entry| &mut **entry)
+        self.full.get_mut(key)
     }
 
     /// `key`'s entry, in the form it is held.
@@ -357,13 +357,13 @@ impl Entries {
         if self.plain.is_empty() {
             return None;
         }
-        self.plain.get_mut(key).map(|plain| HeldMut::Plain(plain))
+        self.plain.get_mut(key).map(HeldMut::Plain)
     }
 
     /// Holds `entry` under `key`, full.
     pub(super) fn insert(&mut self, key: ResourceKey, entry: Entry) {
         self.plain.remove(&key);
-        self.full.insert(key, Box::new(entry));
+        self.full.insert(key, entry);
     }
 
     /// Holds the unwatched `entry` in `state` under `key`: plain if it can
@@ -374,7 +374,7 @@ impl Entries {
             match Plain::of(origin, state) {
                 Form::Plain(plain) => {
                     self.full.remove(&key);
-                    self.plain.insert(key, Box::new(plain));
+                    self.plain.insert(key, plain);
                 }
                 Form::Full(state) => self.insert(key, entry.into_entry(state)),
             }
@@ -396,7 +396,7 @@ impl Entries {
         if let Some(plain) = plain
             && let Some((key, _)) = self.full.remove_entry(key)
         {
-            self.plain.insert(key, Box::new(plain));
+            self.plain.insert(key, plain);
         }
     }
 
@@ -451,13 +451,13 @@ impl Entries {
         f: impl Fn(&mut ResourceState) -> bool,
     ) -> Vec<ResourceKey> {
         let mut changed = Vec::new();
-        for (key, entry) in &mut self.full {
+        for (key, entry) in self.full.iter_mut() {
             if which(Held::Full(entry)) && entry.slot.modify(&f) {
                 changed.push(key.clone());
             }
         }
         let mut unplain = Vec::new();
-        for (key, plain) in &mut self.plain {
+        for (key, plain) in self.plain.iter_mut() {
             if !which(Held::Plain(plain)) {
                 continue;
             }

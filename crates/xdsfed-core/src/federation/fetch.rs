@@ -38,7 +38,7 @@ impl Federation {
             answer: None,
             nack: None,
         };
-        self.fetches.insert(key, Box::new(fetch));
+        self.fetches.insert(key, fetch);
     }
 
     /// Gives back `reader`'s use of `key`; the last reader unsubscribes it.

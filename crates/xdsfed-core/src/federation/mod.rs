@@ -116,7 +116,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet, KeyedTable};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -147,7 +147,7 @@ pub struct Federation {
     authorities: HashMap<Partition, AuthorityState>,
     /// Boxed: inline, the table's empty slots alone would hold tens of
     /// megabytes at a million keys, and each rehash would move them.
-    fetches: HashMap<ResourceKey, Box<Fetch>>,
+    fetches: KeyedTable<ResourceKey, Fetch>,
     routes: HashMap<ResourceKey, Route>,
     redirects: HashMap<ResourceKey, Redirect>,
     /// Members of each glob with a redirect chain, so letting a glob go
@@ -178,7 +178,7 @@ impl Federation {
             max_redirects,
             subscribed: HashMap::default(),
             authorities: HashMap::default(),
-            fetches: HashMap::default(),
+            fetches: KeyedTable::default(),
             routes: HashMap::default(),
             redirects: HashMap::default(),
             glob_redirects: HashMap::default(),

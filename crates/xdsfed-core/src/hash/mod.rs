@@ -12,15 +12,18 @@
 //!
 //! [`SmallSet`] is the set of per-resource bookkeeping whose usual size is
 //! one: inline until a second element arrives; [`Interner`] the one shared
-//! copy of a name many resources carry.
+//! copy of a name many resources carry; [`KeyedTable`] a table of a
+//! million boxed values whose slots are one pointer each.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
 mod interner;
+mod keyed;
 mod small_set;
 
 pub use interner::Interner;
+pub use keyed::KeyedTable;
 pub use small_set::{Iter as SmallSetIter, SmallSet};
 
 use foldhash::SharedSeed;
