@@ -241,6 +241,9 @@ pub(super) fn ttl_of(ttl: Option<PbDuration>) -> Result<Option<Duration>, Valida
 /// without reading their text again; only names new to the session are
 /// compared as text, and a new name never spells a known one.
 fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
+    if items.len() <= FEW_ITEMS {
+        return duplicates_among_few(items);
+    }
     // Sized once: grown insert by insert, a response of a million names
     // rehashed its set some twenty times.
     let shared_names = items.iter().filter(|i| i.shared).count();
@@ -256,6 +259,31 @@ fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
             false => fresh.insert(key),
         };
         if !first {
+            *counts.entry(Arc::clone(key)).or_insert(1) += 1;
+        }
+    }
+    counts
+}
+
+/// Up to how many items [`duplicates`] compares each with those before
+/// it rather than building sets: a churn's responses carry a few
+/// resources each, and the sets were an allocation per response.
+const FEW_ITEMS: usize = 8;
+
+/// [`duplicates`] for a few items: each compared with those before it, by
+/// the same rules (a shared name by address, a new one by text).
+fn duplicates_among_few(items: &[Item]) -> HashMap<Arc<str>, usize> {
+    let mut counts: HashMap<Arc<str>, usize> = HashMap::default();
+    for (at, item) in items.iter().enumerate() {
+        let Ok(key) = &item.key else { continue };
+        let seen = items[..at].iter().any(|earlier| match &earlier.key {
+            Ok(other) if earlier.shared == item.shared => match item.shared {
+                true => Arc::ptr_eq(other, key),
+                false => other == key,
+            },
+            _ => false,
+        });
+        if seen {
             *counts.entry(Arc::clone(key)).or_insert(1) += 1;
         }
     }

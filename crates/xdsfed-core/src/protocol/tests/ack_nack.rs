@@ -283,6 +283,40 @@ fn duplicates_are_found_however_the_name_is_spelled_and_whether_known_or_not() {
     );
 }
 
+/// The same in a response of more names than are compared one by one:
+/// the sets of names find the same duplicates, counted the same way.
+#[test]
+fn duplicates_are_found_the_same_way_in_a_response_of_many_names() {
+    let now = t0();
+    let known = "xdstp://au/envoy.config.cluster.v3.Cluster/c?a=1&b=2";
+    let respelled = "xdstp://au/envoy.config.cluster.v3.Cluster/c?b=2&a=1";
+    let member = "xdstp://au/envoy.config.cluster.v3.Cluster/g/m";
+    let others: Vec<String> = (0..10).map(|i| format!("other{i}")).collect();
+    let mut subscribed: Vec<&str> = others.iter().map(String::as_str).collect();
+    subscribed.extend([known, "xdstp://au/envoy.config.cluster.v3.Cluster/g/*"]);
+    let mut s = delta_subscribed(now, CDS, &subscribed);
+    let mut resources: Vec<_> = others
+        .iter()
+        .map(|n| dres(n, "1", Some(cluster(n))))
+        .collect();
+    resources.extend([
+        dres(known, "1", Some(cluster(known))),
+        dres(member, "1", Some(cluster(member))),
+        dres(respelled, "1", Some(cluster(known))),
+        dres(member, "2", Some(cluster(member))),
+        dres(member, "3", Some(cluster(member))),
+    ]);
+    s.handle_delta_response(now, dresp(CDS, "n1", resources, &[]));
+    let nack = drain_delta(&mut s, now);
+    let detail = nack[0].error_detail.as_ref().expect("NACK");
+    assert!(
+        detail.message.contains("appears 2 times") && detail.message.contains("appears 3 times"),
+        "{}",
+        detail.message
+    );
+    assert!(!detail.message.contains("other"), "{}", detail.message);
+}
+
 #[test]
 fn duplicate_names_in_one_sotw_response_are_nacked() {
     let now = t0();
