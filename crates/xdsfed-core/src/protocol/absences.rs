@@ -174,18 +174,20 @@ impl Absences {
         let key = match self.early.first().copied() {
             Some((deadline, arming)) if queued.is_none_or(|q| deadline < q) => {
                 self.early.pop_first();
-                Self::name_of(&self.queue, self.first, arming)
+                let key = Self::name_of(&self.queue, self.first, arming)
                     .filter(|key| self.arming_of(key) == Some(arming))
-                    .cloned()
+                    .cloned()?;
+                // Its entry stays queued, skipped when it comes to the front.
+                self.cancel(&key);
+                key
             }
             _ => {
                 let (_, key) = self.queue.pop_front()?;
                 let arming = self.first;
                 self.first += 1;
-                self.forget_arming(&key, arming).then_some(key)
+                self.forget_arming(&key, arming).then_some(key)?
             }
-        }?;
-        self.cancel(&key);
+        };
         Some(key)
     }
 
