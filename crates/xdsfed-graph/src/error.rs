@@ -147,8 +147,10 @@ pub enum GraphError {
         /// The decoder's message.
         reason: Arc<str>,
     },
-    /// A leaf cluster's inline `load_assignment` could not be held (only
-    /// an assignment whose text exceeds 4 GiB; validation checked the rest).
+    /// A leaf cluster's `load_assignment` could not be held. Assignments
+    /// are held at ingest, where one that cannot be is NACKed, and a LEDS
+    /// locality's members are shared into its assignment rather than
+    /// copied, so the graph no longer reports this.
     #[error("cluster {cluster:?}: cannot hold its load_assignment: {reason}")]
     BadLoadAssignment {
         /// The cluster.

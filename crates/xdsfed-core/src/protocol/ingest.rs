@@ -292,14 +292,12 @@ fn duplicates_among_few(items: &[Item]) -> HashMap<Arc<str>, usize> {
 
 /// Decodes and validates the bytes of an `Any` whose type URL is
 /// `any_type_url`, answering for `type_url`, with the type `types` has for
-/// it; `name`, the name the resource is expected to carry, is shared
-/// rather than copied when it does.
+/// it.
 pub(crate) fn decode_registered(
     types: &TypeRegistry,
     type_url: &str,
     any_type_url: &str,
     raw: Bytes,
-    name: Option<&Arc<str>>,
 ) -> Result<Decoded, ValidationError> {
     if any_type_url != type_url {
         return Err(ValidationError(format!(
@@ -311,10 +309,7 @@ pub(crate) fn decode_registered(
             "no resource type registered for {type_url}"
         )));
     };
-    match name {
-        Some(name) => ty.decode_named(raw, name),
-        None => ty.decode(raw),
-    }
+    ty.decode(raw)
 }
 
 impl Session {
@@ -432,13 +427,9 @@ impl Session {
             }
             Body::Decoded(decoded) => Ok(decoded),
             Body::Failed(error) => Err(error),
-            Body::Raw(any) => decode_registered(
-                &self.types,
-                type_url,
-                &any.type_url,
-                Bytes::from(any.value),
-                Some(&key),
-            ),
+            Body::Raw(any) => {
+                decode_registered(&self.types, type_url, &any.type_url, Bytes::from(any.value))
+            }
         };
         match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
             Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
@@ -477,7 +468,7 @@ impl Session {
         any_type_url: &str,
         raw: Bytes,
     ) -> Result<Decoded, ValidationError> {
-        decode_registered(&self.types, type_url, any_type_url, raw, None)
+        decode_registered(&self.types, type_url, any_type_url, raw)
     }
 
     /// A redirect: held like a resource (it answers the subscription, and

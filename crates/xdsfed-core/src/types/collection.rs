@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use envoy_types::pb::xds::core::v3::collection_entry::ResourceSpecifier;
 
-use super::{Decoded, ErasedType, Raw, ValidationError, decode_message};
+use super::{Decoded, ErasedType, ValidationError, decode_message};
 use crate::protocol::locator_key;
 
 /// The type URL of Envoy's listener list collection.
@@ -148,11 +148,7 @@ impl ErasedType for ListCollectionType {
                 }
             }
         }
-        Ok(Decoded {
-            value: Arc::new(ListCollection { entries }),
-            raw: Raw::Beside(raw),
-            name: None,
-        })
+        Ok(Decoded::beside(Arc::new(ListCollection { entries }), raw))
     }
 
     fn name_of_invalid(&self, _raw: &[u8]) -> Option<String> {

@@ -12,9 +12,11 @@ use bytes::Bytes;
 use super::{ResourceType, ValidationError, decode_message};
 
 mod leds;
+mod members;
 mod view;
 mod wire;
 
+pub use members::{Iter as LedsMembersIter, LedsMembers};
 pub use view::{EndpointView, LedsEndpoint, LedsLocality, LoadAssignment, LocalityView};
 
 /// The EDS resource type. A resource is held as its bytes and a compact

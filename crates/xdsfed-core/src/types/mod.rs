@@ -77,42 +77,79 @@ pub trait ResourceType: Send + Sync + 'static {
 ///
 /// Only [`ErasedType::decode`] builds one, so whatever holds a `Decoded` holds
 /// data that passed validation.
+///
+/// 32 bytes: every cache entry holds one, so the bytes and the name inside
+/// the resource are read through the value where it keeps them, rather
+/// than held again beside it.
 #[derive(Clone)]
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,
-    raw: Raw,
-    name: Option<Arc<str>>,
+    held: Held,
 }
 
-/// Where a resource's bytes are: one word less than holding both an empty
-/// `Bytes` and the reader (a `Decoded` is in every cache entry and every
-/// fetch's recorded answer).
+/// Where a resource's bytes are.
 #[derive(Clone)]
-enum Raw {
-    /// Held beside the value.
-    Beside(Bytes),
-    /// Kept by the value itself, read through this.
-    InValue(RawOf),
+enum Held {
+    /// Kept by the value itself, read through this, as its name is.
+    InValue(&'static Reader),
+    /// Beside a value that keeps none: a type whose value is the decoded
+    /// message. Shared, so that a copy of the `Decoded` stays two words.
+    Beside(Arc<Beside>),
+}
+
+struct Beside {
+    raw: Bytes,
+    reader: &'static Reader,
+}
+
+/// Reads what a type-erased value keeps: its bytes, if it keeps them, and
+/// the name inside it.
+struct Reader {
+    raw: fn(&(dyn Any + Send + Sync)) -> Option<&Bytes>,
+    name: fn(&(dyn Any + Send + Sync)) -> Option<&str>,
+}
+
+impl Reader {
+    /// For a value that keeps neither bytes nor a name.
+    const NOTHING: &'static Reader = &Reader {
+        raw: |_| None,
+        name: |_| None,
+    };
 }
 
 /// The bytes of a value that keeps none.
 static NO_BYTES: Bytes = Bytes::new();
-
-/// Reads the bytes a type-erased value keeps.
-type RawOf = fn(&(dyn Any + Send + Sync)) -> Option<&Bytes>;
 
 /// [`ResourceType::held_bytes`] of a type-erased `T::Resource`.
 fn held_bytes_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&Bytes> {
     value.downcast_ref::<T::Resource>().and_then(T::held_bytes)
 }
 
+/// [`ResourceType::name`] of a type-erased `T::Resource`.
+fn name_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&str> {
+    value.downcast_ref::<T::Resource>().and_then(T::name)
+}
+
 impl Decoded {
+    /// `value`, whose bytes are `raw`, and which keeps no name: a
+    /// collection's body, say.
+    pub(crate) fn beside(value: Arc<dyn Any + Send + Sync>, raw: Bytes) -> Self {
+        Decoded {
+            value,
+            held: Held::Beside(Arc::new(Beside {
+                raw,
+                reader: Reader::NOTHING,
+            })),
+        }
+    }
+
     /// The bytes the resource was decoded from, shared, not copied.
     pub fn raw(&self) -> &Bytes {
-        match &self.raw {
-            Raw::Beside(raw) => raw,
-            Raw::InValue(read) => read(self.value.as_ref()).unwrap_or(&NO_BYTES),
-        }
+        let held = match &self.held {
+            Held::Beside(beside) => Some(&beside.raw),
+            Held::InValue(reader) => (reader.raw)(self.value.as_ref()),
+        };
+        held.unwrap_or(&NO_BYTES)
     }
 
     /// The decoded resource, if it is a `T`.
@@ -127,7 +164,11 @@ impl Decoded {
 
     /// The name inside the resource, see [`ResourceType::name`].
     pub fn name(&self) -> Option<&str> {
-        self.name.as_deref()
+        let reader = match &self.held {
+            Held::Beside(beside) => beside.reader,
+            Held::InValue(reader) => reader,
+        };
+        (reader.name)(self.value.as_ref())
     }
 }
 
@@ -148,13 +189,6 @@ pub trait ErasedType: Send + Sync + fmt::Debug {
     fn sotw_full_state(&self) -> bool;
     /// Decodes and validates one resource.
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError>;
-    /// [`decode`](Self::decode) for a resource expected to carry the name
-    /// `name` inside: when it does, the [`Decoded`] shares `name` instead
-    /// of copying it out of the message.
-    fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
-        let _ = name;
-        self.decode(raw)
-    }
     /// See [`ResourceType::name_of_invalid`].
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String>;
 }
@@ -167,6 +201,13 @@ impl<T> Erased<T> {
     pub fn new() -> Self {
         Erased(std::marker::PhantomData)
     }
+}
+
+impl<T: ResourceType> Erased<T> {
+    const READER: &'static Reader = &Reader {
+        raw: held_bytes_of::<T>,
+        name: name_of::<T>,
+    };
 }
 
 impl<T> Default for Erased<T> {
@@ -189,41 +230,26 @@ impl<T: ResourceType> ErasedType for Erased<T> {
         T::SOTW_FULL_STATE
     }
     fn decode(&self, raw: Bytes) -> Result<Decoded, ValidationError> {
-        let (value, raw) = decode_erased::<T>(raw)?;
-        let name = T::name(&value).map(Arc::from);
+        // A type that keeps its bytes has them moved into the value; any
+        // other has them beside it.
+        if T::KEEPS_BYTES {
+            let value = T::decode_owned(raw)?;
+            return Ok(Decoded {
+                value: Arc::new(value),
+                held: Held::InValue(Self::READER),
+            });
+        }
+        let value = T::decode_shared(&raw)?;
         Ok(Decoded {
             value: Arc::new(value),
-            raw,
-            name,
-        })
-    }
-    fn decode_named(&self, raw: Bytes, name: &Arc<str>) -> Result<Decoded, ValidationError> {
-        let (value, raw) = decode_erased::<T>(raw)?;
-        let inner = T::name(&value).map(|inner| match inner == &**name {
-            true => Arc::clone(name),
-            false => Arc::from(inner),
-        });
-        Ok(Decoded {
-            value: Arc::new(value),
-            raw,
-            name: inner,
+            held: Held::Beside(Arc::new(Beside {
+                raw,
+                reader: Self::READER,
+            })),
         })
     }
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String> {
         T::name_of_invalid(raw)
-    }
-}
-
-/// Decodes `raw` as a `T`, moving the bytes into the resource when it keeps
-/// them: the bytes to hold beside the value (empty then), and how to read
-/// them from the value.
-fn decode_erased<T: ResourceType>(raw: Bytes) -> Result<(T::Resource, Raw), ValidationError> {
-    if T::KEEPS_BYTES {
-        let value = T::decode_owned(raw)?;
-        Ok((value, Raw::InValue(held_bytes_of::<T>)))
-    } else {
-        let value = T::decode_shared(&raw)?;
-        Ok((value, Raw::Beside(raw)))
     }
 }
 
@@ -293,6 +319,8 @@ impl TypeRegistry {
 
 mod cluster;
 mod collection;
+#[cfg(test)]
+mod decoded_tests;
 mod endpoint;
 mod listener;
 mod presized;
@@ -340,8 +368,8 @@ pub use collection::{
     ListCollection, ListEntry,
 };
 pub use endpoint::{
-    EndpointType, EndpointView, LbEndpointType, LedsEndpoint, LedsLocality, LoadAssignment,
-    LocalityView,
+    EndpointType, EndpointView, LbEndpointType, LedsEndpoint, LedsLocality, LedsMembers,
+    LedsMembersIter, LoadAssignment, LocalityView,
 };
 pub use listener::{ListenerType, http_connection_manager};
 pub use route::{RouteConfigView, RouteConfigurationType, RouteTarget};

@@ -60,9 +60,8 @@ pub fn cluster_message(
 /// A list collection body with `entries`, its bytes standing for a body
 /// that differs from one with other `bytes`.
 pub fn list_body(entries: Vec<crate::types::ListEntry>, bytes: &'static [u8]) -> Decoded {
-    Decoded {
-        value: std::sync::Arc::new(crate::types::ListCollection { entries }),
-        raw: crate::types::Raw::Beside(bytes::Bytes::from_static(bytes)),
-        name: None,
-    }
+    Decoded::beside(
+        std::sync::Arc::new(crate::types::ListCollection { entries }),
+        bytes::Bytes::from_static(bytes),
+    )
 }

@@ -10,15 +10,16 @@
 //! A collection is one node of kind [`ResourceKind::LbEndpoint`], keyed by
 //! its name: watched once however many localities name it, cold until the
 //! collection's first answer of any kind (a member, a removal, a member
-//! list, `Empty`), then present with its members in a persistent map. A
+//! list, `Empty`), then present with its members ([`LedsMembers`]). A
 //! list collection names its members ([`CollectionUpdate::Listed`]):
 //! exactly those stay, the others leave; their values follow as members'
 //! changes, in the same batch for inline entries, which arrive with the
 //! collection. A member that joins,
-//! changes or leaves costs one map update, and dirties only the clusters
-//! whose assignment names the collection; their entries are rebuilt with
-//! the members as that locality's endpoints, so the snapshot's shape is the
-//! same as for endpoints inline in the assignment.
+//! changes or leaves costs one update of the members, and dirties only the
+//! clusters whose assignment names the collection; their entries are cut
+//! again with the members shared as that locality's endpoints (no member
+//! is copied, whatever the collection's size), so the snapshot reads as it
+//! does for endpoints inline in the assignment.
 //!
 //! Errors: the collection itself failing before its first answer makes the
 //! node absent, and the cluster shows that error as it would a missing
@@ -29,18 +30,17 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use imbl::OrdMap;
 use xdsfed_core::error::XdsError;
 use xdsfed_core::hash::HashSet;
-use xdsfed_core::types::{LedsEndpoint, LedsLocality, LoadAssignment};
+use xdsfed_core::types::{LedsEndpoint, LedsLocality, LedsMembers, LoadAssignment};
+
+type Members = LedsMembers;
 
 use super::GraphEngine;
 use super::node::{State, Value};
 use crate::edges::{Edge, Key, leds_key};
 use crate::error::GraphError;
 use crate::resource::{CollectionUpdate, Provenance, ResourceKind, Update};
-
-type Members = OrdMap<Arc<str>, Arc<LedsEndpoint>>;
 
 impl GraphEngine {
     /// Applies `update` to LEDS collection `collection`, live or retired
@@ -73,9 +73,10 @@ impl GraphEngine {
     }
 
     /// A member's new copy, put in place in a live collection that is
-    /// already present: the common case under churn. The collection's map
-    /// is then held only by its node, so the insert writes into its leaf
-    /// rather than copying it. Any other update is handed back.
+    /// already present: the common case under churn. The snapshots share
+    /// the collection's members, so the change copies a small collection's
+    /// array of pointers or a large one's path, never the members. Any
+    /// other update is handed back.
     fn patch_member(
         &mut self,
         key: &Key,
@@ -102,54 +103,43 @@ impl GraphEngine {
     }
 
     /// `cla` as the snapshot shows it: each LEDS locality's endpoints are
-    /// its collection's members, in name order. Shared, not copied, when
-    /// no locality uses LEDS. The error is that of the first collection
-    /// that cannot be used. `edges` are the assignment node's, read from
-    /// `cla`: the collections' keys, worked out when it arrived.
+    /// its collection's members, in name order, shared with the
+    /// collection's node. Shared, not copied, when no locality uses LEDS.
+    /// The error is that of the first collection that cannot be used.
+    /// `edges` are the assignment node's, read from `cla`: the collections'
+    /// keys, worked out when it arrived.
     pub(super) fn with_leds_endpoints(
         &self,
         cla: &Arc<LoadAssignment>,
         edges: &[Edge],
     ) -> (Arc<LoadAssignment>, Option<GraphError>) {
-        if cla.leds_localities().next().is_none() {
+        let localities = cla.leds_localities().count();
+        if localities == 0 {
             return (Arc::clone(cla), None);
         }
         let mut error = None;
-        let mut fills = Vec::new();
-        let localities = cla.leds_localities().count();
-        for (nth, (i, leds)) in cla.leds_localities().enumerate() {
+        let mut fills = Vec::with_capacity(localities);
+        for (nth, (_, leds)) in cla.leds_localities().enumerate() {
             let key = match collection_key(edges, nth, localities, leds) {
                 Ok(key) => key,
                 Err(e) => {
                     error = error.or(Some(e));
-                    fills.push((i, Vec::new()));
+                    fills.push(Members::default());
                     continue;
                 }
             };
-            let members = match self.nodes.get(&key).map(|n| &n.state) {
+            match self.nodes.get(&key).map(|n| &n.state) {
                 Some(State::Present {
                     value: Value::Leds { members },
                     ..
-                }) => Some(members),
+                }) => fills.push(members.clone()),
                 _ => {
                     error = error.or_else(|| self.absence(&key));
-                    None
+                    fills.push(Members::default());
                 }
-            };
-            let endpoints = members.map_or_else(Vec::new, |m| m.values().map(|e| &**e).collect());
-            fills.push((i, endpoints));
-        }
-        match cla.with_leds_endpoints(&fills) {
-            Ok(merged) => (Arc::new(merged), error),
-            Err(e) => {
-                let name = Arc::from(cla.cluster_name());
-                let error = error.unwrap_or(GraphError::BadLoadAssignment {
-                    cluster: name,
-                    reason: Arc::from(e.0),
-                });
-                (Arc::clone(cla), Some(error))
             }
         }
+        (Arc::new(cla.with_leds_members(fills)), error)
     }
 }
 
@@ -164,7 +154,7 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LedsEndpoint>) 
             ..
         } => (members.clone(), provenance.clone(), ambient.clone()),
         // First answer (or an answer after a definite failure).
-        _ => (Members::new(), first_provenance(&key.name), None),
+        _ => (Members::default(), first_provenance(&key.name), None),
     };
     let present = |members: Members, provenance: Provenance, ambient: Option<Arc<XdsError>>| {
         Some(State::Present {
@@ -203,12 +193,12 @@ fn next_state(key: &Key, state: &State, update: CollectionUpdate<LedsEndpoint>) 
             name: Arc::clone(&key.name),
             error: Arc::new(error),
         })),
-        CollectionUpdate::Empty => present(Members::new(), provenance, None),
+        CollectionUpdate::Empty => present(Members::default(), provenance, None),
         // A list collection's members now; glob collections list none.
         CollectionUpdate::Listed(listed) => {
             let listed: HashSet<&Arc<str>> = listed.iter().collect();
             let gone: Vec<Arc<str>> = members
-                .keys()
+                .names()
                 .filter(|name| !listed.contains(name))
                 .cloned()
                 .collect();

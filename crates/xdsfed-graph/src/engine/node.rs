@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::config::listener::v3::Listener;
 use xdsfed_core::error::XdsError;
 use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::RouteConfigView;
-use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
+use xdsfed_core::types::{LedsMembers, LoadAssignment};
 
 use crate::edges::{ClusterShape, Edge, Key, ListenerShape};
 use crate::error::GraphError;
@@ -47,10 +47,10 @@ pub(super) enum Value {
     Endpoints {
         res: Arc<LoadAssignment>,
     },
-    /// An LEDS glob collection: its members now, by name. Persistent, so a
-    /// member's update copies O(log n) nodes, not the collection.
+    /// An LEDS glob collection: its members now, by name, shared with the
+    /// snapshots' assignments that show them.
     Leds {
-        members: imbl::OrdMap<Arc<str>, Arc<LedsEndpoint>>,
+        members: LedsMembers,
     },
 }
 

@@ -76,15 +76,9 @@ pub fn answer(
     if any.type_url == RESOURCE_LOCATOR_TYPE_URL {
         return locator_target(&any.value).map(Answer::Redirect);
     }
-    decode_registered(
-        types,
-        &key.type_url,
-        &any.type_url,
-        Bytes::from(any.value),
-        Some(&key.name),
-    )
-    .and_then(|d| same_name(&key.name, &key.name, d))
-    .map(Answer::Resource)
+    decode_registered(types, &key.type_url, &any.type_url, Bytes::from(any.value))
+        .and_then(|d| same_name(&key.name, &key.name, d))
+        .map(Answer::Resource)
 }
 
 /// The resource inside a `Resource` wrapper, whose name (when it has one)

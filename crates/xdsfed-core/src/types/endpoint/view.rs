@@ -22,6 +22,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use envoy_types::pb::envoy::config::core::v3::address::Address;
@@ -34,6 +35,8 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 };
 use prost::Message;
 
+use super::LedsMembers;
+use super::members::Iter as MembersIter;
 use super::wire::assignment;
 use crate::types::ValidationError;
 
@@ -63,7 +66,13 @@ pub struct LoadAssignment {
     name: Span,
     localities: Box<[LocalityRecord]>,
     endpoints: Box<[EndpointRecord]>,
-    leds: Box<[LedsLocality]>,
+    /// The LEDS localities' configurations, shared by the copies filled
+    /// in from their collections; `None` when there are none.
+    leds: Option<Arc<[LedsLocality]>>,
+    /// Each LEDS locality's members, by its index in `leds`, once a graph
+    /// filled them in ([`LoadAssignment::with_leds_members`]); empty as
+    /// the server sent the assignment.
+    members: Box<[LedsMembers]>,
 }
 
 /// One locality of a [`LoadAssignment`].
@@ -204,27 +213,22 @@ impl LoadAssignment {
         }
     }
 
-    /// A copy in which each LEDS locality listed in `fills` (by locality
-    /// index) has the given endpoints; the bytes stay those of the
+    /// A copy in which each LEDS locality shows the members of its
+    /// collection as its endpoints: `members[i]` those of the `i`-th LEDS
+    /// locality (in the order of [`LoadAssignment::leds_localities`]); a
+    /// locality past the end of `members` shows none. The members are
+    /// shared, not copied, and so are the bytes, which stay those of the
     /// assignment as the server sent it.
-    pub fn with_leds_endpoints(
-        &self,
-        fills: &[(usize, Vec<&LedsEndpoint>)],
-    ) -> Result<Self, ValidationError> {
-        let mut builder = Builder {
-            text: String::with_capacity(self.text.len()),
-            localities: Vec::with_capacity(self.localities.len()),
-            endpoints: Vec::with_capacity(self.endpoints.len()),
-            leds: self.leds.to_vec(),
-            name: Span::default(),
-        };
-        builder.name = builder.push_text(self.cluster_name())?;
-        for (index, locality) in self.localities().enumerate() {
-            let filled = fills.iter().find(|(i, _)| *i == index);
-            let members = filled.map(|(_, members)| members.iter().map(|m| m.view()));
-            builder.push_view(locality, members)?;
+    pub fn with_leds_members(&self, members: Vec<LedsMembers>) -> Self {
+        LoadAssignment {
+            raw: self.raw.clone(),
+            text: self.text.clone(),
+            name: self.name,
+            localities: self.localities.clone(),
+            endpoints: self.endpoints.clone(),
+            leds: self.leds.clone(),
+            members: members.into_boxed_slice(),
         }
-        Ok(builder.finish(self.raw.clone()))
     }
 
     /// `cluster_name`.
@@ -239,14 +243,19 @@ impl LoadAssignment {
             .map(move |record| LocalityView { held: self, record })
     }
 
-    /// Every endpoint of every locality, in the message's order.
+    /// Every endpoint of every locality, in the message's order (a LEDS
+    /// locality's, filled in, in its members' name order).
     pub fn endpoints(&self) -> impl ExactSizeIterator<Item = EndpointView<'_>> {
-        self.endpoints.iter().map(move |e| self.endpoint(e))
+        AllEndpoints {
+            localities: self.localities(),
+            current: LocalityEndpoints::Inline(self, [].iter()),
+            remaining: self.endpoint_count(),
+        }
     }
 
     /// How many endpoints the localities list together.
     pub fn endpoint_count(&self) -> usize {
-        self.endpoints.len()
+        self.endpoints.len() + self.members.iter().map(LedsMembers::len).sum::<usize>()
     }
 
     /// The localities that take their endpoints from LEDS, with their index.
@@ -254,7 +263,11 @@ impl LoadAssignment {
         self.localities
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| self.leds.get(l.leds as usize).map(|leds| (i, leds)))
+            .filter_map(|(i, l)| self.leds().get(l.leds as usize).map(|leds| (i, leds)))
+    }
+
+    fn leds(&self) -> &[LedsLocality] {
+        self.leds.as_deref().unwrap_or_default()
     }
 
     /// The bytes the server sent, shared.
@@ -317,17 +330,79 @@ impl<'a> LocalityView<'a> {
     /// Its endpoints: those listed inline, or for an LEDS locality those
     /// the graph filled in (none in the assignment as the server sent it).
     pub fn endpoints(&self) -> impl ExactSizeIterator<Item = EndpointView<'a>> + use<'a> {
+        self.walk()
+    }
+
+    fn walk(&self) -> LocalityEndpoints<'a> {
         let held = self.held;
-        held.endpoints[self.record.endpoints.range()]
-            .iter()
-            .map(move |e| held.endpoint(e))
+        match held.members.get(self.record.leds as usize) {
+            Some(members) => LocalityEndpoints::Members(members.iter()),
+            None => LocalityEndpoints::Inline(
+                held,
+                held.endpoints[self.record.endpoints.range()].iter(),
+            ),
+        }
     }
 
     /// Its LEDS configuration, when it takes its endpoints from LEDS.
     pub fn leds(&self) -> Option<&'a LedsLocality> {
-        self.held.leds.get(self.record.leds as usize)
+        self.held.leds().get(self.record.leds as usize)
     }
 }
+
+/// The endpoints of one locality: records of the assignment, or a LEDS
+/// collection's members.
+enum LocalityEndpoints<'a> {
+    Inline(&'a LoadAssignment, std::slice::Iter<'a, EndpointRecord>),
+    Members(MembersIter<'a>),
+}
+
+impl<'a> Iterator for LocalityEndpoints<'a> {
+    type Item = EndpointView<'a>;
+
+    fn next(&mut self) -> Option<EndpointView<'a>> {
+        match self {
+            LocalityEndpoints::Inline(held, records) => records.next().map(|e| held.endpoint(e)),
+            LocalityEndpoints::Members(members) => members.next().map(|(_, e)| e.view()),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            LocalityEndpoints::Inline(_, records) => records.size_hint(),
+            LocalityEndpoints::Members(members) => members.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for LocalityEndpoints<'_> {}
+
+/// Every endpoint of an assignment, locality after locality.
+struct AllEndpoints<'a, L> {
+    localities: L,
+    current: LocalityEndpoints<'a>,
+    remaining: usize,
+}
+
+impl<'a, L: Iterator<Item = LocalityView<'a>>> Iterator for AllEndpoints<'a, L> {
+    type Item = EndpointView<'a>;
+
+    fn next(&mut self) -> Option<EndpointView<'a>> {
+        loop {
+            if let Some(endpoint) = self.current.next() {
+                self.remaining = self.remaining.saturating_sub(1);
+                return Some(endpoint);
+            }
+            self.current = self.localities.next()?.walk();
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<'a, L: Iterator<Item = LocalityView<'a>>> ExactSizeIterator for AllEndpoints<'a, L> {}
 
 impl fmt::Debug for LocalityView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -588,41 +663,6 @@ impl Builder {
         Ok(())
     }
 
-    /// Copies `locality`, with `members` as its endpoints when given.
-    fn push_view<'m>(
-        &mut self,
-        locality: LocalityView<'_>,
-        members: Option<impl Iterator<Item = EndpointView<'m>>>,
-    ) -> Result<(), ValidationError> {
-        let (region, zone, sub_zone) = (
-            self.push_text(locality.region())?,
-            self.push_text(locality.zone())?,
-            self.push_text(locality.sub_zone())?,
-        );
-        let first = self.endpoints.len();
-        match members {
-            Some(members) => {
-                for member in members {
-                    self.push_endpoint(member)?;
-                }
-            }
-            None => {
-                for endpoint in locality.endpoints() {
-                    self.push_endpoint(endpoint)?;
-                }
-            }
-        }
-        let endpoints = self.endpoints_from(first)?;
-        self.localities.push(LocalityRecord {
-            endpoints,
-            region,
-            zone,
-            sub_zone,
-            ..*locality.record
-        });
-        Ok(())
-    }
-
     fn finish(self, raw: Bytes) -> LoadAssignment {
         LoadAssignment {
             raw,
@@ -630,7 +670,8 @@ impl Builder {
             name: self.name,
             localities: self.localities.into_boxed_slice(),
             endpoints: self.endpoints.into_boxed_slice(),
-            leds: self.leds.into_boxed_slice(),
+            leds: (!self.leds.is_empty()).then(|| Arc::from(self.leds)),
+            members: Box::default(),
         }
     }
 }

@@ -100,13 +100,23 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
     );
 
     let member = load_assignment("m", &[("10.9.9.9", 9)]).endpoints[0].lb_endpoints[0].clone();
-    let member = LbEndpointType::decode(&member.encode_to_vec()).expect("valid");
-    let filled = held
-        .with_leds_endpoints(&[(1, vec![&member, &member])])
-        .expect("fits");
+    let member = Arc::new(LbEndpointType::decode(&member.encode_to_vec()).expect("valid"));
+    let mut members = LedsMembers::default();
+    members.insert("b".into(), Arc::clone(&member));
+    members.insert("a".into(), member);
+    let filled = held.with_leds_members(vec![members.clone()]);
     let second = filled.localities().nth(1).expect("two localities");
     let addresses: Vec<_> = second.endpoints().map(|e| e.address).collect();
     assert_eq!(addresses, ["10.9.9.9", "10.9.9.9"]);
+    assert_eq!(second.endpoints().len(), 2);
+    assert_eq!(filled.endpoint_count(), 4);
+    assert_eq!(filled.endpoints().len(), 4);
+    let all: Vec<_> = filled.endpoints().map(|e| e.address).collect();
+    assert_eq!(all, ["10.0.0.1", "10.0.0.2", "10.9.9.9", "10.9.9.9"]);
+    // A member's change shows in a copy filled again, not in this one.
+    members.remove("a");
+    assert_eq!(filled.endpoint_count(), 4);
+    assert_eq!(held.with_leds_members(vec![members]).endpoint_count(), 3);
     assert_eq!((second.region(), second.priority()), ("eu", 1));
     assert!(second.leds().is_some());
     let first: Vec<_> = filled
