@@ -55,7 +55,7 @@ pub(crate) fn leds_edges(cx: ParseCx<'_>, name: &Arc<str>, cla: &LoadAssignment)
         let edge = match leds_key(leds) {
             Ok(target) => Edge {
                 via: cx
-                    .resolve(target.kind, &target.name, leds.config.as_ref(), name)
+                    .resolve(target.kind, &target.name, leds.config().as_ref(), name)
                     .map_err(Box::new),
                 target,
             },

@@ -117,8 +117,21 @@ impl EndpointView<'_> {
 pub struct LedsLocality {
     /// `leds_cluster_locality_config.leds_collection_name`.
     pub collection_name: Box<str>,
+    /// `leds_cluster_locality_config.leds_config`, encoded: the decoded
+    /// message is 216 bytes, its encoding a few, and it is read once, when
+    /// the assignment's edges are worked out.
+    config: Option<Box<[u8]>>,
+}
+
+impl LedsLocality {
     /// `leds_cluster_locality_config.leds_config`.
-    pub config: Option<ConfigSource>,
+    pub fn config(&self) -> Option<ConfigSource> {
+        // The message was decoded from a valid encoding and encoded again
+        // here, so this decodes; were it not to, the locality reads as
+        // naming no ConfigSource rather than as someone else's.
+        let encoded = self.config.as_deref()?;
+        ConfigSource::decode(encoded).ok()
+    }
 }
 
 /// A validated LEDS `LbEndpoint`, held as its bytes and a compact view.
@@ -628,7 +641,10 @@ impl Builder {
             Some(LbConfig::LedsClusterLocalityConfig(config)) => {
                 self.leds.push(LedsLocality {
                     collection_name: config.leds_collection_name.as_str().into(),
-                    config: config.leds_config.clone(),
+                    config: config
+                        .leds_config
+                        .as_ref()
+                        .map(|c| c.encode_to_vec().into_boxed_slice()),
                 });
                 index_of_last(&self.leds)
             }

@@ -92,7 +92,7 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
     assert_eq!(leds.len(), 1);
     assert_eq!(leds[0].0, 1);
     assert_eq!(&*leds[0].1.collection_name, collection);
-    assert_eq!(leds[0].1.config, Some(ads()));
+    assert_eq!(leds[0].1.config(), Some(ads()));
     assert_eq!(
         held.endpoint_count(),
         2,
