@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
-use xdsfed_core::hash::{HashMap, HashSet};
+use xdsfed_core::hash::{HashMap, HashSet, NameSet};
 
 use tokio::sync::watch;
 
@@ -75,7 +75,7 @@ struct Inner {
     /// entry (a graph following LEDS watches a glob per cluster).
     /// Names only: the type is the glob's, and a name is half a key. Only
     /// types in `glob_indexed` are indexed.
-    by_glob: HashMap<ResourceKey, HashSet<Arc<str>>>,
+    by_glob: HashMap<ResourceKey, NameSet>,
     /// The types a glob collection has been watched of: the others' entries
     /// stay out of `by_glob`, where a hundred thousand clusters named by
     /// `xdstp:` names would each cost a slot (and an insert) nobody reads.
@@ -457,7 +457,7 @@ impl Entry {
 }
 
 /// Adds `key` to the index of the glob it would be a member of.
-fn index_by_glob(by_glob: &mut HashMap<ResourceKey, HashSet<Arc<str>>>, key: &ResourceKey) {
+fn index_by_glob(by_glob: &mut HashMap<ResourceKey, NameSet>, key: &ResourceKey) {
     if let Some(glob) = glob_of(&key.name) {
         let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
         by_glob
@@ -660,7 +660,7 @@ impl Inner {
         self.by_glob
             .get(glob)
             .into_iter()
-            .flatten()
+            .flat_map(NameSet::iter)
             .filter_map(|name| {
                 let key = ResourceKey::new(Arc::clone(&glob.type_url), Arc::clone(name));
                 self.entries.get_key_value(&key)

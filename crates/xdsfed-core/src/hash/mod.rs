@@ -20,10 +20,12 @@ use std::sync::OnceLock;
 
 mod interner;
 mod keyed;
+mod name_set;
 mod small_set;
 
 pub use interner::Interner;
 pub use keyed::KeyedTable;
+pub use name_set::NameSet;
 pub use small_set::{Iter as SmallSetIter, SmallSet};
 
 use foldhash::SharedSeed;

@@ -17,7 +17,7 @@
 //! against what was sent, so a delta request carries only the change and the
 //! work per change is `O(1)`, whatever the number of subscriptions.
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet, NameSet};
 use std::collections::BTreeSet;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
@@ -97,7 +97,7 @@ pub(crate) struct Held {
     /// Held names by the glob they would belong to ([`glob_of`]); only
     /// names received while a glob was subscribed are indexed, since only
     /// those can have come through one.
-    by_glob: HashMap<Arc<str>, HashSet<Arc<str>>>,
+    by_glob: HashMap<Arc<str>, NameSet>,
 }
 
 impl Held {
@@ -169,7 +169,7 @@ impl Held {
 
     /// The held members indexed under `glob`.
     pub(crate) fn members_of<'a>(&'a self, glob: &str) -> impl Iterator<Item = &'a Arc<str>> {
-        self.by_glob.get(glob).into_iter().flatten()
+        self.by_glob.get(glob).into_iter().flat_map(NameSet::iter)
     }
 
     /// Keeps the names `keep` accepts.
