@@ -1,10 +1,9 @@
 //! Deadlines keyed by what they are for, earliest first: the timer table
 //! of the protocol core's session (all but its does-not-exist timers,
-//! which queue in the order armed: `protocol::timers`) and of the graph
-//! engine.
+//! which queue in the order armed: `protocol::timers`).
 //!
-//! There can be a deadline per resource (a TTL, the graph's warming
-//! timeout), hundreds of thousands at once, most
+//! There can be a deadline per resource (a TTL), hundreds of thousands at
+//! once, most
 //! set in one batch for one and the same instant. So the table orders by
 //! deadline and then by when each was set, never by key: ordered by key,
 //! every insertion and removal compared long names sharing long prefixes at

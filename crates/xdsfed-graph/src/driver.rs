@@ -351,22 +351,34 @@ struct Driver {
 
 impl Driver {
     async fn run(mut self) {
+        let mut busy = false;
         loop {
-            self.settle();
+            busy |= self.settle();
+            if busy {
+                // A full batch, or watches just handed to the transport's
+                // tasks: let the scheduler run them (they may sit behind
+                // this task on its worker) rather than feed the next batch.
+                tokio::task::yield_now().await;
+            }
             let deadline = self.engine.poll_timeout();
             let inputs = (&mut self.sets, &mut self.streams);
             let engine = &mut self.engine;
-            tokio::select! {
-                _fed = feed_ready(inputs, engine) => {}
-                () = sleep_until(deadline) => self.engine.handle_timeout(now()),
-            }
+            busy = tokio::select! {
+                fed = feed_ready(inputs, engine) => fed >= MAX_BATCH,
+                () = sleep_until(deadline) => {
+                    self.engine.handle_timeout(now());
+                    false
+                }
+            };
         }
     }
 
     /// Publishes and carries out watch changes until the engine has nothing
     /// more to say: a refused watch is fed back as an error, which can make
-    /// the graph ready or retire more resources.
-    fn settle(&mut self) {
+    /// the graph ready or retire more resources. Says whether it carried
+    /// out any watch change.
+    fn settle(&mut self) -> bool {
+        let mut watched = false;
         loop {
             let mut progressed = false;
             while let Some(snapshot) = self.engine.poll_snapshot() {
@@ -381,9 +393,10 @@ impl Driver {
             while let Some(change) = self.engine.poll_watch() {
                 self.apply(change);
                 progressed = true;
+                watched = true;
             }
             if !progressed {
-                return;
+                return watched;
             }
         }
     }
@@ -516,7 +529,8 @@ impl Driver {
 }
 
 /// Feeds the engine every event ready now, waiting for the first one.
-/// Resolves with how many were fed (at least one, at most [`MAX_BATCH`]).
+/// Resolves with how many were fed: at least one, and past [`MAX_BATCH`]
+/// by less than one watch's batch of inputs.
 async fn feed_ready<S>(
     (sets, streams): (&mut Sets, &mut SelectAll<S>),
     engine: &mut GraphEngine,
@@ -540,8 +554,8 @@ where
             };
             // One clock reading per batch: the batch is one moment.
             let now = *at.get_or_insert_with(now);
+            fed += input.events();
             input.feed(engine, now);
-            fed += 1;
         }
         if fed > 0 {
             Poll::Ready(fed)
@@ -613,5 +627,43 @@ fn default_server(client: &XdsClient) -> Arc<str> {
     match registry.resolve_ids(&ResourceName::OldStyle(String::new())) {
         Ok([first, ..]) => Arc::clone(registry.name(*first)),
         _ => Arc::from(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Update;
+    use xdsfed_core::bootstrap::Bootstrap;
+
+    /// The bound on one feed counts events, not what carried them: a
+    /// watch hands over up to 64 inputs as one batch, and a feed that
+    /// counted batches would take 64 times its bound (a whole cold start's
+    /// collection) before the driver looked at the engine again.
+    #[tokio::test]
+    async fn one_feed_takes_its_bound_in_events_however_they_are_batched() {
+        let bootstrap = Bootstrap::from_json_str(
+            r#"{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "n"}}"#,
+        )
+        .expect("a valid bootstrap");
+        let client = XdsClient::builder(bootstrap).build().expect("a client");
+        let mut sets = Sets::new(&client);
+        let mut engine = GraphEngine::new(Roots::new(), GraphOptions::default(), now());
+        let batches = (0..2 * MAX_BATCH / 64).map(|i| {
+            Input::Batch(
+                (0..64)
+                    .map(|j| Input::Cluster(Arc::from(format!("c{i}-{j}")), Update::DoesNotExist))
+                    .collect(),
+            )
+        });
+        let mut streams = SelectAll::new();
+        streams.push(futures::stream::iter(batches).boxed());
+        let fed = feed_ready((&mut sets, &mut streams), &mut engine).await;
+        assert!(
+            (MAX_BATCH..MAX_BATCH + 64).contains(&fed),
+            "fed {fed} events in one look"
+        );
+        let rest = feed_ready((&mut sets, &mut streams), &mut engine).await;
+        assert_eq!(fed + rest, 2 * MAX_BATCH);
     }
 }

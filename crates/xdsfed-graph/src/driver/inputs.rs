@@ -46,6 +46,15 @@ const MOST_AT_ONCE: usize = 64;
 
 impl Input {
     /// Hands the input to the engine.
+    /// How many events this is: a batch counts its inputs, so that the
+    /// driver's bound on a batch of inputs bounds the work too.
+    pub(crate) fn events(&self) -> usize {
+        match self {
+            Input::Batch(inputs) => inputs.len(),
+            _ => 1,
+        }
+    }
+
     pub(crate) fn feed(self, engine: &mut GraphEngine, now: Instant) {
         match self {
             Input::Listener(name, update) => engine.on_listener(now, &name, update),

@@ -218,16 +218,16 @@ impl GraphEngine {
         self.mark_changed(key, shape_changed);
     }
 
-    /// The warming timeout of `key` has fired.
-    pub(super) fn fire_warming_timeout(&mut self, key: &Key) {
+    /// The warming timer armed for `key` at `deadline` has come: it fires
+    /// if the node is still cold for that deadline, and is stale otherwise
+    /// (the node arrived, left, or went cold again later).
+    pub(super) fn fire_warming_timeout(&mut self, key: &Key, deadline: Instant) {
         let last_error = match self.nodes.get(key).map(|n| &n.state) {
-            Some(State::Cold { last_error, .. }) => last_error.clone(),
-            _ => {
-                // Stale entry; the state change that ended the wait should
-                // have removed it.
-                self.timers.cancel(key);
-                return;
-            }
+            Some(State::Cold {
+                deadline: cold_until,
+                last_error,
+            }) if *cold_until == deadline => last_error.clone(),
+            _ => return,
         };
         tracing::debug!(kind = %key.kind, name = %key.name, "warming timeout");
         let error = GraphError::WarmingTimeout {

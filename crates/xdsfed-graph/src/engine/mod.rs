@@ -56,11 +56,11 @@ mod links;
 mod node;
 #[cfg(test)]
 mod tests;
+mod warming;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
-use xdsfed_core::deadlines::Deadlines;
 use xdsfed_core::hash::{HashMap, HashSet};
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
@@ -135,9 +135,9 @@ pub struct GraphEngine {
     /// Nodes retired since the last publication; their `Unwatch` waits for
     /// it, and a node referenced again before then is revived from here.
     retired: HashMap<Key, Box<Node>>,
-    /// Warming deadlines of the cold live nodes (a cold start makes every
-    /// node cold for one deadline: see [`Deadlines`]).
-    timers: Deadlines<Key>,
+    /// Warming deadlines of the cold live nodes, and stale ones (see
+    /// [`warming`]).
+    timers: warming::WarmingTimers,
     /// How many live nodes are cold.
     cold: usize,
     wildcard_listeners: Listing,
@@ -178,7 +178,7 @@ impl GraphEngine {
             opts,
             nodes: HashMap::default(),
             retired: HashMap::default(),
-            timers: Deadlines::default(),
+            timers: warming::WarmingTimers::default(),
             cold: 0,
             collections: HashMap::default(),
             dirty_collections: HashSet::default(),
@@ -360,11 +360,8 @@ impl GraphEngine {
     /// marked failed, so that the snapshot can go out without it. Spurious
     /// calls do nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some((deadline, key)) = self.timers.first().map(|(d, k)| (d, k.clone())) {
-            if deadline > now {
-                break;
-            }
-            self.fire_warming_timeout(&key);
+        while let Some((deadline, key)) = self.timers.pop_due(now) {
+            self.fire_warming_timeout(&key, deadline);
         }
         let collections = self.collections.values_mut().map(|c| &mut c.listing);
         for wildcard in [&mut self.wildcard_listeners, &mut self.wildcard_clusters]
@@ -409,7 +406,7 @@ impl GraphEngine {
             Listing::Off | Listing::Synced => None,
         };
         [
-            self.timers.first().map(|(deadline, _)| deadline),
+            self.timers.first(),
             wildcard(self.wildcard_listeners),
             wildcard(self.wildcard_clusters),
         ]
@@ -447,19 +444,19 @@ impl GraphEngine {
         let node = node.into();
         if let State::Cold { deadline, .. } = node.state {
             self.cold += 1;
-            self.timers.set(key.clone(), deadline);
+            self.timers.arm(key.clone(), deadline);
         }
         self.mark_dirty(&key);
         self.nodes.insert(key, node);
     }
 
-    /// Takes `key` out of the live graph, keeping the cold count and timers
-    /// true.
+    /// Takes `key` out of the live graph, keeping the cold count true (its
+    /// timer, if armed, goes stale).
     fn remove_node(&mut self, key: &Key) -> Option<Box<Node>> {
         let node = self.nodes.remove(key)?;
         if let State::Cold { .. } = node.state {
             self.cold -= 1;
-            self.timers.cancel(key);
+            self.timers_wait_ended();
         }
         self.mark_dirty(key);
         Some(node)
@@ -472,16 +469,39 @@ impl GraphEngine {
             return false;
         };
         let before = node.aggregate_children().cloned();
-        if let State::Cold { .. } = node.state {
-            self.cold -= 1;
-            self.timers.cancel(key);
-        }
+        let armed = match node.state {
+            State::Cold { deadline, .. } => {
+                self.cold -= 1;
+                Some(deadline)
+            }
+            _ => None,
+        };
         if let State::Cold { deadline, .. } = state {
             self.cold += 1;
-            self.timers.set(key.clone(), deadline);
+            // Still cold for the same deadline: its timer stands.
+            if armed != Some(deadline) {
+                self.timers.arm(key.clone(), deadline);
+            }
         }
         node.state = state;
-        before.as_ref() != node.aggregate_children()
+        let changed = before.as_ref() != node.aggregate_children();
+        if armed.is_some() {
+            self.timers_wait_ended();
+        }
+        changed
+    }
+
+    /// Lets the warming timers drop the entries of ended waits (see
+    /// [`warming`]): an entry is live while its node is cold for its
+    /// deadline.
+    fn timers_wait_ended(&mut self) {
+        let nodes = &self.nodes;
+        self.timers.wait_ended(self.cold, |deadline, key| {
+            matches!(
+                nodes.get(key).map(|n| &n.state),
+                Some(State::Cold { deadline: until, .. }) if *until == deadline
+            )
+        });
     }
 
     /// Records that the snapshot entry of `key` must be rebuilt. Endpoints

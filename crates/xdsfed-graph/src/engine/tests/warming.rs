@@ -103,6 +103,37 @@ fn warming_timeout_counts_from_when_the_resource_was_reached() {
     assert_eq!(h.engine.poll_timeout(), Some(h.now + TIMEOUT));
 }
 
+/// A warming timer belongs to the wait it was armed for (the heap of
+/// `engine/warming.rs` is never searched, so ended waits leave their
+/// timers behind): a resource that arrived, left and was reached again
+/// later is timed from then, not by its first timer.
+#[test]
+fn a_timer_left_from_an_earlier_wait_fires_nothing() {
+    let mut h = Harness::new(Roots::new().listener("l"));
+    h.listener(listener_rds("l", "r"), "1");
+    h.route(route_config("r", &["a", "b"]), "1");
+    h.cluster(static_cluster("a"), "1");
+    h.cluster(static_cluster("b"), "1");
+    h.ready();
+    h.advance(TIMEOUT / 2);
+    h.route(route_config("r", &["b"]), "2");
+    assert!(h.ready().cluster("a").is_none());
+    h.route(route_config("r", &["a", "b"]), "3");
+    let second_wait_ends = h.now + TIMEOUT;
+    h.advance(TIMEOUT / 2);
+    assert!(
+        h.snapshot().is_none(),
+        "a is cold in its second wait: the first one's timer fires nothing"
+    );
+    assert_eq!(h.engine.poll_timeout(), Some(second_wait_ends));
+    h.advance(second_wait_ends - h.now);
+    assert!(matches!(
+        h.ready().cluster("a").and_then(|c| c.error.clone()),
+        Some(GraphError::WarmingTimeout { .. })
+    ));
+    assert_eq!(h.engine.poll_timeout(), None, "no timer is left armed");
+}
+
 /// An ambient error keeps the last good resource serving and records the
 /// error next to it.
 #[test]
