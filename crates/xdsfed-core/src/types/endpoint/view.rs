@@ -43,7 +43,9 @@ use crate::types::ValidationError;
 /// A validated `ClusterLoadAssignment`, held as its bytes and a compact
 /// view: its localities and endpoints, in the message's order.
 ///
-/// Cloning copies the view; share it in an `Arc`, as the client does.
+/// Cloning copies the view; share it in an `Arc`, as the client does. A
+/// copy filled in from LEDS ([`LoadAssignment::with_leds_members`]) shares
+/// the assignment it was filled from instead of copying its view.
 ///
 /// ```
 /// use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
@@ -59,20 +61,43 @@ use crate::types::ValidationError;
 /// assert_eq!(held.decode()?, message);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct LoadAssignment {
+    parts: Parts,
+    /// Each LEDS locality's members, by its index in the LEDS localities,
+    /// once a graph filled them in ([`LoadAssignment::with_leds_members`]);
+    /// empty as the server sent the assignment.
+    members: Box<[LedsMembers]>,
+}
+
+/// What the server sent: held here, or, in a copy filled in from LEDS, by
+/// the assignment it was filled from (never itself a filled copy). A
+/// graph fills a copy for every snapshot a member changes in, and the
+/// text and records of the assignment do not change with its members.
+#[derive(Clone)]
+enum Parts {
+    Own(Own),
+    Of(Arc<LoadAssignment>),
+}
+
+/// The bytes and the view of an assignment as the server sent it.
+#[derive(Clone, PartialEq)]
+struct Own {
     raw: Bytes,
     text: Box<str>,
     name: Span,
     localities: Box<[LocalityRecord]>,
     endpoints: Box<[EndpointRecord]>,
-    /// The LEDS localities' configurations, shared by the copies filled
-    /// in from their collections; `None` when there are none.
+    /// The LEDS localities' configurations; `None` when there are none.
     leds: Option<Arc<[LedsLocality]>>,
-    /// Each LEDS locality's members, by its index in `leds`, once a graph
-    /// filled them in ([`LoadAssignment::with_leds_members`]); empty as
-    /// the server sent the assignment.
-    members: Box<[LedsMembers]>,
+}
+
+/// Equal when they hold the same message and the same members, whether
+/// the message is held or shared.
+impl PartialEq for LoadAssignment {
+    fn eq(&self, other: &Self) -> bool {
+        self.own() == other.own() && self.members == other.members
+    }
 }
 
 /// One locality of a [`LoadAssignment`].
@@ -232,26 +257,38 @@ impl LoadAssignment {
     /// locality past the end of `members` shows none. The members are
     /// shared, not copied, and so are the bytes, which stay those of the
     /// assignment as the server sent it.
-    pub fn with_leds_members(&self, members: Vec<LedsMembers>) -> Self {
+    ///
+    /// The copy shares `self` (or what `self` was filled from) rather than
+    /// copying its text and records.
+    pub fn with_leds_members(self: &Arc<Self>, members: Vec<LedsMembers>) -> Self {
+        let base = match &self.parts {
+            Parts::Own(_) => Arc::clone(self),
+            Parts::Of(base) => Arc::clone(base),
+        };
         LoadAssignment {
-            raw: self.raw.clone(),
-            text: self.text.clone(),
-            name: self.name,
-            localities: self.localities.clone(),
-            endpoints: self.endpoints.clone(),
-            leds: self.leds.clone(),
+            parts: Parts::Of(base),
             members: members.into_boxed_slice(),
+        }
+    }
+
+    /// The message's bytes and view, wherever they are held.
+    fn own(&self) -> &Own {
+        match &self.parts {
+            Parts::Own(own) => own,
+            Parts::Of(base) => base.own(),
         }
     }
 
     /// `cluster_name`.
     pub fn cluster_name(&self) -> &str {
-        &self.text[self.name.range()]
+        let own = self.own();
+        &own.text[own.name.range()]
     }
 
     /// The localities, in the message's order.
     pub fn localities(&self) -> impl ExactSizeIterator<Item = LocalityView<'_>> {
-        self.localities
+        self.own()
+            .localities
             .iter()
             .map(move |record| LocalityView { held: self, record })
     }
@@ -268,35 +305,36 @@ impl LoadAssignment {
 
     /// How many endpoints the localities list together.
     pub fn endpoint_count(&self) -> usize {
-        self.endpoints.len() + self.members.iter().map(LedsMembers::len).sum::<usize>()
+        self.own().endpoints.len() + self.members.iter().map(LedsMembers::len).sum::<usize>()
     }
 
     /// The localities that take their endpoints from LEDS, with their index.
     pub fn leds_localities(&self) -> impl Iterator<Item = (usize, &LedsLocality)> {
-        self.localities
+        self.own()
+            .localities
             .iter()
             .enumerate()
             .filter_map(|(i, l)| self.leds().get(l.leds as usize).map(|leds| (i, leds)))
     }
 
     fn leds(&self) -> &[LedsLocality] {
-        self.leds.as_deref().unwrap_or_default()
+        self.own().leds.as_deref().unwrap_or_default()
     }
 
     /// The bytes the server sent, shared.
     pub fn raw(&self) -> &Bytes {
-        &self.raw
+        &self.own().raw
     }
 
     /// The full message, decoded again from the bytes the server sent.
     /// Endpoints filled in from LEDS are not in it.
     pub fn decode(&self) -> Result<ClusterLoadAssignment, prost::DecodeError> {
-        ClusterLoadAssignment::decode(self.raw.clone())
+        ClusterLoadAssignment::decode(self.own().raw.clone())
     }
 
     fn endpoint(&self, record: &EndpointRecord) -> EndpointView<'_> {
         EndpointView {
-            address: &self.text[record.address.range()],
+            address: &self.own().text[record.address.range()],
             port: record.port,
             weight: record.weight,
             health_status: record.health_status,
@@ -309,7 +347,7 @@ impl fmt::Debug for LoadAssignment {
         f.debug_struct("LoadAssignment")
             .field("cluster_name", &self.cluster_name())
             .field("localities", &self.localities().collect::<Vec<_>>())
-            .field("bytes", &self.raw.len())
+            .field("bytes", &self.own().raw.len())
             .finish()
     }
 }
@@ -317,17 +355,17 @@ impl fmt::Debug for LoadAssignment {
 impl<'a> LocalityView<'a> {
     /// `locality.region`.
     pub fn region(&self) -> &'a str {
-        &self.held.text[self.record.region.range()]
+        &self.held.own().text[self.record.region.range()]
     }
 
     /// `locality.zone`.
     pub fn zone(&self) -> &'a str {
-        &self.held.text[self.record.zone.range()]
+        &self.held.own().text[self.record.zone.range()]
     }
 
     /// `locality.sub_zone`.
     pub fn sub_zone(&self) -> &'a str {
-        &self.held.text[self.record.sub_zone.range()]
+        &self.held.own().text[self.record.sub_zone.range()]
     }
 
     /// `load_balancing_weight`, 0 when unset: gRPC ignores such a locality.
@@ -352,7 +390,7 @@ impl<'a> LocalityView<'a> {
             Some(members) => LocalityEndpoints::Members(members.iter()),
             None => LocalityEndpoints::Inline(
                 held,
-                held.endpoints[self.record.endpoints.range()].iter(),
+                held.own().endpoints[self.record.endpoints.range()].iter(),
             ),
         }
     }
@@ -681,12 +719,14 @@ impl Builder {
 
     fn finish(self, raw: Bytes) -> LoadAssignment {
         LoadAssignment {
-            raw,
-            text: self.text.into_boxed_str(),
-            name: self.name,
-            localities: self.localities.into_boxed_slice(),
-            endpoints: self.endpoints.into_boxed_slice(),
-            leds: (!self.leds.is_empty()).then(|| Arc::from(self.leds)),
+            parts: Parts::Own(Own {
+                raw,
+                text: self.text.into_boxed_str(),
+                name: self.name,
+                localities: self.localities.into_boxed_slice(),
+                endpoints: self.endpoints.into_boxed_slice(),
+                leds: (!self.leds.is_empty()).then(|| Arc::from(self.leds)),
+            }),
             members: Box::default(),
         }
     }

@@ -87,7 +87,7 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
             leds_collection_name: collection.into(),
         },
     ));
-    let held = LoadAssignment::new(&cla).expect("valid");
+    let held = Arc::new(LoadAssignment::new(&cla).expect("valid"));
     let leds: Vec<_> = held.leds_localities().collect();
     assert_eq!(leds.len(), 1);
     assert_eq!(leds[0].0, 1);
@@ -113,10 +113,18 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
     assert_eq!(filled.endpoints().len(), 4);
     let all: Vec<_> = filled.endpoints().map(|e| e.address).collect();
     assert_eq!(all, ["10.0.0.1", "10.0.0.2", "10.9.9.9", "10.9.9.9"]);
+    // The copy shares the assignment's text rather than copying it, and
+    // so does a copy filled again from it.
+    assert!(std::ptr::eq(filled.cluster_name(), held.cluster_name()));
+    let refilled = Arc::new(filled.clone()).with_leds_members(vec![members.clone()]);
+    assert!(std::ptr::eq(refilled.cluster_name(), held.cluster_name()));
+    assert!(refilled == filled, "equal: the same message and members");
     // A member's change shows in a copy filled again, not in this one.
     members.remove("a");
     assert_eq!(filled.endpoint_count(), 4);
-    assert_eq!(held.with_leds_members(vec![members]).endpoint_count(), 3);
+    let changed = held.with_leds_members(vec![members]);
+    assert_eq!(changed.endpoint_count(), 3);
+    assert!(changed != filled);
     assert_eq!((second.region(), second.priority()), ("eu", 1));
     assert!(second.leds().is_some());
     let first: Vec<_> = filled
