@@ -19,6 +19,7 @@ impl GraphEngine {
     pub(super) fn publish(&mut self) -> Snapshot {
         let dirty = std::mem::take(&mut self.dirty);
         self.marked_leds.clear();
+        self.marked_cold.clear();
         for key in &dirty {
             let live = self.nodes.contains_key(key);
             let name = Arc::clone(&key.name);
@@ -57,6 +58,50 @@ impl GraphEngine {
         self.out.generation += 1;
         // O(1) clones of persistent maps.
         self.out.clone()
+    }
+
+    /// Builds, ahead of the first snapshot, the entries of the clusters
+    /// marked since the last call whose inputs are all present (see the
+    /// engine's rule "Building ahead"). An entry built here is exactly the
+    /// one [`publish`](Self::publish) would build: anything it reads that
+    /// changes later marks it dirty again.
+    pub(super) fn prebuild(&mut self) {
+        for key in std::mem::take(&mut self.marked_cold) {
+            if self.dirty.contains(&key) && self.inputs_present(&key) {
+                let entry = Arc::new(self.build_cluster(&key));
+                self.out.clusters.insert(Arc::clone(&key.name), entry);
+                self.dirty.remove(&key);
+            }
+        }
+    }
+
+    /// Whether cluster `key`'s entry reads only nodes that are present: its
+    /// own, and for EDS its assignment, which names no LEDS collection (a
+    /// collection's member changes mark clusters through `marked_leds`,
+    /// which assumes they stay dirty until the next publication).
+    fn inputs_present(&self, key: &Key) -> bool {
+        let Some(State::Present {
+            value: Value::Cluster { shape, .. },
+            ..
+        }) = self.nodes.get(key).map(|n| &n.state)
+        else {
+            return false;
+        };
+        match shape {
+            ClusterShape::Inline(_) | ClusterShape::Invalid(_) => true,
+            ClusterShape::Aggregate { .. } => false,
+            ClusterShape::Eds { service_name } => {
+                let eds = Key::new(
+                    ResourceKind::ClusterLoadAssignment,
+                    Arc::clone(service_name),
+                );
+                matches!(
+                    self.nodes.get(&eds).map(|n| &n.state),
+                    Some(State::Present { value: Value::Endpoints { res }, .. })
+                        if !res.has_leds_localities()
+                )
+            }
+        }
     }
 
     /// The error for a node that is still cold when an entry is built. The

@@ -113,10 +113,10 @@ impl GraphEngine {
         cla: &Arc<LoadAssignment>,
         edges: &[Edge],
     ) -> (Arc<LoadAssignment>, Option<GraphError>) {
-        let localities = cla.leds_localities().count();
-        if localities == 0 {
+        if !cla.has_leds_localities() {
             return (Arc::clone(cla), None);
         }
+        let localities = cla.leds_localities().count();
         let mut error = None;
         let mut fills = Vec::with_capacity(localities);
         for (nth, (_, leds)) in cla.leds_localities().enumerate() {

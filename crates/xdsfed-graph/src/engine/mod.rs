@@ -47,6 +47,12 @@
 //!   itself and, if its aggregate children changed, its aggregate
 //!   ancestors; a route configuration → itself and its listeners); only
 //!   those are rebuilt, into persistent maps.
+//! - **Building ahead.** While the graph is not ready, a cluster whose
+//!   entry reads only present nodes (its own, and its assignment without
+//!   LEDS localities) is built as soon as it is marked, while what it reads
+//!   is fresh in the processor's cache, rather than all at once in the
+//!   first snapshot; it is no longer dirty, and any later change to what it
+//!   reads marks it again. The snapshots published are the same.
 
 mod apply;
 mod build;
@@ -153,6 +159,10 @@ pub struct GraphEngine {
     /// members of a collection that change before the next publication
     /// have nothing more to mark.
     marked_leds: HashSet<Key>,
+    /// Clusters marked dirty while the graph was not ready, since the last
+    /// [`prebuild`](Self::prebuild): the ones whose entries may be built
+    /// ahead of the first snapshot.
+    marked_cold: Vec<Key>,
     watch_changes: VecDeque<WatchChange>,
     /// The maps the next snapshot is cut from; always current for the
     /// entries not in `dirty`.
@@ -184,6 +194,7 @@ impl GraphEngine {
             dirty_collections: HashSet::default(),
             dirty: HashSet::default(),
             marked_leds: HashSet::default(),
+            marked_cold: Vec::new(),
             watch_changes: VecDeque::new(),
             out: Snapshot {
                 generation: 0,
@@ -389,8 +400,12 @@ impl GraphEngine {
     /// since the last one (or none was produced yet).
     #[must_use]
     pub fn poll_snapshot(&mut self) -> Option<Arc<Snapshot>> {
+        if !self.is_ready() {
+            self.prebuild();
+            return None;
+        }
         let unchanged = self.dirty.is_empty() && self.dirty_collections.is_empty();
-        if !self.is_ready() || (unchanged && self.last.is_some()) {
+        if unchanged && self.last.is_some() {
             return None;
         }
         let snapshot = Arc::new(self.publish());
@@ -512,6 +527,9 @@ impl GraphEngine {
             ResourceKind::ClusterLoadAssignment | ResourceKind::LbEndpoint
         ) {
             self.dirty.insert(key.clone());
+            if key.kind == ResourceKind::Cluster && self.cold > 0 {
+                self.marked_cold.push(key.clone());
+            }
         }
     }
 }

@@ -308,6 +308,11 @@ impl LoadAssignment {
         self.own().endpoints.len() + self.members.iter().map(LedsMembers::len).sum::<usize>()
     }
 
+    /// Whether any locality takes its endpoints from LEDS; O(1).
+    pub fn has_leds_localities(&self) -> bool {
+        !self.leds().is_empty()
+    }
+
     /// The localities that take their endpoints from LEDS, with their index.
     pub fn leds_localities(&self) -> impl Iterator<Item = (usize, &LedsLocality)> {
         self.own()

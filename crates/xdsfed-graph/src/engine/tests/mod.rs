@@ -4,6 +4,7 @@
 //! poll) and moves time only by advancing `now` by hand.
 
 mod aggregate;
+mod ahead;
 mod authority;
 mod collections;
 mod errors;
