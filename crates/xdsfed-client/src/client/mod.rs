@@ -317,7 +317,7 @@ impl XdsClient {
         let (server_id, server) = self.inner.server_for(&parsed)?;
         let home = Home::Authority(Partition::of(&parsed));
         self.inner
-            .start_watch::<T>(&parsed, home, server_id, &server, given)
+            .start_watch::<T>(&parsed, home, server_id, server, given)
     }
 
     /// Watches `name` on `server`, whatever the bootstrap maps its authority
@@ -386,7 +386,7 @@ impl XdsClient {
         let home = Home::Authority(Partition::of(&parsed));
         let glob = self
             .inner
-            .start_watch::<T>(&parsed, home, server_id, &server, None)?;
+            .start_watch::<T>(&parsed, home, server_id, server, None)?;
         Ok(CollectionWatch::new(collection, glob))
     }
 

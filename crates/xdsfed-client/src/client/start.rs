@@ -73,7 +73,7 @@ impl Inner {
             .get(&key.type_url)
             .map(|t| t.type_url())
             .ok_or(WatchError::UnknownType(T::TYPE_URL))?;
-        self.start_watch_as::<T>(type_url, &parsed, home, server_id, &server, None)
+        self.start_watch_as::<T>(type_url, &parsed, home, server_id, server, None)
     }
 
     /// Starts a watch of `parsed`; `given` is the caller's shared copy of
@@ -161,16 +161,16 @@ impl Inner {
     pub(super) fn server_for(
         &self,
         name: &ResourceName,
-    ) -> Result<(ServerId, ServerConfig), AuthorityError> {
+    ) -> Result<(ServerId, &ServerConfig), AuthorityError> {
         let servers = self.registry.resolve(name)?;
         let ids = self.registry.resolve_ids(name)?;
         match (ids.first(), servers.first()) {
-            (Some(id), Some(server)) => Ok((*id, server.clone())),
+            (Some(id), Some(server)) => Ok((*id, server)),
             _ => Err(AuthorityError::no_servers(name)),
         }
     }
 
-    pub(super) fn default_server(&self) -> Result<(ServerId, ServerConfig), AuthorityError> {
+    pub(super) fn default_server(&self) -> Result<(ServerId, &ServerConfig), AuthorityError> {
         self.server_for(&ResourceName::OldStyle(String::new()))
     }
 }
