@@ -19,7 +19,7 @@ impl GraphEngine {
     pub(super) fn publish(&mut self) -> Snapshot {
         let dirty = std::mem::take(&mut self.dirty);
         self.marked_leds.clear();
-        self.marked_cold.clear();
+        self.marked_cold = Vec::new();
         for key in &dirty {
             let live = self.nodes.contains_key(key);
             let name = Arc::clone(&key.name);

@@ -161,7 +161,7 @@ pub struct GraphEngine {
     marked_leds: HashSet<Key>,
     /// Clusters marked dirty while the graph was not ready, since the last
     /// [`prebuild`](Self::prebuild): the ones whose entries may be built
-    /// ahead of the first snapshot.
+    /// ahead of the first snapshot. Never longer than `dirty`.
     marked_cold: Vec<Key>,
     watch_changes: VecDeque<WatchChange>,
     /// The maps the next snapshot is cut from; always current for the
@@ -527,7 +527,13 @@ impl GraphEngine {
             ResourceKind::ClusterLoadAssignment | ResourceKind::LbEndpoint
         ) {
             self.dirty.insert(key.clone());
-            if key.kind == ResourceKind::Cluster && self.cold > 0 {
+            // Bounded by the dirty entries: a caller that feeds without
+            // polling marks the same clusters again and again, and a mark
+            // left out only means that entry is built at publication.
+            if key.kind == ResourceKind::Cluster
+                && self.cold > 0
+                && self.marked_cold.len() < self.dirty.len()
+            {
                 self.marked_cold.push(key.clone());
             }
         }

@@ -90,3 +90,23 @@ fn a_cluster_built_ahead_then_unreachable_is_not_published() {
     );
     assert!(s.cluster("b").is_some());
 }
+
+#[test]
+fn marks_kept_for_building_ahead_never_outnumber_the_dirty_entries() {
+    let mut h = Harness::new(Roots::new().listener("l"));
+    h.listener(listener_rds("l", "r"), "1");
+    h.route(route_config("r", &["a", "b"]), "1");
+    h.cluster(eds_cluster("a", None), "1");
+    h.cluster(eds_cluster("b", None), "1");
+    // Fed without polling, as a careless caller might: `a` changes again
+    // and again while `b` stays cold.
+    for version in 0..1000 {
+        h.endpoints(cla("a", 1 + version % 3), &version.to_string());
+    }
+    assert!(h.engine.marked_cold.len() <= h.engine.dirty.len());
+    assert!(h.snapshot().is_none());
+    assert!(!is_dirty(&h, "a"), "a is still built ahead");
+    h.endpoints(cla("b", 1), "1");
+    let s = h.ready();
+    assert_eq!(endpoints_of(&s, "a"), (1, "999".into()), "the last copy fed");
+}
