@@ -108,5 +108,9 @@ fn marks_kept_for_building_ahead_never_outnumber_the_dirty_entries() {
     assert!(!is_dirty(&h, "a"), "a is still built ahead");
     h.endpoints(cla("b", 1), "1");
     let s = h.ready();
-    assert_eq!(endpoints_of(&s, "a"), (1, "999".into()), "the last copy fed");
+    assert_eq!(
+        endpoints_of(&s, "a"),
+        (1, "999".into()),
+        "the last copy fed"
+    );
 }
