@@ -100,3 +100,63 @@ async fn leds_member_joins_changes_and_leaves_through_the_graph() {
     graph.shutdown().await;
     testbed.shutdown().await;
 }
+
+/// Whether the client has asked the server to unsubscribe `name` of LEDS.
+fn leds_unsubscribed(server: &Server, name: &str) -> bool {
+    server.recording().streams().iter().any(|s| {
+        s.delta_requests()
+            .any(|r| r.type_url == LEDS && r.resource_names_unsubscribe.iter().any(|n| n == name))
+    })
+}
+
+/// The assignment moves its locality to another glob: the graph follows
+/// the new collection, unsubscribes the old one, and a change under the
+/// old glob no longer reaches a snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assignment_that_moves_to_another_glob_leaves_the_old_one() {
+    const OTHER: &str = "xdstp://a.example/envoy.config.endpoint.v3.LbEndpoint/web-v2/*";
+    let testbed = Testbed::start([ServerSpec::new("a", [A])]).await.unwrap();
+    let server = testbed.server("a").unwrap();
+    server.set_message(CLUSTER, &cluster(CLUSTER, CLA)).unwrap();
+    server.set_message(CLA, &leds_endpoints(CLA, GLOB)).unwrap();
+    set_member(server, "e1", 8001);
+    let moved = OTHER.replace('*', "n1");
+    server
+        .set_message(&moved, &lb_endpoint("10.0.0.2", 7001))
+        .unwrap();
+    let uri = server.uri();
+    let client = client(&bootstrap_json(&uri, &[(A, &[uri.as_str()])], ""));
+    let mut graph = ConfigGraph::builder(client.clone())
+        .cluster(CLUSTER)
+        .start();
+    snapshot_where(&mut graph, "the first glob's member", |s| {
+        ports(s) == [8001]
+    })
+    .await;
+
+    server
+        .set_message(CLA, &leds_endpoints(CLA, OTHER))
+        .unwrap();
+    snapshot_where(&mut graph, "the other glob's member", |s| {
+        ports(s) == [7001]
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + common::PATIENCE;
+    while !leds_unsubscribed(server, GLOB) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old glob was never unsubscribed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+
+    // Changes under both globs: the snapshot follows the new one's.
+    set_member(server, "e1", 8101);
+    server
+        .set_message(&moved, &lb_endpoint("10.0.0.2", 7101))
+        .unwrap();
+    let last = snapshot_where(&mut graph, "the new glob's change", |s| ports(s) == [7101]).await;
+    assert!(last.cluster(CLUSTER).unwrap().is_ok());
+    graph.shutdown().await;
+    testbed.shutdown().await;
+}

@@ -84,7 +84,8 @@ pub use cache::Cache;
 pub use client::{BuildError, WatchError, WeakXdsClient, XdsClient, XdsClientBuilder};
 pub use transport::TransportOptions;
 pub use watch::{
-    CollectionEvent, CollectionWatch, SetEvent, Watch, WatchEvent, WatchSet, WildcardWatch,
+    CollectionEvent, CollectionSet, CollectionSetEvent, CollectionWatch, SetEvent, Watch,
+    WatchEvent, WatchSet, WildcardWatch,
 };
 pub use xdsfed_core::{
     Bootstrap, ClientStatus, ClusterType, EndpointType, ErrorKind, LbEndpointType, ListenerType,

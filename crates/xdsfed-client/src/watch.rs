@@ -53,8 +53,10 @@ use tokio::sync::watch;
 
 use crate::cache::{Provenance, ResourceState, ResourceStatus, WildcardQueue};
 
+pub mod collection_set;
 pub mod set;
 
+pub use collection_set::{CollectionSet, CollectionSetEvent};
 pub use set::{SetEvent, WatchSet};
 use xdsfed_core::error::{ErrorKind, XdsError};
 use xdsfed_core::protocol::ResourceKey;
@@ -489,13 +491,7 @@ impl<T: ResourceType> CollectionWatch<T> {
         if key == *glob {
             return self.collection_event(name, &state, list);
         }
-        match event_of::<T>(&state, &key)? {
-            WatchEvent::Changed(resource) => Some(CollectionEvent::Upsert { name, resource }),
-            WatchEvent::DoesNotExist => Some(CollectionEvent::Removed { name }),
-            WatchEvent::Error(error) | WatchEvent::AmbientError(error) => {
-                Some(CollectionEvent::Error { name, error })
-            }
-        }
+        member_event::<T>(name, &state, &key)
     }
 
     /// What a change of the collection's own state means: empty, failed,
@@ -506,25 +502,46 @@ impl<T: ResourceType> CollectionWatch<T> {
         state: &ResourceState,
         list: bool,
     ) -> Option<CollectionEvent<T::Resource>> {
-        match (&state.status, &state.error) {
-            (ResourceStatus::DoesNotExist, _) => Some(CollectionEvent::Empty),
-            (_, Some(error)) => Some(CollectionEvent::Error {
-                name,
-                error: error.clone(),
-            }),
-            _ if list => {
-                // Not listed yet: the members follow, and with them this
-                // key again.
-                let members = self.collection.cache.list_members(&self.collection.glob)?;
-                let members: Arc<[Arc<str>]> = members.into();
-                if self.listed.as_ref() == Some(&members) {
-                    return None;
-                }
-                self.listed = Some(Arc::clone(&members));
-                Some(CollectionEvent::Listed { members })
-            }
-            _ => None,
+        if state.status == ResourceStatus::DoesNotExist || state.error.is_some() || !list {
+            return own_event(name, state);
         }
+        // Not listed yet: the members follow, and with them this key again.
+        let members = self.collection.cache.list_members(&self.collection.glob)?;
+        let members: Arc<[Arc<str>]> = members.into();
+        if self.listed.as_ref() == Some(&members) {
+            return None;
+        }
+        self.listed = Some(Arc::clone(&members));
+        Some(CollectionEvent::Listed { members })
+    }
+}
+
+/// What member `key`'s `state` means to a watcher of its collection;
+/// `None` while nothing is known of it.
+pub(crate) fn member_event<T: ResourceType>(
+    name: Arc<str>,
+    state: &ResourceState,
+    key: &ResourceKey,
+) -> Option<CollectionEvent<T::Resource>> {
+    match event_of::<T>(state, key)? {
+        WatchEvent::Changed(resource) => Some(CollectionEvent::Upsert { name, resource }),
+        WatchEvent::DoesNotExist => Some(CollectionEvent::Removed { name }),
+        WatchEvent::Error(error) | WatchEvent::AmbientError(error) => {
+            Some(CollectionEvent::Error { name, error })
+        }
+    }
+}
+
+/// What a collection's own `state` (named `name`) means to its watcher:
+/// empty, failed, or nothing to report.
+pub(crate) fn own_event<R>(name: Arc<str>, state: &ResourceState) -> Option<CollectionEvent<R>> {
+    match (&state.status, &state.error) {
+        (ResourceStatus::DoesNotExist, _) => Some(CollectionEvent::Empty),
+        (_, Some(error)) => Some(CollectionEvent::Error {
+            name,
+            error: error.clone(),
+        }),
+        _ => None,
     }
 }
 

@@ -3,7 +3,8 @@
 //! ```text
 //!               ┌──────────────────────────── driver task ───────────────────────────┐
 //!  WatchSet × 4 ─┤ sets, then collection ─► on_* ─► GraphEngine ─► poll_snapshot ─────┼─► SnapshotCell ─► readers
-//!  collections ──┤ and wildcard streams          │    ▲                               │
+//!  CollectionSet ┤ and wildcard streams          │    ▲                               │
+//!  collections ──┤                               │    │                               │
 //!               │  set.insert / insert_on_server ◄─ poll_watch  └─ handle_timeout ◄──┼── sleep until poll_timeout
 //!               └────────────────────────────────────────────────────────────────────┘
 //! ```
@@ -17,8 +18,10 @@
 //!   response carrying many resources yields one snapshot. Single resources
 //!   are members of a [`WatchSet`](xdsfed_client::WatchSet) per kind, whose
 //!   queue of changed names costs the same with ten members or a hundred
-//!   thousand; collection and wildcard watches are streams merged in one
-//!   `futures` `SelectAll`;
+//!   thousand; LEDS glob collections, one a cluster, are members of one
+//!   [`CollectionSet`](xdsfed_client::CollectionSet) the same way; root
+//!   collection, LEDS list collection and wildcard watches are streams
+//!   merged in one `futures` `SelectAll`;
 //! - publishes each snapshot the engine cuts, then carries out its watch
 //!   changes (the engine's [polling order](crate::engine#polling-order));
 //! - sleeps until the engine's next warming deadline when nothing arrives.
@@ -44,8 +47,10 @@
 //!   [`Update::Error`] for that resource: the error lands on that edge only.
 //! - `Unwatch` takes the resource out of its set, which unsubscribes.
 //! - `Watch` of an LEDS collection (kind [`ResourceKind::LbEndpoint`]) →
-//!   [`XdsClient::watch_collection`] through the bootstrap, its events fed
-//!   with [`GraphEngine::on_leds`].
+//!   through the bootstrap, a glob into the LEDS collection set (subscribed
+//!   as [`XdsClient::watch_collection`] does), a list collection with
+//!   [`XdsClient::watch_list_collection`]; its events fed with
+//!   [`GraphEngine::on_leds`].
 //! - `WatchAll` → [`XdsClient::watch_wildcard`].
 //! - `WatchCollection` → [`XdsClient::watch_collection`] for a glob (a name
 //!   ending in `/*`), [`XdsClient::watch_list_collection`] otherwise; the
@@ -339,7 +344,8 @@ struct Driver {
     streams: SelectAll<futures::stream::Abortable<BoxStream<'static, Input>>>,
     /// The single-resource watches, a set per kind.
     sets: Sets,
-    /// How to stop each LEDS collection's stream (which drops the watch).
+    /// How to stop each LEDS list collection's stream (which drops the
+    /// watch); glob collections are in `sets`.
     leds: HashMap<Arc<str>, AbortHandle>,
     /// Wildcard watches by type; kept for the graph's lifetime.
     wildcards: HashMap<ResourceKind, AbortHandle>,
@@ -405,14 +411,13 @@ impl Driver {
         match change {
             WatchChange::Watch { kind, name, via } => self.watch(kind, name, &via),
             WatchChange::Unwatch { kind, name } => {
-                if kind == ResourceKind::LbEndpoint {
-                    // The aborted stream ends at its next poll and drops
-                    // its watch, which unsubscribes.
-                    if let Some(handle) = self.leds.remove(&name) {
-                        handle.abort();
-                    }
-                } else {
-                    self.sets.unwatch(kind, &name);
+                // An LEDS list collection has a stream of its own: aborted,
+                // it ends at its next poll and drops its watch, which
+                // unsubscribes.
+                if !self.sets.unwatch(kind, &name)
+                    && let Some(handle) = self.leds.remove(&name)
+                {
+                    handle.abort();
                 }
             }
             WatchChange::WatchCollection { kind, name } => self.watch_collection(kind, name),
@@ -477,9 +482,7 @@ impl Driver {
         &self,
         name: &Arc<str>,
     ) -> Result<BoxStream<'static, Input>, WatchError> {
-        let glob = ResourceName::parse_user_supplied(name)
-            .is_ok_and(|n| n.as_xdstp().is_some_and(|x| x.is_glob()));
-        let watch = if glob {
+        let watch = if is_glob(name) {
             self.client.watch_collection::<T>(name)?
         } else {
             self.client.watch_list_collection::<T>(name)?
@@ -490,7 +493,9 @@ impl Driver {
     /// Starts watching `name` through `via`; a watch the client refuses is
     /// fed back as that resource's error.
     fn watch(&mut self, kind: ResourceKind, name: Arc<str>, via: &Via) {
-        let watched = if kind == ResourceKind::LbEndpoint {
+        let watched = if kind == ResourceKind::LbEndpoint && is_glob(&name) {
+            self.sets.watch_locality(&name)
+        } else if kind == ResourceKind::LbEndpoint {
             self.open_leds(&name).map(|stream| {
                 let (stream, handle) = futures::stream::abortable(stream);
                 self.streams.push(stream);
@@ -512,12 +517,11 @@ impl Driver {
         }
     }
 
-    /// An LEDS collection, through the bootstrap: a glob (`…/*`) with
-    /// [`XdsClient::watch_collection`], a list collection
-    /// (`LbEndpointCollection`, gRFC A95) with
-    /// [`XdsClient::watch_list_collection`]. The client watches collections
-    /// by their authority only, so a `leds_config` that names a server of
-    /// its own is not dialled (the authority must be in the bootstrap).
+    /// An LEDS list collection (`LbEndpointCollection`, gRFC A95), through
+    /// the bootstrap, with [`XdsClient::watch_list_collection`]; globs are
+    /// in the [`Sets`]' collection set. The client watches collections by
+    /// their authority only, so a `leds_config` that names a server of its
+    /// own is not dialled (the authority must be in the bootstrap).
     fn open_leds(&self, name: &Arc<str>) -> Result<BoxStream<'static, Input>, WatchError> {
         self.open_collection::<LbEndpointType>(name)
     }
@@ -526,6 +530,11 @@ impl Driver {
         let watch = self.client.watch_wildcard::<T>()?;
         Ok(wildcard_stream(Arc::clone(&self.wildcard_server), watch))
     }
+}
+
+/// Whether `name` is a glob collection's (`xdstp://…/*`).
+fn is_glob(name: &str) -> bool {
+    ResourceName::parse_user_supplied(name).is_ok_and(|n| n.as_xdstp().is_some_and(|x| x.is_glob()))
 }
 
 /// Feeds the engine every event ready now, waiting for the first one.

@@ -91,12 +91,18 @@ impl Cache {
         (queue, first)
     }
 
-    /// Adds a watcher of the members of the glob collection `glob`; members
-    /// already cached count as changed.
-    pub(crate) fn add_collection(&self, glob: &ResourceKey) -> Arc<WildcardQueue> {
+    /// Adds a watcher of the members of the glob collection `glob`, which
+    /// queues their changes on `queue` (shared by the collections of a
+    /// [`CollectionSet`](crate::watch::CollectionSet)) or on a queue of its
+    /// own; members already cached count as changed.
+    pub(crate) fn add_collection(
+        &self,
+        glob: &ResourceKey,
+        queue: Option<&Arc<WildcardQueue>>,
+    ) -> Arc<WildcardQueue> {
         let mut inner = self.lock();
         inner.index_globs_of(&glob.type_url);
-        let queue = Arc::new(WildcardQueue::default());
+        let queue = queue.map_or_else(|| Arc::new(WildcardQueue::default()), Arc::clone);
         {
             let mut dirty = queue.dirty.lock().unwrap_or_else(|e| e.into_inner());
             for (key, entry) in inner.under_glob(glob) {

@@ -283,7 +283,7 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
     assert!(cache.lock().by_glob.is_empty(), "no glob watched: no index");
 
     let glob = ResourceKey::new(LEDS, member("*"));
-    let queue = cache.add_collection(&glob);
+    let queue = cache.add_collection(&glob, None);
     cache.apply(
         &server,
         DataErrorPolicy::default(),
@@ -312,7 +312,7 @@ impl Members {
     fn new() -> Self {
         let cache = Cache::new();
         let glob = ResourceKey::new(Self::LEDS, Self::name("*"));
-        let _queue = cache.add_collection(&glob);
+        let _queue = cache.add_collection(&glob, None);
         Members {
             cache,
             server: Arc::from("s"),

@@ -16,7 +16,7 @@ use xdsfed_core::hash::HashMap;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 
-use crate::cache::{Cache, DataErrorPolicy, Provenance};
+use crate::cache::{Cache, DataErrorPolicy, Provenance, WildcardQueue};
 use crate::status::resources_of;
 use crate::transport::TransportOptions;
 use crate::watch::{
@@ -356,6 +356,28 @@ impl XdsClient {
         &self,
         glob: &str,
     ) -> Result<CollectionWatch<T>, WatchError> {
+        let queue = Arc::new(WildcardQueue::default());
+        let (key, glob) = self.subscribe_glob::<T>(glob, None, &queue)?;
+        let collection = CollectionGuard {
+            cache: Arc::clone(&self.inner.cache),
+            glob: key,
+            queue,
+        };
+        Ok(CollectionWatch::new(collection, glob))
+    }
+
+    /// Subscribes the glob collection `glob` as
+    /// [`watch_collection`](Self::watch_collection) does, its changes
+    /// queued on `queue`: its cache key and its own subscription. `given`
+    /// is the caller's shared copy of the name, kept as the key when it is
+    /// canonical. The caller detaches the queue
+    /// ([`Cache::remove_collection`]) before it drops the subscription.
+    pub(crate) fn subscribe_glob<T: ResourceType>(
+        &self,
+        glob: &str,
+        given: Option<&Arc<str>>,
+        queue: &Arc<WildcardQueue>,
+    ) -> Result<(ResourceKey, Watch<T>), WatchError> {
         let parsed = self.inner.parse::<T>(glob)?;
         if !parsed.as_xdstp().is_some_and(|n| n.is_glob()) {
             return Err(WatchError::Unsupported(format!(
@@ -375,19 +397,25 @@ impl XdsClient {
                 sotw.server_uri
             )));
         }
-        let key = ResourceKey::new(T::TYPE_URL, parsed.canonical().as_ref());
-        // The queue first, so no member arriving after the subscription is missed.
-        let queue = self.inner.cache.add_collection(&key);
-        let collection = CollectionGuard {
-            cache: Arc::clone(&self.inner.cache),
-            glob: key,
-            queue,
+        let canonical = parsed.canonical();
+        let name = match given {
+            Some(given) if **given == *canonical => Arc::clone(given),
+            _ => Arc::from(canonical.as_ref()),
         };
+        let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+        // The queue first, so no member arriving after the subscription is missed.
+        self.inner.cache.add_collection(&key, Some(queue));
         let home = Home::Authority(Partition::of(&parsed));
-        let glob = self
+        match self
             .inner
-            .start_watch::<T>(&parsed, home, server_id, server, None)?;
-        Ok(CollectionWatch::new(collection, glob))
+            .start_watch::<T>(&parsed, home, server_id, server, Some(&name))
+        {
+            Ok(watch) => Ok((key, watch)),
+            Err(e) => {
+                self.inner.cache.remove_collection(&key, queue);
+                Err(e)
+            }
+        }
     }
 
     /// Watches the list collection `name` (xDS TP1 §List collections), e.g.
@@ -415,7 +443,7 @@ impl XdsClient {
                 "list collection {name}: directives (#alt, #entry) do not apply to a collection watch"
             )));
         }
-        let queue = self.inner.cache.add_collection(&key);
+        let queue = self.inner.cache.add_collection(&key, None);
         let collection = CollectionGuard {
             cache: Arc::clone(&self.inner.cache),
             glob: key.clone(),
@@ -465,6 +493,14 @@ impl XdsClient {
     /// [`WatchSet`](crate::watch::WatchSet)).
     pub fn watch_set<T: ResourceType>(&self) -> crate::watch::WatchSet<T> {
         crate::watch::WatchSet::new(self.clone(), Arc::clone(&self.inner.cache))
+    }
+
+    /// An empty set of glob collection watches of type `T`: one stream for
+    /// many collections, each subscribed as
+    /// [`watch_collection`](Self::watch_collection) subscribes it (see
+    /// [`CollectionSet`](crate::watch::CollectionSet)).
+    pub fn collection_set<T: ResourceType>(&self) -> crate::watch::CollectionSet<T> {
+        crate::watch::CollectionSet::new(self.clone(), Arc::clone(&self.inner.cache))
     }
 
     /// Watches every resource of type `T` on the default servers (wildcard

@@ -12,7 +12,7 @@ use std::time::Instant;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use futures::stream::{BoxStream, Stream, StreamExt};
 use xdsfed_client::WatchError;
-use xdsfed_client::cache::ResourceStatus;
+use xdsfed_client::cache::{ResourceState, ResourceStatus};
 use xdsfed_client::watch::{CollectionEvent, CollectionWatch, WatchEvent, WildcardWatch};
 use xdsfed_core::error::{Cause, ErrorKind, XdsError};
 use xdsfed_core::protocol::ResourceKey;
@@ -209,40 +209,54 @@ pub(crate) fn collection_stream<T: CollectionFollowed>(
 }
 
 /// The engine's form of a collection watch's event.
-///
-/// A member's error is ambient when the client still holds a copy of it,
-/// which keeps serving. A member reported removed is passed on as
-/// `DoesNotExist`: the engine knows whether that takes a glob member out or
-/// marks a listed one absent.
 fn collection_update<T: CollectionFollowed>(
     watch: &CollectionWatch<T>,
     collection: &str,
     event: CollectionEvent<T::Resource>,
 ) -> CollectionUpdate<T::Resource> {
+    update_of_collection::<T::Resource>(
+        event,
+        |name| name == collection || name == &*watch.key().name,
+        |name| watch.member_state(Arc::clone(name)),
+        || Arc::clone(&watch.provenance().server),
+    )
+}
+
+/// The engine's form of a collection's event. `is_own` tells the
+/// collection's own name from a member's, `state_of` reads a member's
+/// state, and `server` is the collection's, for a member whose state
+/// records no source.
+///
+/// A member's error is ambient when the client still holds a copy of it,
+/// which keeps serving. A member reported removed is passed on as
+/// `DoesNotExist`: the engine knows whether that takes a glob member out or
+/// marks a listed one absent.
+pub(crate) fn update_of_collection<R: Send + Sync + 'static>(
+    event: CollectionEvent<R>,
+    is_own: impl FnOnce(&str) -> bool,
+    state_of: impl FnOnce(&Arc<str>) -> Option<ResourceState>,
+    server: impl FnOnce() -> Arc<str>,
+) -> CollectionUpdate<R> {
     match event {
         CollectionEvent::Upsert { name, resource } => {
-            let provenance = member_provenance(watch, &name);
+            let provenance = provenance_of(state_of(&name).as_ref(), &name, server);
             CollectionUpdate::Member(name, Update::Changed(resource, provenance))
         }
         CollectionEvent::Removed { name } => CollectionUpdate::Member(name, Update::DoesNotExist),
         CollectionEvent::Empty => CollectionUpdate::Empty,
         CollectionEvent::Listed { members } => CollectionUpdate::Listed(members),
-        CollectionEvent::Error { name, error }
-            if *name == *collection || *name == *watch.key().name =>
-        {
-            CollectionUpdate::Error(error)
-        }
+        CollectionEvent::Error { name, error } if is_own(&name) => CollectionUpdate::Error(error),
         CollectionEvent::Error { name, error } => {
-            let state = watch.member_state(Arc::clone(&name));
+            let state = state_of(&name);
             // A member from the client's state directory: its copy, as for
             // a single watch (see `watch_stream`).
             if let Some(copy) = state
                 .as_ref()
                 .filter(|s| s.status == ResourceStatus::FromDisk)
                 .and_then(|s| s.resource.as_ref())
-                .and_then(|r| r.downcast::<T::Resource>())
+                .and_then(|r| r.downcast::<R>())
             {
-                let provenance = member_provenance(watch, &name);
+                let provenance = provenance_of(state.as_ref(), &name, server);
                 return CollectionUpdate::Member(name, Update::Changed(copy, provenance));
             }
             let kept = state.is_some_and(|s| s.resource.is_some());
@@ -328,13 +342,14 @@ where
     }
 }
 
-/// Where member `name`'s copy came from, as the client's cache records it.
-fn member_provenance<T: CollectionFollowed>(
-    watch: &CollectionWatch<T>,
+/// Where member `name`'s copy, in `state`, came from: its source, or
+/// (none recorded) `name`'s authority and the collection's `server`.
+fn provenance_of(
+    state: Option<&ResourceState>,
     name: &Arc<str>,
+    server: impl FnOnce() -> Arc<str>,
 ) -> Provenance {
-    let state = watch.member_state(Arc::clone(name));
-    let source = state.as_ref().and_then(|s| s.source.as_ref());
+    let source = state.and_then(|s| s.source.as_ref());
     Provenance {
         authority: match source {
             Some(source) => source.authority.clone(),
@@ -342,10 +357,10 @@ fn member_provenance<T: CollectionFollowed>(
         },
         server: match source {
             Some(source) => Arc::clone(&source.server),
-            None => Arc::clone(&watch.provenance().server),
+            None => server(),
         },
         version: state
-            .and_then(|s| s.version)
+            .and_then(|s| s.version.clone())
             .unwrap_or_else(|| Arc::from("")),
     }
 }

@@ -1,10 +1,11 @@
-//! The graph's single-resource watches: one [`WatchSet`] per kind.
+//! The graph's single-resource watches, one [`WatchSet`] per kind, and its
+//! LEDS glob collections, one [`CollectionSet`].
 //!
 //! A graph of a hundred thousand clusters watches a hundred thousand
-//! `ClusterLoadAssignment`s. A set per kind keeps that to four queues the
-//! driver polls, instead of a stream (and a wake-up) per resource: a change
-//! costs the same however many resources are watched, and nothing is
-//! polled that did not change.
+//! `ClusterLoadAssignment`s, and with LEDS as many glob collections. A set
+//! per kind keeps that to five queues the driver polls, instead of a
+//! stream (and a wake-up) per resource: a change costs the same however
+//! many resources are watched, and nothing is polled that did not change.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -12,13 +13,15 @@ use xdsfed_core::hash::HashMap;
 
 use futures::StreamExt;
 use xdsfed_client::cache::ResourceStatus;
-use xdsfed_client::watch::{SetEvent, WatchSet};
-use xdsfed_client::{WatchError, WatchEvent, XdsClient};
+use xdsfed_client::watch::{CollectionSet, CollectionSetEvent, SetEvent, WatchSet};
+use xdsfed_client::{CollectionEvent, WatchError, WatchEvent, XdsClient};
 use xdsfed_core::bootstrap::ServerConfig;
 use xdsfed_core::error::XdsError;
-use xdsfed_core::types::{ClusterType, EndpointType, ListenerType, RouteConfigurationType};
+use xdsfed_core::types::{
+    ClusterType, EndpointType, LbEndpointType, ListenerType, RouteConfigurationType,
+};
 
-use super::inputs::{Followed, Input, update_of};
+use super::inputs::{CollectionFollowed, Followed, Input, update_of, update_of_collection};
 use crate::resource::{Provenance, ResourceKind};
 
 /// A watch set of one kind, and what its stream last said of each member.
@@ -111,12 +114,60 @@ impl<T: Followed> Followers<T> {
     }
 }
 
-/// The four kinds the graph watches one resource at a time.
+/// The LEDS glob collections the graph follows, as one set.
+struct Localities {
+    set: CollectionSet<LbEndpointType>,
+}
+
+impl Localities {
+    /// The next change worth an input.
+    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
+        loop {
+            let Poll::Ready(Some(change)) = self.set.poll_next_unpin(cx) else {
+                return Poll::Pending;
+            };
+            if let Some(input) = self.input_of(change) {
+                return Poll::Ready(input);
+            }
+        }
+    }
+
+    /// The engine's form of a collection's change; `None` for what a glob
+    /// does not report (a member list).
+    fn input_of(
+        &self,
+        change: CollectionSetEvent<<LbEndpointType as xdsfed_core::types::ResourceType>::Resource>,
+    ) -> Option<Input> {
+        let CollectionSetEvent {
+            collection,
+            event,
+            state,
+        } = change;
+        if matches!(event, CollectionEvent::Listed { .. }) {
+            return None;
+        }
+        let update = update_of_collection(
+            event,
+            |name| *name == *collection || self.set.is_collection(name),
+            |_| Some(state),
+            || {
+                self.set
+                    .provenance(&collection)
+                    .map_or_else(|| Arc::from(""), |p| Arc::clone(&p.server))
+            },
+        );
+        Some(LbEndpointType::collection_input(collection, update))
+    }
+}
+
+/// The four kinds the graph watches one resource at a time, and the LEDS
+/// glob collections.
 pub(crate) struct Sets {
     listeners: Followers<ListenerType>,
     routes: Followers<RouteConfigurationType>,
     clusters: Followers<ClusterType>,
     endpoints: Followers<EndpointType>,
+    localities: Localities,
     /// The kind polled first next time, so that a busy kind cannot starve
     /// the others.
     next: usize,
@@ -129,13 +180,17 @@ impl Sets {
             routes: Followers::new(client),
             clusters: Followers::new(client),
             endpoints: Followers::new(client),
+            localities: Localities {
+                set: client.collection_set(),
+            },
             next: 0,
         }
     }
 
     /// Watches `name` of `kind`, on `server` when one is given, else on the
     /// servers the bootstrap names for its authority. LEDS collections are
-    /// not single watches: the driver watches them as collections.
+    /// not single watches: the driver watches them as collections
+    /// ([`Sets::watch_locality`] for a glob).
     pub(crate) fn watch(
         &mut self,
         kind: ResourceKind,
@@ -151,30 +206,38 @@ impl Sets {
         }
     }
 
-    /// Stops watching `name` of `kind`.
-    pub(crate) fn unwatch(&mut self, kind: ResourceKind, name: &str) {
+    /// Stops watching `name` of `kind`. Says whether it was watched here:
+    /// an LEDS list collection is not.
+    pub(crate) fn unwatch(&mut self, kind: ResourceKind, name: &str) -> bool {
         match kind {
             ResourceKind::Listener => self.listeners.unwatch(name),
             ResourceKind::RouteConfiguration => self.routes.unwatch(name),
             ResourceKind::Cluster => self.clusters.unwatch(name),
             ResourceKind::ClusterLoadAssignment => self.endpoints.unwatch(name),
-            ResourceKind::LbEndpoint => {}
+            ResourceKind::LbEndpoint => return self.localities.set.remove(name),
         }
+        true
+    }
+
+    /// Watches the LEDS glob collection `glob`.
+    pub(crate) fn watch_locality(&mut self, glob: &Arc<str>) -> Result<(), WatchError> {
+        self.localities.set.insert_shared(glob)
     }
 
     /// The next change of any kind, starting from a different kind each
     /// time.
     pub(crate) fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
-        for turn in 0..4 {
-            let kind = (self.next + turn) % 4;
+        for turn in 0..5 {
+            let kind = (self.next + turn) % 5;
             let polled = match kind {
                 0 => self.listeners.poll_input(cx),
                 1 => self.routes.poll_input(cx),
                 2 => self.clusters.poll_input(cx),
-                _ => self.endpoints.poll_input(cx),
+                3 => self.endpoints.poll_input(cx),
+                _ => self.localities.poll_input(cx),
             };
             if let Poll::Ready(input) = polled {
-                self.next = (kind + 1) % 4;
+                self.next = (kind + 1) % 5;
                 return Poll::Ready(input);
             }
         }

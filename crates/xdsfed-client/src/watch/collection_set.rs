@@ -1,0 +1,249 @@
+//! Collection sets: many glob collections of one type behind one queue.
+//!
+//! A [`CollectionWatch`](super::CollectionWatch) per collection costs a
+//! queue, a wake-up and a stream of its own; a graph that follows LEDS
+//! watches a glob per cluster, a hundred thousand of them, and paid that
+//! (some 600 bytes a collection) a hundred thousand times. A
+//! [`CollectionSet`] subscribes each glob exactly as
+//! [`XdsClient::watch_collection`] does (same checks, same authorities,
+//! same fallback) but every collection's changes go to one queue, once
+//! each however often they change before they are read: a member's change
+//! finds its collection by the glob its name belongs to.
+//!
+//! Rule: a set reports what a [`CollectionWatch`](super::CollectionWatch)
+//! of each of its globs would, under the name the glob was inserted with;
+//! a collection removed from the set reports nothing more (test
+//! `a_set_reports_members_under_their_collection`).
+
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use xdsfed_core::hash::HashMap;
+
+use futures::Stream;
+use xdsfed_core::name::ResourceName;
+use xdsfed_core::protocol::{ResourceKey, glob_of};
+use xdsfed_core::types::ResourceType;
+
+use super::{CollectionEvent, Guard, Wait, member_event, own_event, poll_dirty};
+use crate::cache::{Cache, Provenance, ResourceState, WildcardQueue};
+use crate::client::{WatchError, XdsClient};
+
+/// One collection's change, as a [`CollectionSet`] reports it.
+#[derive(Debug, Clone)]
+pub struct CollectionSetEvent<R> {
+    /// The collection, by the name it was inserted under.
+    pub collection: Arc<str>,
+    /// What happened: a member's change, or the collection's own.
+    pub event: CollectionEvent<R>,
+    /// The state the event was read from: the member's, or the
+    /// collection's own for [`CollectionEvent::Empty`] and its errors.
+    pub state: ResourceState,
+}
+
+/// Many glob collection watches of type `T`, as one [`Stream`] of
+/// [`CollectionSetEvent`]s. See the [module docs](self).
+///
+/// ```no_run
+/// # async fn run(client: xdsfed_client::XdsClient) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use xdsfed_client::CollectionEvent;
+/// use xdsfed_core::types::LbEndpointType;
+///
+/// let mut localities = client.collection_set::<LbEndpointType>();
+/// for id in ["payments-eu", "payments-us"] {
+///     let glob: Arc<str> =
+///         format!("xdstp://cloud.example/envoy.config.endpoint.v3.LbEndpoint/{id}/*").into();
+///     localities.insert_shared(&glob)?;
+/// }
+/// while let Some(change) = localities.next().await {
+///     if let CollectionEvent::Upsert { name, .. } = change.event {
+///         println!("{}: {name} changed", change.collection);
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+pub struct CollectionSet<T: ResourceType> {
+    client: XdsClient,
+    cache: Arc<Cache>,
+    /// The one queue every collection of the set reports to.
+    queue: Arc<WildcardQueue>,
+    /// By the glob's canonical name, the very copy the cache keys it by.
+    collections: HashMap<Arc<str>, Held>,
+    woken: Option<Wait>,
+    _type: PhantomData<fn() -> T>,
+}
+
+/// A collection of the set.
+struct Held {
+    /// The name it was inserted under (the key's own copy when that was
+    /// canonical).
+    label: Arc<str>,
+    /// Its subscription; dropping it (after the queue is detached)
+    /// unsubscribes.
+    glob: Arc<Guard>,
+    provenance: Provenance,
+}
+
+impl<T: ResourceType> std::fmt::Debug for CollectionSet<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectionSet")
+            .field("type_url", &T::TYPE_URL)
+            .field("collections", &self.collections.len())
+            .finish()
+    }
+}
+
+impl<T: ResourceType> CollectionSet<T> {
+    pub(crate) fn new(client: XdsClient, cache: Arc<Cache>) -> Self {
+        CollectionSet {
+            client,
+            cache,
+            queue: Arc::new(WildcardQueue::default()),
+            collections: HashMap::default(),
+            woken: None,
+            _type: PhantomData,
+        }
+    }
+
+    /// Adds the glob collection `glob`, subscribed as
+    /// [`XdsClient::watch_collection`] subscribes it; fails as that fails.
+    /// The name is shared, not copied, when it is canonical. A glob already
+    /// in the set stays subscribed as it is (its events now carry this
+    /// name).
+    pub fn insert_shared(&mut self, glob: &Arc<str>) -> Result<(), WatchError> {
+        if let Some(key) = self.canonical(glob)
+            && let Some(held) = self.collections.get_mut(&*key)
+        {
+            held.label = Arc::clone(glob);
+            return Ok(());
+        }
+        let (key, watch) = self
+            .client
+            .subscribe_glob::<T>(glob, Some(glob), &self.queue)?;
+        let provenance = watch.provenance().clone();
+        let guard = watch.into_guard();
+        self.cache.shed_channel(&guard.key);
+        let label = if *key.name == **glob {
+            Arc::clone(&key.name)
+        } else {
+            Arc::clone(glob)
+        };
+        let held = Held {
+            label,
+            glob: guard,
+            provenance,
+        };
+        self.collections.insert(key.name, held);
+        Ok(())
+    }
+
+    /// Removes collection `glob`, which unsubscribes it unless something
+    /// else watches it. Returns whether it was in the set. A change already
+    /// queued for it is not reported.
+    pub fn remove(&mut self, glob: &str) -> bool {
+        let Some(key) = self.canonical(glob) else {
+            return false;
+        };
+        let Some(held) = self.collections.remove(&*key) else {
+            return false;
+        };
+        // The queue first: no change of a collection on its way out is
+        // queued for the set.
+        self.cache.remove_collection(&held.glob.key, &self.queue);
+        true
+    }
+
+    /// Whether collection `glob` is in the set.
+    pub fn contains(&self, glob: &str) -> bool {
+        self.canonical(glob)
+            .is_some_and(|key| self.collections.contains_key(&*key))
+    }
+
+    /// Whether `name` is, exactly, the canonical name of a collection of
+    /// the set: the name a [`CollectionEvent::Error`] of the collection
+    /// itself carries (a member's carries the member's).
+    pub fn is_collection(&self, name: &str) -> bool {
+        self.collections.contains_key(name)
+    }
+
+    /// How many collections the set has.
+    pub fn len(&self) -> usize {
+        self.collections.len()
+    }
+
+    /// Whether the set has no collections.
+    pub fn is_empty(&self) -> bool {
+        self.collections.is_empty()
+    }
+
+    /// Collection `glob`'s authority and the server its subscription is on.
+    pub fn provenance(&self, glob: &str) -> Option<&Provenance> {
+        let key = self.canonical(glob)?;
+        self.collections.get(&*key).map(|held| &held.provenance)
+    }
+
+    /// The next change; `None` never, while the handle lives. The same as
+    /// [`StreamExt::next`](futures::StreamExt::next).
+    pub async fn next(&mut self) -> Option<CollectionSetEvent<T::Resource>> {
+        futures::StreamExt::next(self).await
+    }
+
+    /// The canonical form of `glob`, the set's key: `glob` itself, without
+    /// a parse, when it is in the set so.
+    fn canonical<'a>(&self, glob: &'a str) -> Option<std::borrow::Cow<'a, str>> {
+        if self.collections.contains_key(glob) {
+            return Some(std::borrow::Cow::Borrowed(glob));
+        }
+        let parsed = ResourceName::parse_user_supplied(glob).ok()?;
+        Some(std::borrow::Cow::Owned(parsed.canonical().into_owned()))
+    }
+
+    /// What the dirty key `name` means to the set: a collection's own
+    /// change, or a member's under its glob; `None` when nothing is to be
+    /// reported (or the collection left the set).
+    fn event_for(&self, name: Arc<str>) -> Option<CollectionSetEvent<T::Resource>> {
+        if let Some(held) = self.collections.get(&*name) {
+            let state = self.cache.state(&held.glob.key)?;
+            let event = own_event(name, &state)?;
+            return Some(CollectionSetEvent {
+                collection: Arc::clone(&held.label),
+                event,
+                state,
+            });
+        }
+        let glob = glob_of(&name)?;
+        let held = self.collections.get(&*glob)?;
+        let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+        let state = self.cache.state(&key)?;
+        let event = member_event::<T>(name, &state, &key)?;
+        Some(CollectionSetEvent {
+            collection: Arc::clone(&held.label),
+            event,
+            state,
+        })
+    }
+}
+
+impl<T: ResourceType> Drop for CollectionSet<T> {
+    fn drop(&mut self) {
+        for (_, held) in self.collections.drain() {
+            self.cache.remove_collection(&held.glob.key, &self.queue);
+        }
+    }
+}
+
+impl<T: ResourceType> Stream for CollectionSet<T> {
+    type Item = CollectionSetEvent<T::Resource>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            let name = ready!(poll_dirty(&this.queue, &mut this.woken, cx));
+            if let Some(event) = this.event_for(name) {
+                return Poll::Ready(Some(event));
+            }
+        }
+    }
+}
