@@ -124,11 +124,11 @@ impl Federation {
             let alt_active = route.alt.as_ref().is_some_and(|a| a.active);
             // An alternative stands in for a resource the primary cannot
             // deliver; a copy or a known absence is the primary's answer.
-            if route.primary == *key && route.alt.is_some() && !answers.is_answered(&reader) {
+            if reader == *key && route.alt.is_some() && !answers.is_answered(&reader) {
                 self.start_alt(&reader);
                 continue;
             }
-            let shows_key = route.primary == *key && !alt_active
+            let shows_key = reader == *key && !alt_active
                 || route
                     .alt
                     .as_ref()

@@ -223,7 +223,7 @@ impl Federation {
 
     pub(super) fn add_watcher(&mut self, key: &ResourceKey, home: Home, alt: Option<ResourceKey>) {
         if let Some(route) = self.routes.get_mut(key) {
-            route.watchers += 1;
+            route.watchers = route.watchers.saturating_add(1);
             if route.alt.is_none() {
                 // The first watch that names an alternative gives the entry one.
                 route.alt = alt.map(|key| Box::new(Alt { key, active: false }));
@@ -234,7 +234,6 @@ impl Federation {
             key.clone(),
             Route {
                 watchers: 1,
-                primary: key.clone(),
                 alt: alt.map(|key| Box::new(Alt { key, active: false })),
             },
         );
@@ -282,7 +281,7 @@ impl Federation {
         let Some(route) = self.routes.remove(key) else {
             return;
         };
-        self.unfetch(&route.primary, key);
+        self.unfetch(key, key);
         if let Some(alt) = route.alt.filter(|a| a.active) {
             self.unfetch(&alt.key, key);
         }

@@ -184,7 +184,7 @@ impl Federation {
         let Some(route) = self.routes.get(reader) else {
             return;
         };
-        if route.primary == *key {
+        if reader == key {
             self.route_primary(reader, event, from, answers);
         } else if route
             .alt

@@ -117,11 +117,11 @@ impl Recorded {
     }
 }
 
-/// A watched entry: how many hold it, and what feeds it.
+/// A watched entry: how many hold it, and what feeds it besides the fetch
+/// of its own key (its primary, which is the route's key: held once, in
+/// the table, not again in each route).
 pub(crate) struct Route {
-    pub(crate) watchers: usize,
-    /// The key fetched for it (its own key).
-    pub(crate) primary: ResourceKey,
+    pub(crate) watchers: u32,
     /// Its `#alt` alternative, if the name had one.
     /// Boxed: few names have one, and every entry would hold its room.
     pub(crate) alt: Option<Box<Alt>>,
