@@ -6,13 +6,12 @@ use crate::protocol::ResourceKey;
 impl Federation {
     /// Whether `entry` has an alternative.
     pub(super) fn has_alt(&self, entry: &ResourceKey) -> bool {
-        self.routes.get(entry).is_some_and(|r| r.alt.is_some())
+        self.route(entry).is_some_and(|r| r.alt.is_some())
     }
 
     /// Whether `entry`'s alternative is fetched and serving.
     pub(super) fn alt_active(&self, entry: &ResourceKey) -> bool {
-        self.routes
-            .get(entry)
+        self.route(entry)
             .and_then(|r| r.alt.as_ref())
             .is_some_and(|a| a.active)
     }
@@ -21,8 +20,7 @@ impl Federation {
     /// its own authority.
     pub(super) fn start_alt(&mut self, entry: &ResourceKey) {
         let Some(alt) = self
-            .routes
-            .get_mut(entry)
+            .route_mut(entry)
             .and_then(|r| r.alt.as_mut())
             .filter(|a| !a.active)
         else {
@@ -40,8 +38,7 @@ impl Federation {
     /// The primary delivers again: the alternative is let go.
     pub(super) fn leave_alt(&mut self, entry: &ResourceKey) {
         let Some(alt) = self
-            .routes
-            .get_mut(entry)
+            .route_mut(entry)
             .and_then(|r| r.alt.as_mut())
             .filter(|a| a.active)
         else {

@@ -118,7 +118,7 @@ impl Federation {
         };
         let readers: Vec<ResourceKey> = fetch.readers.iter().cloned().collect();
         for reader in readers {
-            let Some(route) = self.routes.get(&reader) else {
+            let Some(route) = self.route(&reader) else {
                 continue;
             };
             let alt_active = route.alt.as_ref().is_some_and(|a| a.active);

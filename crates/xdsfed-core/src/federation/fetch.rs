@@ -1,7 +1,7 @@
 //! What is subscribed where: fetches by key, per-server subscription
 //! counts, and gRFC A71's subscribing on a new active server.
 
-use super::state::{Fetch, Home};
+use super::state::{Fetch, Home, Route};
 use super::{Action, Federation};
 use crate::authority::{Partition, ServerId};
 use crate::hash::SmallSet;
@@ -37,8 +37,26 @@ impl Federation {
             readers,
             answer: None,
             nack: None,
+            route: Route::default(),
         };
         self.fetches.insert(key, fetch);
+    }
+
+    /// The route of the watched entry `key`; `None` when no watcher holds
+    /// it.
+    pub(super) fn route(&self, key: &ResourceKey) -> Option<&Route> {
+        self.fetches
+            .get(key)
+            .map(|f| &f.route)
+            .filter(|r| r.watchers > 0)
+    }
+
+    /// [`Self::route`], to change.
+    pub(super) fn route_mut(&mut self, key: &ResourceKey) -> Option<&mut Route> {
+        self.fetches
+            .get_mut(key)
+            .map(|f| &mut f.route)
+            .filter(|r| r.watchers > 0)
     }
 
     /// Gives back `reader`'s use of `key`; the last reader unsubscribes it.

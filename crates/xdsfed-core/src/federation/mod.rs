@@ -17,6 +17,10 @@
 //!                          ─► Action::Deliver (key rewritten to E, Source recorded)
 //! ```
 //!
+//! A watched entry is always read through the fetch of its own key, so its
+//! route (watchers, `#alt`) is held in that fetch: one record and one
+//! lookup per watched name, not a route table beside the fetches.
+//!
 //! # Server fallback (gRFC A71)
 //!
 //! An authority's servers are in priority order. Fetches of the authority
@@ -147,8 +151,8 @@ pub struct Federation {
     authorities: HashMap<Partition, AuthorityState>,
     /// Boxed: inline, the table's empty slots alone would hold tens of
     /// megabytes at a million keys, and each rehash would move them.
+    /// A watched entry's route is held in the fetch of its own key.
     fetches: KeyedTable<ResourceKey, Fetch>,
-    routes: HashMap<ResourceKey, Route>,
     redirects: HashMap<ResourceKey, Redirect>,
     /// Members of each glob with a redirect chain, so letting a glob go
     /// touches only its own.
@@ -179,7 +183,6 @@ impl Federation {
             subscribed: HashMap::default(),
             authorities: HashMap::default(),
             fetches: KeyedTable::default(),
-            routes: HashMap::default(),
             redirects: HashMap::default(),
             glob_redirects: HashMap::default(),
             lists: HashMap::default(),
@@ -222,22 +225,23 @@ impl Federation {
     }
 
     pub(super) fn add_watcher(&mut self, key: &ResourceKey, home: Home, alt: Option<ResourceKey>) {
-        if let Some(route) = self.routes.get_mut(key) {
+        // A name cannot stand in for itself: letting such an alternative go
+        // would give back the entry's own fetch.
+        let alt = alt
+            .filter(|a| a != key)
+            .map(|key| Box::new(Alt { key, active: false }));
+        if let Some(route) = self.route_mut(key) {
             route.watchers = route.watchers.saturating_add(1);
             if route.alt.is_none() {
                 // The first watch that names an alternative gives the entry one.
-                route.alt = alt.map(|key| Box::new(Alt { key, active: false }));
+                route.alt = alt;
             }
             return;
         }
-        self.routes.insert(
-            key.clone(),
-            Route {
-                watchers: 1,
-                alt: alt.map(|key| Box::new(Alt { key, active: false })),
-            },
-        );
         self.fetch(key.clone(), home, key.clone());
+        if let Some(fetch) = self.fetches.get_mut(key) {
+            fetch.route = Route { watchers: 1, alt };
+        }
     }
 
     /// Adds a watcher of the list collection `key` of `member_type`s.
@@ -271,18 +275,16 @@ impl Federation {
         {
             list.wanted.remove(key);
         }
-        let Some(route) = self.routes.get_mut(key) else {
+        let Some(route) = self.route_mut(key) else {
             return;
         };
         route.watchers = route.watchers.saturating_sub(1);
         if route.watchers > 0 {
             return;
         }
-        let Some(route) = self.routes.remove(key) else {
-            return;
-        };
+        let alt = route.alt.take();
         self.unfetch(key, key);
-        if let Some(alt) = route.alt.filter(|a| a.active) {
+        if let Some(alt) = alt.filter(|a| a.active) {
             self.unfetch(&alt.key, key);
         }
         self.drop_redirects_of(key);

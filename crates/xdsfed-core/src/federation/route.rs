@@ -181,7 +181,7 @@ impl Federation {
         if self.route_hop(reader, key, event, from) {
             return;
         }
-        let Some(route) = self.routes.get(reader) else {
+        let Some(route) = self.route(reader) else {
             return;
         };
         if reader == key {

@@ -64,6 +64,11 @@ pub(crate) struct Fetch {
     pub(crate) answer: Option<Box<Answer>>,
     /// The NACK since that answer, if any.
     pub(crate) nack: Option<Box<Answer>>,
+    /// The watched entry of the fetch's own key, if it is one: a watched
+    /// entry is always fed by the fetch of its own key, so its route lives
+    /// in that fetch rather than in a table of its own (one record, one
+    /// lookup and one copy of the key per watched name).
+    pub(crate) route: Route,
 }
 
 /// An event about a fetched key, as its server sent it.
@@ -117,9 +122,10 @@ impl Recorded {
     }
 }
 
-/// A watched entry: how many hold it, and what feeds it besides the fetch
-/// of its own key (its primary, which is the route's key: held once, in
-/// the table, not again in each route).
+/// A watched entry: how many hold it (none: the fetch is not a watched
+/// entry), and what feeds it besides the fetch of its own key, its
+/// primary.
+#[derive(Default)]
 pub(crate) struct Route {
     pub(crate) watchers: u32,
     /// Its `#alt` alternative, if the name had one.

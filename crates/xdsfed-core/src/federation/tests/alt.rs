@@ -83,3 +83,22 @@ fn alt_unwatching_the_entry_lets_the_alternative_go() {
     assert!(h.subscribed(&alt).is_empty());
     assert!(h.subscribed(&entry).is_empty());
 }
+
+/// A name whose `#alt` is itself has no alternative: its servers failing
+/// and answering again leaves it subscribed where it was, still watched.
+#[test]
+fn alt_naming_the_entry_itself_is_no_alternative() {
+    let mut h = Harness::new();
+    let own = cluster("a", "c1");
+    let entry = h.watch(&format!("{}#alt={}", own.name, own.name));
+    assert_eq!(entry, own);
+    h.fail("a1");
+    h.fail("a2");
+    h.healthy("a1");
+    h.upsert("a1", &entry, "back");
+    assert_eq!(h.tag(&entry).as_deref(), Some("back"));
+    assert!(
+        !h.subscribed(&entry).is_empty(),
+        "the entry's own fetch is kept"
+    );
+}
