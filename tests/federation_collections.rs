@@ -7,13 +7,16 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::resources::{CDS, cluster};
 use common::{PATIENCE, bootstrap_json, client, client_with, next};
-use std::sync::Arc;
+use tokio_stream::{Stream, StreamExt};
 use xdsfed::client::cache::ResourceStatus;
 use xdsfed::client::client::WatchError;
-
-use xdsfed::client::watch::{CollectionEvent, CollectionSet, CollectionWatch, WatchEvent};
+use xdsfed::client::watch::{
+    CollectionEvent, CollectionSet, CollectionSetEvent, CollectionWatch, WatchEvent,
+};
 use xdsfed::core::bootstrap::ApiVariant;
 use xdsfed::core::types::ClusterType;
 use xdsfed::testbed::{ServerSpec, Testbed};
@@ -34,22 +37,33 @@ fn short<T>(event: &CollectionEvent<T>) -> String {
     }
 }
 
-/// Collects events until `done` says the ones seen so far suffice.
-async fn until(
-    watch: &mut CollectionWatch<ClusterType>,
+/// Collects a stream's events, each shown as text, until `done` says the
+/// ones seen so far suffice.
+async fn collect_until<S: Stream + Unpin>(
+    stream: &mut S,
+    show: impl Fn(S::Item) -> String,
     what: &str,
     mut done: impl FnMut(&[String]) -> bool,
 ) -> Vec<String> {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     let mut seen = Vec::new();
     while !done(&seen) {
-        match tokio::time::timeout_at(deadline, watch.next()).await {
-            Ok(Some(event)) => seen.push(short(&event)),
-            Ok(None) => panic!("collection watch ended waiting for {what}: {seen:?}"),
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(event)) => seen.push(show(event)),
+            Ok(None) => panic!("the watch ended waiting for {what}: {seen:?}"),
             Err(_) => panic!("no {what} within {PATIENCE:?}: {seen:?}"),
         }
     }
     seen
+}
+
+/// A collection watch's events until `done`.
+async fn until(
+    watch: &mut CollectionWatch<ClusterType>,
+    what: &str,
+    done: impl FnMut(&[String]) -> bool,
+) -> Vec<String> {
+    collect_until(watch, |event| short(&event), what, done).await
 }
 
 /// TP1 §Glob: members are the resources directly under the glob's path with
@@ -113,25 +127,15 @@ async fn glob_collection_tracks_additions_removals_and_the_empty_glob() {
     assert!(watch.provenance().server.starts_with(uri.as_str()));
 }
 
-/// Collects a set's events, as `collection: event`, until `done` says the
-/// ones seen so far suffice.
+/// A collection set's events, as `collection: event`, until `done`.
 async fn until_set(
     set: &mut CollectionSet<ClusterType>,
     what: &str,
-    mut done: impl FnMut(&[String]) -> bool,
+    done: impl FnMut(&[String]) -> bool,
 ) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let mut seen = Vec::new();
-    while !done(&seen) {
-        match tokio::time::timeout_at(deadline, set.next()).await {
-            Ok(Some(change)) => {
-                seen.push(format!("{}: {}", change.collection, short(&change.event)))
-            }
-            Ok(None) => panic!("collection set ended waiting for {what}: {seen:?}"),
-            Err(_) => panic!("no {what} within {PATIENCE:?}: {seen:?}"),
-        }
-    }
-    seen
+    let show =
+        |change: CollectionSetEvent<_>| format!("{}: {}", change.collection, short(&change.event));
+    collect_until(set, show, what, done).await
 }
 
 /// A collection set reports what a watch of each of its globs would, under
