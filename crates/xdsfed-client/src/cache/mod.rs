@@ -74,7 +74,8 @@ struct Inner {
     /// glob watcher finds the members already cached without walking every
     /// entry (a graph following LEDS watches a glob per cluster).
     /// Names only: the type is the glob's, and a name is half a key. Only
-    /// types in `glob_indexed` are indexed.
+    /// types in `glob_indexed` are indexed. A watched glob is keyed by its
+    /// entry's own copy of the name.
     by_glob: HashMap<ResourceKey, NameSet>,
     /// The types a glob collection has been watched of: the others' entries
     /// stay out of `by_glob`, where a hundred thousand clusters named by
@@ -457,13 +458,28 @@ impl Entry {
 }
 
 /// Adds `key` to the index of the glob it would be a member of.
-fn index_by_glob(by_glob: &mut HashMap<ResourceKey, NameSet>, key: &ResourceKey) {
-    if let Some(glob) = glob_of(&key.name) {
-        let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
-        by_glob
-            .entry(glob)
-            .or_default()
-            .insert(Arc::clone(&key.name));
+fn index_by_glob(
+    by_glob: &mut HashMap<ResourceKey, NameSet>,
+    entries: &Entries,
+    key: &ResourceKey,
+) {
+    let Some(glob) = glob_of(&key.name) else {
+        return;
+    };
+    let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
+    let member = Arc::clone(&key.name);
+    match by_glob.get_mut(&glob) {
+        Some(members) => {
+            members.insert(member);
+        }
+        None => {
+            // A watched glob's entry lends its copy of the name: one copy a
+            // collection, not one in the entry and one in the index.
+            let glob = entries
+                .get_key_value(&glob)
+                .map_or(glob, |(k, _)| k.clone());
+            by_glob.entry(glob).or_default().insert(member);
+        }
     }
 }
 
@@ -618,7 +634,7 @@ impl Inner {
 
     fn index_new_entry(&mut self, key: &ResourceKey) {
         if self.glob_indexed.contains(&key.type_url) {
-            index_by_glob(&mut self.by_glob, key);
+            index_by_glob(&mut self.by_glob, &self.entries, key);
         }
         if is_glob(&key.name) {
             self.glob_entries += 1;
@@ -651,7 +667,7 @@ impl Inner {
             return;
         }
         for key in self.entries.keys().filter(|k| k.type_url == *type_url) {
-            index_by_glob(&mut self.by_glob, key);
+            index_by_glob(&mut self.by_glob, &self.entries, key);
         }
     }
 

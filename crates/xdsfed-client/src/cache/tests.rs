@@ -299,6 +299,36 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
     assert_eq!(indexed, 2, "both members are in the glob's index");
 }
 
+/// A watched glob's index is keyed by the glob's own entry's copy of its
+/// name: one copy a collection, not one more in the index.
+#[test]
+fn a_watched_globs_index_shares_its_entrys_name() {
+    let cache = Cache::new();
+    let glob = ResourceKey::new(Members::LEDS, Members::name("*"));
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::from("s"),
+    };
+    let _queue = cache.add_collection(&glob, None);
+    let _watched = cache.add_watcher(&glob, provenance, DataErrorPolicy::default());
+    let members = Members {
+        cache,
+        server: Arc::from("s"),
+    };
+    members.upsert("e1", "a");
+    members.upsert("e2", "a");
+    let inner = members.cache.lock();
+    let (indexed, names) = inner
+        .by_glob
+        .get_key_value(&glob)
+        .expect("the glob is indexed");
+    assert_eq!(names.len(), 2);
+    assert!(
+        Arc::ptr_eq(&indexed.name, &glob.name),
+        "the entry's copy, shared"
+    );
+}
+
 /// What a glob collection's members look like to the cache's tests: one
 /// server, a watched glob, and an upsert or NACK of a member by id.
 struct Members {

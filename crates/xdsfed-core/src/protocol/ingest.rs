@@ -504,12 +504,12 @@ impl Session {
     ) -> ResourceKey {
         self.stats.resource_updates_valid += 1;
         if let Some(state) = self.states.get_mut(type_url) {
-            let globs = state.durable.globs > 0;
-            state
-                .durable
+            let durable = &mut state.durable;
+            let globs = (durable.globs > 0).then_some(&durable.subscribed);
+            durable
                 .held
                 .insert(Arc::clone(&name), Arc::clone(version), globs);
-            state.durable.forget_absence(&name);
+            durable.forget_absence(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
         self.cancel_does_not_exist(&key);

@@ -103,8 +103,10 @@ impl Session {
             }
         }
         for (name, version) in claimed {
-            if !state.durable.held.contains_key(&name) {
-                state.durable.held.insert(Arc::clone(&name), version, globs);
+            let durable = &mut state.durable;
+            if !durable.held.contains_key(&name) {
+                let globs = globs.then_some(&durable.subscribed);
+                durable.held.insert(Arc::clone(&name), version, globs);
             }
             self.stream
                 .claimed

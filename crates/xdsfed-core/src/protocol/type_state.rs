@@ -96,7 +96,8 @@ pub(crate) struct Held {
     versions: HashMap<Arc<str>, Arc<str>>,
     /// Held names by the glob they would belong to ([`glob_of`]); only
     /// names received while a glob was subscribed are indexed, since only
-    /// those can have come through one.
+    /// those can have come through one. A subscribed glob is keyed by the
+    /// subscription's own copy of its name.
     by_glob: HashMap<Arc<str>, NameSet>,
 }
 
@@ -132,20 +133,35 @@ impl Held {
         }
     }
 
-    /// Holds `name` at `version`; `globs` is whether any glob of the type
-    /// is subscribed (the name is then indexed under its glob).
-    pub(crate) fn insert(&mut self, name: Arc<str>, version: Arc<str>, globs: bool) {
+    /// Holds `name` at `version`; `globs` is the type's subscribed names
+    /// when any glob of the type is subscribed (the name is then indexed
+    /// under its glob, which is keyed by the subscription's own copy of
+    /// the glob's name when there is one).
+    pub(crate) fn insert(
+        &mut self,
+        name: Arc<str>,
+        version: Arc<str>,
+        globs: Option<&HashSet<Arc<str>>>,
+    ) {
         // One lookup either way; a name held already is indexed already.
         match self.versions.entry(name) {
             Entry::Occupied(mut held) => {
                 held.insert(version);
             }
             Entry::Vacant(slot) => {
-                if globs && let Some(glob) = glob_of(slot.key()) {
-                    self.by_glob
-                        .entry(glob)
-                        .or_default()
-                        .insert(Arc::clone(slot.key()));
+                if let Some(subscribed) = globs
+                    && let Some(glob) = glob_of(slot.key())
+                {
+                    let member = Arc::clone(slot.key());
+                    match self.by_glob.get_mut(&*glob) {
+                        Some(members) => {
+                            members.insert(member);
+                        }
+                        None => {
+                            let glob = subscribed.get(&*glob).map_or(glob, Arc::clone);
+                            self.by_glob.entry(glob).or_default().insert(member);
+                        }
+                    }
                 }
                 slot.insert(version);
             }
@@ -501,12 +517,12 @@ mod tests {
         let mut t = TypeState::default();
         t.subscribe(name("xdstp://a/T/g/*"));
         t.subscribe(name("xdstp://a/T/g/kept"));
-        t.durable
-            .held
-            .insert(name("xdstp://a/T/g/m"), name("1"), true);
-        t.durable
-            .held
-            .insert(name("xdstp://a/T/g/kept"), name("1"), true);
+        let subscribed = t.durable.subscribed.clone();
+        for member in ["xdstp://a/T/g/m", "xdstp://a/T/g/kept"] {
+            t.durable
+                .held
+                .insert(name(member), name("1"), Some(&subscribed));
+        }
         t.unsubscribe(&name("xdstp://a/T/g/*"));
         assert!(!t.wants("xdstp://a/T/g/m"));
         assert!(!t.durable.held.contains_key("xdstp://a/T/g/m"));
@@ -552,12 +568,34 @@ mod tests {
     fn unsubscribe_forgets_the_held_copy_unless_wildcard_delivers_it() {
         let mut t = TypeState::default();
         t.subscribe(name("a"));
-        t.durable.held.insert(name("a"), name("1"), false);
+        t.durable.held.insert(name("a"), name("1"), None);
         t.set_wildcard(true);
         t.unsubscribe(&name("a"));
         assert!(t.durable.held.contains_key("a"));
         t.set_wildcard(false);
         assert!(!t.durable.held.contains_key("a"));
+    }
+
+    /// A subscribed glob's index is keyed by the subscription's copy of
+    /// its name: one copy a collection.
+    #[test]
+    fn a_subscribed_globs_index_shares_the_subscriptions_name() {
+        const GLOB: &str = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/web/*";
+        let glob = name(GLOB);
+        let mut t = TypeState::default();
+        t.subscribe(Arc::clone(&glob));
+        let subscribed = t.durable.subscribed.clone();
+        for id in ["e1", "e2"] {
+            t.durable
+                .held
+                .insert(name(&GLOB.replace('*', id)), name("1"), Some(&subscribed));
+        }
+        let (indexed, members) = t.durable.held.by_glob.get_key_value(GLOB).expect("indexed");
+        assert_eq!(members.len(), 2);
+        assert!(
+            Arc::ptr_eq(indexed, &glob),
+            "the subscription's copy, shared"
+        );
     }
 
     #[test]
@@ -571,7 +609,10 @@ mod tests {
         // A member also subscribed on its own outlives its glob.
         t.subscribe(member(G1, "pinned"));
         for (glob, id) in [(G1, "e1"), (G1, "e2"), (G1, "pinned"), (G2, "e1")] {
-            t.durable.held.insert(member(glob, id), name("1"), true);
+            let subscribed = t.durable.subscribed.clone();
+            t.durable
+                .held
+                .insert(member(glob, id), name("1"), Some(&subscribed));
         }
         t.unsubscribe(&name(G1));
         assert!(!t.durable.held.contains_key(&member(G1, "e1")));
