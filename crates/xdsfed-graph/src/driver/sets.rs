@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use xdsfed_core::hash::HashMap;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use xdsfed_client::cache::ResourceStatus;
 use xdsfed_client::watch::{CollectionSet, CollectionSetEvent, SetEvent, WatchSet};
 use xdsfed_client::{CollectionEvent, WatchError, WatchEvent, XdsClient};
@@ -54,14 +54,7 @@ impl<T: Followed> Followers<T> {
 
     /// The next member change worth an input.
     fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
-        loop {
-            let Poll::Ready(Some(change)) = self.set.poll_next_unpin(cx) else {
-                return Poll::Pending;
-            };
-            if let Some(input) = self.input_of(change) {
-                return Poll::Ready(input);
-            }
-        }
+        first_input(self, cx, |f| &mut f.set, Self::input_of)
     }
 
     /// The engine's form of a member's change; `None` for an ambient error
@@ -114,6 +107,24 @@ impl<T: Followed> Followers<T> {
     }
 }
 
+/// The first change ready in `owner`'s stream that `input_of` makes an
+/// input of; the others (a repeated ambient error, say) are skipped.
+fn first_input<O, S: Stream + Unpin>(
+    owner: &mut O,
+    cx: &mut Context<'_>,
+    stream: impl Fn(&mut O) -> &mut S,
+    mut input_of: impl FnMut(&mut O, S::Item) -> Option<Input>,
+) -> Poll<Input> {
+    loop {
+        let Poll::Ready(Some(change)) = stream(owner).poll_next_unpin(cx) else {
+            return Poll::Pending;
+        };
+        if let Some(input) = input_of(owner, change) {
+            return Poll::Ready(input);
+        }
+    }
+}
+
 /// The LEDS glob collections the graph follows, as one set.
 struct Localities {
     set: CollectionSet<LbEndpointType>,
@@ -122,14 +133,7 @@ struct Localities {
 impl Localities {
     /// The next change worth an input.
     fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
-        loop {
-            let Poll::Ready(Some(change)) = self.set.poll_next_unpin(cx) else {
-                return Poll::Pending;
-            };
-            if let Some(input) = self.input_of(change) {
-                return Poll::Ready(input);
-            }
-        }
+        first_input(self, cx, |l| &mut l.set, |l, change| l.input_of(change))
     }
 
     /// The engine's form of a collection's change; `None` for what a glob
