@@ -63,7 +63,7 @@ impl IdleTimer {
 pub(crate) fn publish_session_stats(
     stats: &mut ConnectionStats,
     s: &SessionStats,
-    answered: Option<String>,
+    answered: Option<&str>,
 ) {
     stats.server_failure = s.server_failure;
     stats.resource_updates_valid = s.resource_updates_valid;
@@ -80,8 +80,8 @@ pub(crate) fn publish_session_stats(
     }
     stats.foreign_names_ignored = s.foreign_names_ignored;
     if let Some(type_url) = answered
-        && !stats.answered_types.contains(&type_url)
+        && !stats.answered_types.contains(type_url)
     {
-        stats.answered_types.insert(type_url);
+        stats.answered_types.insert(type_url.to_owned());
     }
 }

@@ -131,9 +131,10 @@ impl<Resp: super::presized::Resources> Messages<Resp> {
     pub(crate) async fn message(&mut self) -> Result<Option<Resp>, Status> {
         loop {
             if let Some(bytes) = self.reader.poll_message()? {
-                return super::presized::decode::<Resp>(bytes)
-                    .map(Some)
-                    .map_err(|e| Status::internal(e.to_string()));
+                let message = super::presized::decode::<Resp>(bytes)
+                    .map_err(|e| Status::internal(e.to_string()))?;
+                message.check().map_err(Status::internal)?;
+                return Ok(Some(message));
             }
             if self.ended {
                 return Ok(None);
@@ -319,6 +320,36 @@ mod tests {
         let messages = Messages::of(response(StatusCode::OK, &[], cut), 64).unwrap();
         let (read, end) = read_all(messages).await;
         assert_eq!((read, end.unwrap_err().code()), (vec![1], Code::Internal));
+    }
+
+    /// A delta response whose text is not UTF-8 fails the call as a
+    /// message that does not decode does, naming the field; the one before
+    /// it comes through.
+    #[tokio::test]
+    async fn a_delta_response_whose_text_is_not_utf8_fails_the_call() {
+        use xdsfed_core::protocol::{WireDeltaResponse, WireResource};
+        let named = |name: &'static [u8]| WireDeltaResponse {
+            resources: vec![WireResource {
+                name: Bytes::from_static(name),
+                ..WireResource::default()
+            }],
+            nonce: Bytes::from_static(b"1"),
+            ..WireDeltaResponse::default()
+        };
+        let mut body = BytesMut::new();
+        encode_into(&named(b"good"), 1024, &mut body).unwrap();
+        encode_into(&named(&[0xc3, 0x28]), 1024, &mut body).unwrap();
+        let frames = vec![
+            Frame::data(body.freeze()),
+            trailers(&[("grpc-status", "0")]),
+        ];
+        let mut messages: Messages<WireDeltaResponse> =
+            Messages::of(response(StatusCode::OK, &[], frames), 1024).unwrap();
+        let first = messages.message().await.unwrap().unwrap();
+        assert_eq!(&first.resources[0].name[..], b"good");
+        let status = messages.message().await.unwrap_err();
+        assert_eq!(status.code(), Code::Internal);
+        assert!(status.message().contains("resources.name"), "{status:?}");
     }
 
     #[test]

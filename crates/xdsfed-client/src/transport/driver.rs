@@ -19,8 +19,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+    DeltaDiscoveryRequest, DiscoveryRequest, DiscoveryResponse,
 };
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
@@ -37,7 +39,7 @@ use crate::source::handle::{Command, StatsCell};
 use crate::source::reconnect::{AttemptEnd, SourceDriver};
 use xdsfed_core::bootstrap::{ApiVariant, ServerConfig};
 use xdsfed_core::protocol::{
-    AuthorityFilter, Initiator, Request, Session, SessionConfig, StreamEnd,
+    AuthorityFilter, Initiator, Request, Session, SessionConfig, StreamEnd, WireDeltaResponse,
 };
 use xdsfed_core::types::TypeRegistry;
 
@@ -67,13 +69,13 @@ impl Outbound {
 
 /// The receiving half of an open stream.
 pub(super) enum Inbound {
-    Delta(Messages<DeltaDiscoveryResponse>),
+    Delta(Messages<WireDeltaResponse>),
     Sotw(Messages<DiscoveryResponse>),
 }
 
 /// One response from either variant.
 pub(super) enum Response {
-    Delta(DeltaDiscoveryResponse),
+    Delta(WireDeltaResponse),
     Sotw(DiscoveryResponse),
 }
 
@@ -166,8 +168,9 @@ pub(super) struct Driver {
     call_creds: Option<Arc<CallCredentials>>,
     fallback_logged: bool,
     /// The type of the response handled last, until its events are
-    /// delivered and the type is counted as answered.
-    answered: Option<String>,
+    /// delivered and the type is counted as answered (a delta response's
+    /// own bytes: no copy per response).
+    answered: Option<Bytes>,
 }
 
 impl Driver {
@@ -260,13 +263,13 @@ impl Driver {
             Response::Delta(r) => {
                 let _span = tracing::debug_span!(
                     "ads_response",
-                    type_url = %r.type_url,
+                    type_url = %String::from_utf8_lossy(&r.type_url),
                     resources = r.resources.len(),
                     removed = r.removed_resources.len(),
                 )
                 .entered();
                 self.answered = Some(r.type_url.clone());
-                self.session.handle_delta_response(now, r);
+                self.session.handle_delta_wire(now, r);
             }
             Response::Sotw(r) => {
                 let _span = tracing::debug_span!(
@@ -275,7 +278,7 @@ impl Driver {
                     resources = r.resources.len(),
                 )
                 .entered();
-                self.answered = Some(r.type_url.clone());
+                self.answered = Some(Bytes::copy_from_slice(r.type_url.as_bytes()));
                 self.session.handle_sotw_response(now, r);
             }
         }
@@ -333,7 +336,10 @@ impl Driver {
         publish_session_stats(
             &mut self.stats.lock(),
             self.session.stats(),
-            self.answered.take(),
+            self.answered
+                .take()
+                .as_deref()
+                .and_then(|t| std::str::from_utf8(t).ok()),
         );
     }
 }

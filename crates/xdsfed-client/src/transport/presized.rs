@@ -14,6 +14,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, Dis
 use prost::encoding::{DecodeContext, WireType, decode_key, decode_varint, skip_field};
 use prost::{DecodeError, Message};
 use xdsfed_core::policy_stream::wire::PolicyDiscoveryResponse;
+use xdsfed_core::protocol::WireDeltaResponse;
 
 /// The field number of the list in every response message the client
 /// reads: `resources` in both ADS variants, `policies` in the policy
@@ -26,6 +27,23 @@ pub(crate) trait Resources: Message + Default {
     fn reserve_resources(&mut self, additional: usize);
     /// How many resources there is room for.
     fn resources_capacity(&self) -> usize;
+    /// Refuses what decoding let through but the message may not hold:
+    /// text fields read as bytes that are not UTF-8.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl Resources for WireDeltaResponse {
+    fn reserve_resources(&mut self, additional: usize) {
+        self.resources.reserve_exact(additional);
+    }
+    fn resources_capacity(&self) -> usize {
+        self.resources.capacity()
+    }
+    fn check(&self) -> Result<(), String> {
+        self.check_text().map_err(|e| e.to_string())
+    }
 }
 
 impl Resources for DeltaDiscoveryResponse {

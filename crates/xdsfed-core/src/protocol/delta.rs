@@ -20,14 +20,40 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
 
 use super::ack::{PendingAck, error_detail};
-use super::ingest::{Body, HeartbeatRule, Item};
+use super::ingest::{Body, HeartbeatRule, Item, RawAny, Text};
 use super::session::{Request, Session};
 use super::type_state::WILDCARD;
+use super::wire::{WireDeltaResponse, as_text};
+
+/// A delta response read into items, with what else it carries.
+struct Delta<R, E> {
+    items: Vec<Item>,
+    /// Names removed (`removed_resources`, `removed_resource_names`).
+    removed: R,
+    /// `resource_errors`: name, code, message.
+    errors: E,
+    nonce: String,
+}
+
+/// The versions of one response's resources, which mostly share one: one
+/// copy of it.
+#[derive(Default)]
+struct SharedVersion(Option<Arc<str>>);
+
+impl SharedVersion {
+    fn of(&mut self, version: &str) -> Arc<str> {
+        match &self.0 {
+            Some(last) if **last == *version => Arc::clone(last),
+            _ => Arc::clone(self.0.insert(Arc::from(version))),
+        }
+    }
+}
 
 /// gRPC's `UNKNOWN`, for a resource error that came without a status.
 const UNKNOWN: i32 = 2;
@@ -101,8 +127,7 @@ impl Session {
             return;
         };
         let known = self.states.get(&type_url).map(|s| &s.durable);
-        // Resources of one response mostly share a version: one copy of it.
-        let mut last_version: Option<Arc<str>> = None;
+        let mut versions = SharedVersion::default();
         let items = r
             .resources
             .into_iter()
@@ -112,29 +137,102 @@ impl Session {
                 } else {
                     res.name
                 };
-                let body = res.resource.map_or(Body::Heartbeat, Body::Raw);
-                let version = match &last_version {
-                    Some(v) if **v == *res.version => Arc::clone(v),
-                    _ => Arc::clone(last_version.insert(Arc::from(res.version))),
-                };
-                Item::named(name, body, version, res.ttl, known)
+                let body = res
+                    .resource
+                    .map_or(Body::Heartbeat, |any| Body::Raw(any.into()));
+                let version = versions.of(&res.version);
+                Item::named(name.into(), body, version, res.ttl, known)
             })
             .collect();
+        let removed = r
+            .removed_resources
+            .into_iter()
+            .chain(r.removed_resource_names.into_iter().map(|n| n.name));
+        let errors = r.resource_errors.into_iter().map(|e| {
+            let name = e.resource_name.map(|n| n.name).unwrap_or_default();
+            let (code, message) = e
+                .error_detail
+                .map_or((UNKNOWN, String::new()), |s| (s.code, s.message));
+            (name, code, message)
+        });
+        let delta = Delta {
+            items,
+            removed,
+            errors,
+            nonce: r.nonce,
+        };
+        self.apply_delta(now, type_url, delta);
+    }
+
+    /// [`Session::on_delta_response`] for a response read in place: its
+    /// names, versions and type URLs are read where they lie, and a
+    /// resource's bytes are copied out of the message (a held resource
+    /// must not keep the whole message alive).
+    pub(super) fn on_delta_wire(&mut self, now: Instant, r: WireDeltaResponse) {
+        self.note_response(now);
+        let Some(type_url) = self.requested_type(as_text(&r.type_url)) else {
+            return;
+        };
+        let known = self.states.get(&type_url).map(|s| &s.durable);
+        let mut versions = SharedVersion::default();
+        let items = r
+            .resources
+            .into_iter()
+            .map(|res| {
+                let name = match res.resource_name {
+                    Some(n) if res.name.is_empty() => n.name,
+                    _ => res.name,
+                };
+                let body = res.resource.map_or(Body::Heartbeat, |any| {
+                    Body::Raw(RawAny {
+                        type_url: Text::InMessage(any.type_url),
+                        value: Bytes::copy_from_slice(&any.value),
+                    })
+                });
+                let version = versions.of(as_text(&res.version));
+                Item::named(Text::InMessage(name), body, version, res.ttl, known)
+            })
+            .collect();
+        let removed = r
+            .removed_resources
+            .iter()
+            .chain(r.removed_resource_names.iter().map(|n| &n.name))
+            .map(|name| as_text(name).to_owned());
+        let errors = r.resource_errors.into_iter().map(|e| {
+            let name = e.resource_name.map(|n| n.name).unwrap_or_default();
+            let (code, message) = e.error_detail.map_or((UNKNOWN, String::new()), |s| {
+                (s.code, as_text(&s.message).to_owned())
+            });
+            (as_text(&name).to_owned(), code, message)
+        });
+        let delta = Delta {
+            items,
+            removed,
+            errors,
+            nonce: as_text(&r.nonce).to_owned(),
+        };
+        self.apply_delta(now, type_url, delta);
+    }
+
+    /// What both readings of a delta response share: the rules of
+    /// `ingest`, the removals and resource errors, and the ACK or NACK.
+    fn apply_delta(
+        &mut self,
+        now: Instant,
+        type_url: Arc<str>,
+        delta: Delta<impl Iterator<Item = String>, impl Iterator<Item = (String, i32, String)>>,
+    ) {
         let mut rejected = Vec::new();
         self.ingest(
             now,
             &type_url,
-            items,
+            delta.items,
             HeartbeatRule::SameVersion,
             &mut rejected,
             None,
         );
         let full_state = self.full_state(&type_url);
-        let removed = r
-            .removed_resources
-            .into_iter()
-            .chain(r.removed_resource_names.into_iter().map(|n| n.name));
-        for raw in removed {
+        for raw in delta.removed {
             match crate::name::canonical_key(&raw) {
                 Ok(name) => self.server_removed(&type_url, Arc::from(name), full_state),
                 Err(e) => {
@@ -142,17 +240,13 @@ impl Session {
                 }
             }
         }
-        for e in r.resource_errors {
-            let name = e.resource_name.map(|n| n.name).unwrap_or_default();
-            let (code, message) = e
-                .error_detail
-                .map_or((UNKNOWN, String::new()), |s| (s.code, s.message));
+        for (name, code, message) in delta.errors {
             self.resource_error(&type_url, &name, code, message);
         }
         let error = (!rejected.is_empty()).then(|| error_detail(&type_url, &rejected));
         self.stream.acks.push_back(PendingAck {
             type_url,
-            nonce: r.nonce,
+            nonce: delta.nonce,
             version: Arc::from(""),
             error,
         });

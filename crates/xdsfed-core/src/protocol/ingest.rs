@@ -126,11 +126,61 @@ pub(crate) fn same_name(
     )))
 }
 
+/// Text a response carried: decoded into a `String` of its own, or read
+/// in place from a [`WireDeltaResponse`](super::WireDeltaResponse), whose
+/// text was checked to be UTF-8.
+#[derive(Debug)]
+pub(super) enum Text {
+    Owned(String),
+    InMessage(Bytes),
+}
+
+impl Text {
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            Text::Owned(text) => text,
+            Text::InMessage(bytes) => super::wire::as_text(bytes),
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Text::Owned(text)
+    }
+}
+
+impl From<Text> for String {
+    fn from(text: Text) -> Self {
+        match text {
+            Text::Owned(text) => text,
+            Text::InMessage(_) => text.as_str().to_owned(),
+        }
+    }
+}
+
+/// A resource not decoded yet: its type URL and bytes.
+#[derive(Debug)]
+pub(super) struct RawAny {
+    pub(super) type_url: Text,
+    pub(super) value: Bytes,
+}
+
+impl From<Any> for RawAny {
+    /// The bytes move into a `Bytes`, uncopied.
+    fn from(any: Any) -> Self {
+        RawAny {
+            type_url: any.type_url.into(),
+            value: Bytes::from(any.value),
+        }
+    }
+}
+
 /// One resource of a response, before the rules are applied.
 #[derive(Debug)]
 pub(super) struct Item {
     /// The name as the server sent it, for error messages.
-    pub(super) raw_name: String,
+    pub(super) raw_name: Text,
     /// Its cache key.
     pub(super) key: Result<Arc<str>, NameError>,
     /// Whether the key was found among the names subscribed by name (so it
@@ -153,26 +203,27 @@ pub(super) struct Item {
 impl Item {
     /// An item named `raw_name`.
     pub(super) fn new(
-        raw_name: String,
+        raw_name: impl Into<Text>,
         body: Body,
         version: Arc<str>,
         ttl: Option<PbDuration>,
     ) -> Self {
-        Self::named(raw_name, body, version, ttl, None)
+        Self::named(raw_name.into(), body, version, ttl, None)
     }
 
     /// An item named `raw_name`, whose key is the session's own copy when
     /// `known` (the type's durable state) has one.
     pub(super) fn named(
-        raw_name: String,
+        raw_name: Text,
         body: Body,
         version: Arc<str>,
         ttl: Option<PbDuration>,
         known: Option<&super::type_state::Durable>,
     ) -> Self {
-        let (key, subscribed, shared) = match known.and_then(|d| d.shared_name(&raw_name)) {
+        let name = raw_name.as_str();
+        let (key, subscribed, shared) = match known.and_then(|d| d.shared_name(name)) {
             Some((key, subscribed)) => (Ok(key), subscribed, true),
-            None => match canonical_key_of(&raw_name) {
+            None => match canonical_key_of(name) {
                 // Spelled otherwise than the session's copy: that copy all the
                 // same, so that one name is one `Arc` here too.
                 Ok(Cow::Owned(canonical)) => match known.and_then(|d| d.shared_name(&canonical)) {
@@ -200,7 +251,7 @@ impl Item {
 #[derive(Debug)]
 pub(super) enum Body {
     /// Not decoded yet: decoded only if someone wants it.
-    Raw(Any),
+    Raw(RawAny),
     /// Already decoded (SotW without the wrapper must decode to find the name).
     Decoded(Decoded),
     /// Decoded and rejected, but the name could still be read (SotW without
@@ -340,7 +391,7 @@ impl Session {
                 Err(error) => {
                     self.stats.resource_updates_invalid += 1;
                     rejected.push(Rejected::BadName {
-                        name: item.raw_name,
+                        name: item.raw_name.into(),
                         error,
                     });
                     continue;
@@ -372,7 +423,7 @@ impl Session {
                 // Report the name once, however often it appears.
                 if duplicates_reported.insert(Arc::clone(&key)) {
                     let r = Rejected::DuplicateName {
-                        name: item.raw_name,
+                        name: item.raw_name.into(),
                         count,
                     };
                     if wanted {
@@ -410,7 +461,7 @@ impl Session {
             }
         };
         let decoded = match item.body {
-            Body::Raw(any) if any.type_url == RESOURCE_LOCATOR_TYPE_URL => {
+            Body::Raw(any) if any.type_url.as_str() == RESOURCE_LOCATOR_TYPE_URL => {
                 return match locator_target(&any.value) {
                     Ok(target) => self.redirect(now, type_url, key, target, item.version, ttl),
                     Err(error) => {
@@ -428,10 +479,10 @@ impl Session {
             Body::Decoded(decoded) => Ok(decoded),
             Body::Failed(error) => Err(error),
             Body::Raw(any) => {
-                decode_registered(&self.types, type_url, &any.type_url, Bytes::from(any.value))
+                decode_registered(&self.types, type_url, any.type_url.as_str(), any.value)
             }
         };
-        match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
+        match decoded.and_then(|d| same_name(&key, item.raw_name.as_str(), d)) {
             Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
             Err(error) => self.invalid(type_url, key, item.raw_name, error, item.version, rejected),
         }
@@ -442,13 +493,13 @@ impl Session {
         &mut self,
         type_url: &Arc<str>,
         key: Arc<str>,
-        raw_name: String,
+        raw_name: Text,
         error: ValidationError,
         version: Arc<str>,
         rejected: &mut Vec<Rejected>,
     ) {
         let r = Rejected::Invalid {
-            name: raw_name,
+            name: raw_name.into(),
             error,
         };
         self.reject(type_url, key, &r, version);

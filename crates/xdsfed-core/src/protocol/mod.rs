@@ -87,6 +87,7 @@ mod stream_end;
 mod timers;
 mod type_state;
 mod undecoded;
+mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -105,6 +106,10 @@ pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use stream_end::{Initiator, SourceKind, StreamEnd, StreamFailure};
 pub use type_state::{glob_of, is_glob};
 pub use undecoded::UndecodedResource;
+pub use wire::{
+    NotText, WireAny, WireDeltaResponse, WireResource, WireResourceError, WireResourceName,
+    WireStatus,
+};
 
 /// The default `max_message_size` of the client's transport options: 256 MiB. xDS TP1's
 /// design load puts 100 000 clusters (about 24 MB) or a million endpoints

@@ -400,6 +400,20 @@ impl Session {
         self.count_by_type(&type_url, before);
     }
 
+    /// A `DeltaDiscoveryResponse` arrived, read in place
+    /// ([`WireDeltaResponse`](super::WireDeltaResponse), its text checked
+    /// with [`check_text`](super::WireDeltaResponse::check_text)): as
+    /// [`Session::handle_delta_response`], without a `String` for each
+    /// name, version and type URL.
+    pub fn handle_delta_wire(&mut self, now: Instant, response: super::WireDeltaResponse) {
+        let before = self.update_totals();
+        // A second handle on the bytes, not a copy of the text.
+        let type_url = response.type_url.clone();
+        self.on_delta_wire(now, response);
+        self.confirm_claimed();
+        self.count_by_type(super::wire::as_text(&type_url), before);
+    }
+
     /// A SotW `DiscoveryResponse` arrived.
     pub fn handle_sotw_response(&mut self, now: Instant, response: DiscoveryResponse) {
         self.handle_sotw_response_with_undecoded(now, response, Vec::new());

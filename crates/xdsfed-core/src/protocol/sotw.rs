@@ -252,7 +252,7 @@ impl Session {
                 name = decoded.name().unwrap_or_default().to_owned();
                 Body::Decoded(decoded)
             }
-            Some(inner) => Body::Raw(inner),
+            Some(inner) => Body::Raw(inner.into()),
         };
         Ok(Item::new(name, body, Arc::clone(version), wrapper.ttl))
     }

@@ -211,7 +211,7 @@ impl Driver {
         publish_session_stats(
             &mut self.stats.lock(),
             self.session.stats(),
-            self.answered.take(),
+            self.answered.take().as_deref(),
         );
     }
 }

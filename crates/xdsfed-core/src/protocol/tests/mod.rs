@@ -15,3 +15,4 @@ mod support;
 mod ttl;
 mod undecoded;
 mod wildcard;
+mod wire;
