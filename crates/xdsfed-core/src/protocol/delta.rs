@@ -24,6 +24,7 @@ use bytes::Bytes;
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
+use envoy_types::pb::google::protobuf::Duration as PbDuration;
 
 use super::ack::{PendingAck, error_detail};
 use super::ingest::{Body, HeartbeatRule, Item, RawAny, Text};
@@ -122,28 +123,20 @@ impl Session {
 
     /// Applies one delta response and queues its ACK or NACK.
     pub(super) fn on_delta_response(&mut self, now: Instant, r: DeltaDiscoveryResponse) {
-        self.note_response(now);
-        let Some(type_url) = self.requested_type(&r.type_url) else {
+        let read = self.delta_items(now, &r.type_url, r.resources, |res| {
+            let name = if res.name.is_empty() {
+                res.resource_name.map(|n| n.name).unwrap_or_default()
+            } else {
+                res.name
+            };
+            let body = res
+                .resource
+                .map_or(Body::Heartbeat, |any| Body::Raw(any.into()));
+            (name.into(), body, res.version.into(), res.ttl)
+        });
+        let Some((type_url, items)) = read else {
             return;
         };
-        let known = self.states.get(&type_url).map(|s| &s.durable);
-        let mut versions = SharedVersion::default();
-        let items = r
-            .resources
-            .into_iter()
-            .map(|res| {
-                let name = if res.name.is_empty() {
-                    res.resource_name.map(|n| n.name).unwrap_or_default()
-                } else {
-                    res.name
-                };
-                let body = res
-                    .resource
-                    .map_or(Body::Heartbeat, |any| Body::Raw(any.into()));
-                let version = versions.of(&res.version);
-                Item::named(name.into(), body, version, res.ttl, known)
-            })
-            .collect();
         let removed = r
             .removed_resources
             .into_iter()
@@ -169,30 +162,23 @@ impl Session {
     /// resource's bytes are copied out of the message (a held resource
     /// must not keep the whole message alive).
     pub(super) fn on_delta_wire(&mut self, now: Instant, r: WireDeltaResponse) {
-        self.note_response(now);
-        let Some(type_url) = self.requested_type(as_text(&r.type_url)) else {
+        let read = self.delta_items(now, as_text(&r.type_url), r.resources, |res| {
+            let name = match res.resource_name {
+                Some(n) if res.name.is_empty() => n.name,
+                _ => res.name,
+            };
+            let body = res.resource.map_or(Body::Heartbeat, |any| {
+                Body::Raw(RawAny {
+                    type_url: Text::InMessage(any.type_url),
+                    value: Bytes::copy_from_slice(&any.value),
+                })
+            });
+            let version = Text::InMessage(res.version);
+            (Text::InMessage(name), body, version, res.ttl)
+        });
+        let Some((type_url, items)) = read else {
             return;
         };
-        let known = self.states.get(&type_url).map(|s| &s.durable);
-        let mut versions = SharedVersion::default();
-        let items = r
-            .resources
-            .into_iter()
-            .map(|res| {
-                let name = match res.resource_name {
-                    Some(n) if res.name.is_empty() => n.name,
-                    _ => res.name,
-                };
-                let body = res.resource.map_or(Body::Heartbeat, |any| {
-                    Body::Raw(RawAny {
-                        type_url: Text::InMessage(any.type_url),
-                        value: Bytes::copy_from_slice(&any.value),
-                    })
-                });
-                let version = versions.of(as_text(&res.version));
-                Item::named(Text::InMessage(name), body, version, res.ttl, known)
-            })
-            .collect();
         let removed = r
             .removed_resources
             .iter()
@@ -212,6 +198,31 @@ impl Session {
             nonce: as_text(&r.nonce).to_owned(),
         };
         self.apply_delta(now, type_url, delta);
+    }
+
+    /// Counts the response and, when its type was requested, reads its
+    /// resources into items (`parts` gives each one's name, body, version
+    /// and TTL): the type's own copy of its URL, and the items.
+    fn delta_items<R>(
+        &mut self,
+        now: Instant,
+        type_url: &str,
+        resources: Vec<R>,
+        parts: impl Fn(R) -> (Text, Body, Text, Option<PbDuration>),
+    ) -> Option<(Arc<str>, Vec<Item>)> {
+        self.note_response(now);
+        let type_url = self.requested_type(type_url)?;
+        let known = self.states.get(&type_url).map(|s| &s.durable);
+        let mut versions = SharedVersion::default();
+        let items = resources
+            .into_iter()
+            .map(|resource| {
+                let (name, body, version, ttl) = parts(resource);
+                let version = versions.of(version.as_str());
+                Item::named(name, body, version, ttl, known)
+            })
+            .collect();
+        Some((type_url, items))
     }
 
     /// What both readings of a delta response share: the rules of

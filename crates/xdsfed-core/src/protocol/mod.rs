@@ -65,6 +65,8 @@
 //!   authorities, duplicates, validation, TTL, heartbeats, deletions);
 //! - `delta`, `sotw`: building requests and reading responses per variant;
 //! - `ack`: ACK and NACK, and why a resource is [`Rejected`];
+//! - `wire`: [`WireDeltaResponse`], a delta response read in place, as the
+//!   client's transport reads them;
 //! - `undecoded`: what a transport could not decode of a SotW response
 //!   (REST-JSON): [`UndecodedResource`]s, and responses rejected whole;
 //! - `timers`: the one timer table (does-not-exist, TTL, the stream's
