@@ -2,7 +2,8 @@
 //! [`WireDeltaResponse`].
 //!
 //! Rule: a response with a text field that is not UTF-8 is refused whole,
-//! as prost refuses such a `string` ([`WireDeltaResponse::check_text`];
+//! naming the field, its entry and the resource, as prost refuses such a
+//! `string` ([`WireDeltaResponse::check_text`];
 //! test `text_that_is_not_utf8_is_refused_naming_its_field`).
 
 use bytes::Bytes;
@@ -131,40 +132,63 @@ pub struct WireStatus {
     pub message: Bytes,
 }
 
-/// A text field of a response that is not UTF-8.
+/// A text field of a response that is not UTF-8, with the entry of a
+/// repeated field it is in and, for a resource, its name when that is
+/// text (quoted with escapes: it comes from the server).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid string value in field {field}: data is not UTF-8 encoded")]
+#[error("invalid string value in field {field}{}: data is not UTF-8 encoded", where_of(*.entry, .name.as_deref()))]
 pub struct NotText {
     /// The field, as `DeltaDiscoveryResponse.<path>`.
     pub field: &'static str,
+    /// Which entry of the repeated field (`resources`,
+    /// `removed_resources`, …) holds it, counted from 0.
+    pub entry: Option<usize>,
+    /// The name of the resource it belongs to, when that name is text.
+    pub name: Option<String>,
+}
+
+fn where_of(entry: Option<usize>, name: Option<&str>) -> String {
+    match (entry, name) {
+        (Some(entry), Some(name)) => format!(" (entry {entry}, {name:?})"),
+        (Some(entry), None) => format!(" (entry {entry})"),
+        (None, _) => String::new(),
+    }
 }
 
 impl WireDeltaResponse {
     /// Checks that every text field is UTF-8, as decoding them into
     /// `String`s would have; the session then reads them as text.
     pub fn check_text(&self) -> Result<(), NotText> {
-        text("type_url", &self.type_url)?;
-        text("nonce", &self.nonce)?;
-        for removed in &self.removed_resources {
-            text("removed_resources", removed)?;
+        text("type_url", &self.type_url).map_err(|e| e.at(None))?;
+        text("nonce", &self.nonce).map_err(|e| e.at(None))?;
+        for (at, removed) in self.removed_resources.iter().enumerate() {
+            text("removed_resources", removed).map_err(|e| e.at(Some(at)))?;
         }
-        for name in &self.removed_resource_names {
-            text("removed_resource_names.name", &name.name)?;
+        for (at, name) in self.removed_resource_names.iter().enumerate() {
+            text("removed_resource_names.name", &name.name).map_err(|e| e.at(Some(at)))?;
         }
-        for error in &self.resource_errors {
-            if let Some(name) = &error.resource_name {
-                text("resource_errors.resource_name.name", &name.name)?;
+        for (at, error) in self.resource_errors.iter().enumerate() {
+            let name = error.resource_name.as_ref().map(|n| &n.name[..]);
+            let in_error =
+                |field, bytes: &[u8]| text(field, bytes).map_err(|e| e.at(Some(at)).named(name));
+            if let Some(name) = name {
+                in_error("resource_errors.resource_name.name", name)?;
             }
             if let Some(status) = &error.error_detail {
-                text("resource_errors.error_detail.message", &status.message)?;
+                in_error("resource_errors.error_detail.message", &status.message)?;
             }
         }
-        self.resources.iter().try_for_each(WireResource::check_text)
+        for (at, resource) in self.resources.iter().enumerate() {
+            resource
+                .check_text()
+                .map_err(|e| e.at(Some(at)).named(Some(resource.name_bytes())))?;
+        }
+        Ok(())
     }
 }
 
 impl WireResource {
-    fn check_text(&self) -> Result<(), NotText> {
+    fn check_text(&self) -> Result<(), Unchecked> {
         text("resources.name", &self.name)?;
         text("resources.version", &self.version)?;
         if let Some(name) = &self.resource_name {
@@ -175,12 +199,43 @@ impl WireResource {
         }
         Ok(())
     }
+
+    /// The name it is sent under: `name`, or `resource_name` without one.
+    fn name_bytes(&self) -> &[u8] {
+        match &self.resource_name {
+            Some(n) if self.name.is_empty() => &n.name,
+            _ => &self.name,
+        }
+    }
 }
 
-fn text(field: &'static str, bytes: &[u8]) -> Result<(), NotText> {
+/// A field found not to be text, before it is placed in the response.
+struct Unchecked(&'static str);
+
+impl Unchecked {
+    fn at(self, entry: Option<usize>) -> NotText {
+        NotText {
+            field: self.0,
+            entry,
+            name: None,
+        }
+    }
+}
+
+impl NotText {
+    /// Names the resource (when its name is text).
+    fn named(mut self, name: Option<&[u8]>) -> Self {
+        self.name = name
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .map(str::to_owned);
+        self
+    }
+}
+
+fn text(field: &'static str, bytes: &[u8]) -> Result<(), Unchecked> {
     match std::str::from_utf8(bytes) {
         Ok(_) => Ok(()),
-        Err(_) => Err(NotText { field }),
+        Err(_) => Err(Unchecked(field)),
     }
 }
 
@@ -305,6 +360,18 @@ mod tests {
         assert_eq!(
             bad(|r| r.resource_errors[0].error_detail.as_mut().unwrap().message = not_utf8()),
             "resource_errors.error_detail.message"
+        );
+        // The entry is named, and the resource by its name when that is text.
+        let mut read = WireDeltaResponse::decode(Bytes::from(sent().encode_to_vec())).unwrap();
+        read.resources[0].version = not_utf8();
+        let error = read.check_text().unwrap_err();
+        assert_eq!(
+            (error.entry, error.name.as_deref()),
+            (Some(0), Some("xdstp://a/T/r1"))
+        );
+        assert!(
+            error.to_string().contains(r#"(entry 0, "xdstp://a/T/r1")"#),
+            "{error}"
         );
         // Bytes that are no text are fine where they are no text.
         let mut read = WireDeltaResponse::decode(Bytes::from(sent().encode_to_vec())).unwrap();
