@@ -32,9 +32,13 @@ static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 /// dhat counts for one profiler at a time: the tests take turns.
 static ONE_PROFILER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn profiler() -> (std::sync::MutexGuard<'static, ()>, dhat::Profiler) {
+/// A profiler, and the turn it holds. The profiler comes first: a tuple
+/// drops its fields in order, so the profiler is gone before the turn is
+/// handed on (the other way round, the next test could start its profiler
+/// while this one's still ran, which dhat refuses).
+fn profiler() -> (dhat::Profiler, std::sync::MutexGuard<'static, ()>) {
     let turn = ONE_PROFILER.lock().unwrap_or_else(|e| e.into_inner());
-    (turn, dhat::Profiler::builder().testing().build())
+    (dhat::Profiler::builder().testing().build(), turn)
 }
 
 const RESOURCES: usize = 1_000;
