@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use xdsfed_core::types::{LedsLocality, LoadAssignment};
 
-use super::{Edge, Key, ParseCx, canonical_name};
+use super::{Edge, Key, ParseCx, canonical_shared};
 use crate::error::GraphError;
 use crate::resource::ResourceKind;
 
@@ -26,8 +26,8 @@ const LIST_TYPE: &str = "envoy.config.endpoint.v3.LbEndpointCollection";
 /// followed.
 pub(crate) fn leds_key(leds: &LedsLocality) -> Result<Key, (Key, GraphError)> {
     let kind = ResourceKind::LbEndpoint;
-    let raw = &*leds.collection_name;
-    let name = canonical_name(kind, raw).map_err(|e| (Key::new(kind, Arc::from(raw)), e))?;
+    let raw = &leds.collection_name;
+    let name = canonical_shared(kind, raw).map_err(|e| (Key::new(kind, Arc::clone(raw)), e))?;
     let followed = xdsfed_core::name::ResourceName::parse_user_supplied(&name).is_ok_and(|n| {
         n.as_xdstp().is_some_and(|x| match x.is_glob() {
             true => x.resource_type() == kind.message_name(),

@@ -68,6 +68,56 @@ impl Key {
     }
 }
 
+/// A node's identity as a table of [`Key`]s can be searched by without an
+/// `Arc` of the name: `&(kind, name) as &dyn KeyView`. An update names its
+/// resource as text, and the node it is for mostly exists already; its key
+/// is then shared rather than allocated again.
+pub(crate) trait KeyView {
+    fn kind(&self) -> ResourceKind;
+    fn name(&self) -> &str;
+}
+
+impl KeyView for Key {
+    fn kind(&self) -> ResourceKind {
+        self.kind
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl KeyView for (ResourceKind, &str) {
+    fn kind(&self) -> ResourceKind {
+        self.0
+    }
+    fn name(&self) -> &str {
+        self.1
+    }
+}
+
+/// Hashes as the derived `Hash` of [`Key`] does (its kind, then its name
+/// as a `str`), as `Borrow` requires.
+impl std::hash::Hash for dyn KeyView + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind().hash(state);
+        self.name().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind() == other.kind() && self.name() == other.name()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
 /// One outgoing edge: the target and how it resolves. A target that cannot
 /// be fetched still gets a node (in error), so that it shows up where it is
 /// used; edges with a `ConfigSource` never do, their error goes on the parent.
@@ -136,6 +186,16 @@ pub(crate) fn canonical_name(kind: ResourceKind, raw: &str) -> Result<Arc<str>, 
             name: Arc::from(raw),
             why: Arc::from(e.to_string()),
         }),
+    }
+}
+
+/// [`canonical_name`] of a name held in an `Arc`: that `Arc` itself when
+/// the name is canonical already, as names mostly are.
+pub(crate) fn canonical_shared(kind: ResourceKind, raw: &Arc<str>) -> Result<Arc<str>, GraphError> {
+    match xdsfed_core::name::canonical_key_of(raw) {
+        Ok(std::borrow::Cow::Borrowed(_)) => Ok(Arc::clone(raw)),
+        Ok(std::borrow::Cow::Owned(key)) => Ok(Arc::from(key)),
+        Err(_) => canonical_name(kind, raw),
     }
 }
 

@@ -90,7 +90,7 @@ impl GraphEngine {
         name: &str,
         update: Update<T>,
     ) {
-        let key = Key::new(kind, Arc::from(name));
+        let key = self.key_of(kind, name);
         let mut wildcard_on = false;
         if let Some(w) = self.wildcard_mut(kind) {
             wildcard_on = *w != Listing::Off;

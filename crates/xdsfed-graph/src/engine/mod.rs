@@ -75,7 +75,7 @@ use xdsfed_core::types::ClusterView;
 use xdsfed_core::types::RouteConfigView;
 use xdsfed_core::types::{LedsEndpoint, LoadAssignment};
 
-use crate::edges::{Key, ParseCx, Via, canonical_name};
+use crate::edges::{Key, KeyView, ParseCx, Via, canonical_name};
 use crate::options::{GraphOptions, Roots};
 use crate::resource::{CollectionUpdate, ResourceKind, Update};
 use crate::snapshot::Snapshot;
@@ -452,6 +452,17 @@ impl GraphEngine {
             }
             Err(e) => Node::new(State::Absent(e)),
         }
+    }
+
+    /// The key of `kind` `name`: the node's own when it is live or
+    /// retired (an update shares its name rather than allocating it
+    /// again), a new one otherwise.
+    fn key_of(&self, kind: ResourceKind, name: &str) -> Key {
+        let view: &dyn KeyView = &(kind, name);
+        self.nodes
+            .get_key_value(view)
+            .or_else(|| self.retired.get_key_value(view))
+            .map_or_else(|| Key::new(kind, Arc::from(name)), |(key, _)| key.clone())
     }
 
     /// Makes `node` live, keeping the cold count and timers true.

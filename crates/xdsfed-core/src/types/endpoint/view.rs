@@ -64,20 +64,20 @@ use crate::types::ValidationError;
 #[derive(Clone)]
 pub struct LoadAssignment {
     parts: Parts,
-    /// Each LEDS locality's members, by its index in the LEDS localities,
-    /// once a graph filled them in ([`LoadAssignment::with_leds_members`]);
-    /// empty as the server sent the assignment.
-    members: Box<[LedsMembers]>,
 }
 
 /// What the server sent: held here, or, in a copy filled in from LEDS, by
 /// the assignment it was filled from (never itself a filled copy). A
-/// graph fills a copy for every snapshot a member changes in, and the
-/// text and records of the assignment do not change with its members.
+/// graph fills a copy per cluster, and another for every snapshot a
+/// member changes in, and the text and records of the assignment do not
+/// change with its members: a copy is 24 bytes and its members, not the
+/// 104 of what the server sent, which is boxed for that.
 #[derive(Clone)]
 enum Parts {
-    Own(Own),
-    Of(Arc<LoadAssignment>),
+    Own(Box<Own>),
+    /// Each LEDS locality's members, by its index in the LEDS localities,
+    /// filled in by a graph ([`LoadAssignment::with_leds_members`]).
+    Of(Arc<LoadAssignment>, Box<[LedsMembers]>),
 }
 
 /// The bytes and the view of an assignment as the server sent it.
@@ -96,7 +96,7 @@ struct Own {
 /// the message is held or shared.
 impl PartialEq for LoadAssignment {
     fn eq(&self, other: &Self) -> bool {
-        self.own() == other.own() && self.members == other.members
+        self.own() == other.own() && self.members() == other.members()
     }
 }
 
@@ -141,7 +141,9 @@ impl EndpointView<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LedsLocality {
     /// `leds_cluster_locality_config.leds_collection_name`.
-    pub collection_name: Box<str>,
+    /// Shared: a graph keys the collection by this very copy when it is
+    /// canonical.
+    pub collection_name: Arc<str>,
     /// `leds_cluster_locality_config.leds_config`, encoded: the decoded
     /// message is 216 bytes, its encoding a few, and it is read once, when
     /// the assignment's edges are worked out.
@@ -263,11 +265,10 @@ impl LoadAssignment {
     pub fn with_leds_members(self: &Arc<Self>, members: Vec<LedsMembers>) -> Self {
         let base = match &self.parts {
             Parts::Own(_) => Arc::clone(self),
-            Parts::Of(base) => Arc::clone(base),
+            Parts::Of(base, _) => Arc::clone(base),
         };
         LoadAssignment {
-            parts: Parts::Of(base),
-            members: members.into_boxed_slice(),
+            parts: Parts::Of(base, members.into_boxed_slice()),
         }
     }
 
@@ -275,7 +276,16 @@ impl LoadAssignment {
     fn own(&self) -> &Own {
         match &self.parts {
             Parts::Own(own) => own,
-            Parts::Of(base) => base.own(),
+            Parts::Of(base, _) => base.own(),
+        }
+    }
+
+    /// The LEDS localities' members a graph filled in; none as the server
+    /// sent the assignment.
+    fn members(&self) -> &[LedsMembers] {
+        match &self.parts {
+            Parts::Own(_) => &[],
+            Parts::Of(_, members) => members,
         }
     }
 
@@ -305,7 +315,7 @@ impl LoadAssignment {
 
     /// How many endpoints the localities list together.
     pub fn endpoint_count(&self) -> usize {
-        self.own().endpoints.len() + self.members.iter().map(LedsMembers::len).sum::<usize>()
+        self.own().endpoints.len() + self.members().iter().map(LedsMembers::len).sum::<usize>()
     }
 
     /// Whether any locality takes its endpoints from LEDS; O(1).
@@ -391,7 +401,7 @@ impl<'a> LocalityView<'a> {
 
     fn walk(&self) -> LocalityEndpoints<'a> {
         let held = self.held;
-        match held.members.get(self.record.leds as usize) {
+        match held.members().get(self.record.leds as usize) {
             Some(members) => LocalityEndpoints::Members(members.iter()),
             None => LocalityEndpoints::Inline(
                 held,
@@ -724,15 +734,14 @@ impl Builder {
 
     fn finish(self, raw: Bytes) -> LoadAssignment {
         LoadAssignment {
-            parts: Parts::Own(Own {
+            parts: Parts::Own(Box::new(Own {
                 raw,
                 text: self.text.into_boxed_str(),
                 name: self.name,
                 localities: self.localities.into_boxed_slice(),
                 endpoints: self.endpoints.into_boxed_slice(),
                 leds: (!self.leds.is_empty()).then(|| Arc::from(self.leds)),
-            }),
-            members: Box::default(),
+            })),
         }
     }
 }

@@ -278,3 +278,28 @@ fn each_leds_locality_gets_the_members_of_the_collection_it_names() {
         assert_eq!(locality_weights(&s), expected, "{collections:?}");
     }
 }
+
+/// The collection's node is keyed by the name the assignment holds, shared,
+/// not by a copy of it: a graph follows a collection per cluster.
+#[test]
+fn a_collection_is_keyed_by_the_name_its_assignment_holds() {
+    let mut h = leds_graph();
+    leds(&mut h, changed("e1", 3));
+    let s = h.ready();
+    let c = s.cluster("c1").expect("c1 in the snapshot");
+    let ClusterEndpoints::Eds {
+        assignment: Some(a),
+        ..
+    } = &c.endpoints
+    else {
+        panic!("no assignment: {c:?}");
+    };
+    let (_, locality) = a.value.leds_localities().next().expect("a LEDS locality");
+    let view: &dyn crate::edges::KeyView = &(ResourceKind::LbEndpoint, GLOB);
+    let (key, _) = h
+        .engine
+        .nodes
+        .get_key_value(view)
+        .expect("the collection's node");
+    assert!(Arc::ptr_eq(&key.name, &locality.collection_name));
+}

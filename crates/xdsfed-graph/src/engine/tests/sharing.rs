@@ -57,3 +57,24 @@ fn cluster_update_reuses_its_endpoints_and_leaves_siblings_alone() {
 fn same_entry<T>(a: Option<&Arc<T>>, b: Option<&Arc<T>>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
 }
+
+/// An update of a resource the graph holds keys it by the node's own name,
+/// looked up by text: no name is allocated again, and the node, its key and
+/// the error a later absence names all share one `Arc`.
+#[test]
+fn an_update_shares_the_name_its_node_is_keyed_by() {
+    let mut h = warm_graph(&["a", "b"]);
+    let kind = ResourceKind::ClusterLoadAssignment;
+    let held = |h: &Harness| {
+        let view: &dyn crate::edges::KeyView = &(kind, "a");
+        let (key, _) = h.engine.nodes.get_key_value(view).expect("a's assignment");
+        Arc::clone(&key.name)
+    };
+    let before = held(&h);
+    assert_eq!(h.engine.key_of(kind, "a").name.as_ptr(), before.as_ptr());
+    h.endpoints(cla("a", 9), "2");
+    assert!(Arc::ptr_eq(&held(&h), &before), "the key is the node's own");
+    let fresh = h.engine.key_of(kind, "not-held");
+    assert_eq!(&*fresh.name, "not-held");
+    assert!(!h.engine.nodes.contains_key(&fresh));
+}

@@ -135,6 +135,17 @@ fn leds_locality_keeps_its_collection_and_is_filled_only_by_its_members() {
     assert_eq!(filled.raw(), held.raw(), "the bytes stay the server's");
 }
 
+/// A copy filled in from LEDS, which a graph makes per cluster and per
+/// snapshot a member changes in, is a pointer to what the server sent and
+/// its members: three words, what the server sent being boxed.
+#[test]
+fn a_filled_copy_is_three_words() {
+    assert_eq!(
+        std::mem::size_of::<LoadAssignment>(),
+        3 * std::mem::size_of::<usize>()
+    );
+}
+
 /// What an assignment costs beyond its strings: a record per locality and
 /// per endpoint, of these sizes (docs/architecture.md quotes them).
 #[test]
