@@ -206,6 +206,34 @@ async fn a_set_reports_members_under_their_collection() {
         seen.contains(&format!("{glob_a}: removed {a1}")),
         "{seen:?}"
     );
+    // A removed glob is unsubscribed on the wire; the others go with the set.
+    let canonical_b = name("b/*?az=1&zone=z");
+    let subscribed = |glob: &str| {
+        let mut on = false;
+        for r in server
+            .recording()
+            .streams()
+            .iter()
+            .flat_map(|s| s.delta_requests().cloned().collect::<Vec<_>>())
+        {
+            on = (on || r.resource_names_subscribe.iter().any(|n| n == glob))
+                && !r.resource_names_unsubscribe.iter().any(|n| n == glob);
+        }
+        on
+    };
+    eventually("b unsubscribed", || !subscribed(&canonical_b)).await;
+    assert!(subscribed(&glob_a), "a is still subscribed");
+    drop(set);
+    eventually("a unsubscribed with the set", || !subscribed(&glob_a)).await;
+}
+
+/// Polls `done` until it holds, failing after [`PATIENCE`].
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = tokio::time::Instant::now() + PATIENCE;
+    while !done() {
+        assert!(tokio::time::Instant::now() < give_up, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// TP1 §Glob needs delta xDS: a server pinned to state-of-the-world is

@@ -97,16 +97,38 @@ pub(crate) trait Release: Send + Sync + 'static {
 }
 
 pub(crate) struct Guard {
-    pub(crate) owner: Arc<dyn Release>,
+    /// `None` once [`Guard::take_over`] handed the subscription on.
+    pub(crate) owner: Option<Arc<dyn Release>>,
     pub(crate) key: ResourceKey,
     /// Another subscription this one needs (an `#entry=` watch holds its
     /// list collection), released after this one.
     pub(crate) holds: Option<Arc<Guard>>,
 }
 
+impl Guard {
+    /// Hands the subscription over to the caller, who releases it through
+    /// the owner returned; the guard then goes without releasing it. A
+    /// holder of many subscriptions keeps their keys anyway, and spares an
+    /// allocation a subscription this way. The guard comes back as it was
+    /// while another handle shares it, or when it holds another
+    /// subscription.
+    pub(crate) fn take_over(guard: Arc<Guard>) -> Result<Arc<dyn Release>, Arc<Guard>> {
+        let mut guard = Arc::try_unwrap(guard)?;
+        match (guard.holds.is_none(), guard.owner.take()) {
+            (true, Some(owner)) => Ok(owner),
+            (_, owner) => {
+                guard.owner = owner;
+                Err(Arc::new(guard))
+            }
+        }
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
-        self.owner.release(&self.key);
+        if let Some(owner) = &self.owner {
+            owner.release(&self.key);
+        }
         // Only then what this one needed.
         drop(self.holds.take());
     }
@@ -609,7 +631,7 @@ mod tests {
     fn watch_of(rx: watch::Receiver<ResourceState>) -> Watch<ClusterType> {
         let key = ResourceKey::new(CDS, "xdstp://a.example/envoy.config.cluster.v3.Cluster/c");
         let guard = Guard {
-            owner: Arc::new(Unwatched),
+            owner: Some(Arc::new(Unwatched)),
             key,
             holds: None,
         };
@@ -621,6 +643,56 @@ mod tests {
     }
 
     fn assert_unpin_stream<S: Stream + Unpin + Send + Sync>() {}
+
+    /// Counts the releases of its subscriptions.
+    #[derive(Default)]
+    struct Releases(AtomicUsize);
+
+    impl Release for Releases {
+        fn release(&self, _: &ResourceKey) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn release_wildcard(&self, _: &str, _: &Arc<WildcardQueue>) {}
+    }
+
+    fn guard_of(owner: &Arc<Releases>, holds: Option<Arc<Guard>>) -> Arc<Guard> {
+        Arc::new(Guard {
+            owner: Some(Arc::clone(owner) as Arc<dyn Release>),
+            key: ResourceKey::new(CDS, "c"),
+            holds,
+        })
+    }
+
+    /// A guard taken over goes without releasing its subscription, which its
+    /// new holder releases once; a guard another handle shares, or one that
+    /// holds another subscription, comes back as it was and releases as a
+    /// guard does.
+    #[test]
+    fn a_guard_taken_over_leaves_the_release_to_its_taker() {
+        let releases = Arc::new(Releases::default());
+        let count = || releases.0.load(Ordering::SeqCst);
+        let Ok(owner) = Guard::take_over(guard_of(&releases, None)) else {
+            panic!("a sole guard is taken over");
+        };
+        assert_eq!(count(), 0, "the guard went without releasing");
+        owner.release(&ResourceKey::new(CDS, "c"));
+        assert_eq!(count(), 1);
+
+        let shared = guard_of(&releases, None);
+        let other = Arc::clone(&shared);
+        let Err(back) = Guard::take_over(shared) else {
+            panic!("a shared guard is not taken over");
+        };
+        drop((back, other));
+        assert_eq!(count(), 2, "released as a guard, once");
+
+        let holding = guard_of(&releases, Some(guard_of(&releases, None)));
+        let Err(back) = Guard::take_over(holding) else {
+            panic!("a guard holding another is not taken over");
+        };
+        drop(back);
+        assert_eq!(count(), 4, "it and what it held");
+    }
 
     /// Every handle is an `Unpin` stream that can move between tasks.
     #[test]

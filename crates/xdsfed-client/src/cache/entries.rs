@@ -264,6 +264,14 @@ impl Held<'_> {
         }
     }
 
+    /// Its authority and the server its subscription is on.
+    pub(super) fn provenance(&self) -> Provenance {
+        match self {
+            Held::Full(entry) => entry.provenance.clone(),
+            Held::Plain(plain) => plain.provenance(),
+        }
+    }
+
     /// Its status, without building a state.
     pub(super) fn status(&self) -> ResourceStatus {
         match self {

@@ -222,6 +222,21 @@ impl Cache {
         }
     }
 
+    /// Whether `key`'s entry keeps a channel for single watchers.
+    #[cfg(test)]
+    pub(crate) fn has_channel(&self, key: &ResourceKey) -> bool {
+        self.lock()
+            .entries
+            .full_mut(key)
+            .is_some_and(|entry| matches!(entry.slot, Slot::Watched(_)))
+    }
+
+    /// The authority of `key`'s entry and the server its subscription is
+    /// on, if it is in the cache.
+    pub(crate) fn provenance(&self, key: &ResourceKey) -> Option<Provenance> {
+        self.lock().entries.get(key).map(|held| held.provenance())
+    }
+
     /// The current state of `key`, if it is in the cache.
     pub fn state(&self, key: &ResourceKey) -> Option<ResourceState> {
         self.lock().entries.get(key).map(|e| e.state())

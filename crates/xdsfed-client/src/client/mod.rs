@@ -480,7 +480,7 @@ impl XdsClient {
         Ok(Watch::new(
             rx,
             Arc::new(Guard {
-                owner,
+                owner: Some(owner),
                 key,
                 holds: Some(held),
             }),

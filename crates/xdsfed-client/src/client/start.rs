@@ -132,7 +132,7 @@ impl Inner {
         drop(state);
         let owner: Arc<dyn Release> = Arc::clone(self) as Arc<dyn Release>;
         let guard = Guard {
-            owner,
+            owner: Some(owner),
             key,
             holds: None,
         };

@@ -26,7 +26,7 @@ use xdsfed_core::name::ResourceName;
 use xdsfed_core::protocol::{ResourceKey, glob_of};
 use xdsfed_core::types::ResourceType;
 
-use super::{CollectionEvent, Guard, Wait, member_event, own_event, poll_dirty};
+use super::{CollectionEvent, Guard, Release, Wait, member_event, own_event, poll_dirty};
 use crate::cache::{Cache, Provenance, ResourceState, WildcardQueue};
 use crate::client::{WatchError, XdsClient};
 
@@ -71,6 +71,9 @@ pub struct CollectionSet<T: ResourceType> {
     queue: Arc<WildcardQueue>,
     /// By the glob's canonical name, the very copy the cache keys it by.
     collections: HashMap<Arc<str>, Held>,
+    /// Releases the subscriptions the set took over from their guards
+    /// ([`Held::guard`] `None`).
+    owner: Option<Arc<dyn Release>>,
     woken: Option<Wait>,
     _type: PhantomData<fn() -> T>,
 }
@@ -80,10 +83,12 @@ struct Held {
     /// The name it was inserted under (the key's own copy when that was
     /// canonical).
     label: Arc<str>,
-    /// Its subscription; dropping it (after the queue is detached)
-    /// unsubscribes.
-    glob: Arc<Guard>,
-    provenance: Provenance,
+    /// Its subscription's guard, whose drop (after the queue is detached)
+    /// unsubscribes; `None` when the set took the subscription over and
+    /// releases it itself, sparing a guard a collection. Its provenance is
+    /// the cache entry's, read when asked for, not held a hundred thousand
+    /// times.
+    guard: Option<Arc<Guard>>,
 }
 
 impl<T: ResourceType> std::fmt::Debug for CollectionSet<T> {
@@ -102,6 +107,7 @@ impl<T: ResourceType> CollectionSet<T> {
             cache,
             queue: Arc::new(WildcardQueue::default()),
             collections: HashMap::default(),
+            owner: None,
             woken: None,
             _type: PhantomData,
         }
@@ -122,19 +128,22 @@ impl<T: ResourceType> CollectionSet<T> {
         let (key, watch) = self
             .client
             .subscribe_glob::<T>(glob, Some(glob), &self.queue)?;
-        let provenance = watch.provenance().clone();
-        let guard = watch.into_guard();
-        self.cache.shed_channel(&guard.key);
+        let guard = match Guard::take_over(watch.into_guard()) {
+            Ok(owner) => {
+                self.owner.get_or_insert(owner);
+                None
+            }
+            Err(guard) => Some(guard),
+        };
+        // The watch's receiver is gone with it: the set reads the state
+        // through the cache, which needs no channel for it.
+        self.cache.shed_channel(&key);
         let label = if *key.name == **glob {
             Arc::clone(&key.name)
         } else {
             Arc::clone(glob)
         };
-        let held = Held {
-            label,
-            glob: guard,
-            provenance,
-        };
+        let held = Held { label, guard };
         self.collections.insert(key.name, held);
         Ok(())
     }
@@ -146,13 +155,23 @@ impl<T: ResourceType> CollectionSet<T> {
         let Some(key) = self.canonical(glob) else {
             return false;
         };
-        let Some(held) = self.collections.remove(&*key) else {
+        let Some((name, held)) = self.collections.remove_entry(&*key) else {
             return false;
         };
-        // The queue first: no change of a collection on its way out is
-        // queued for the set.
-        self.cache.remove_collection(&held.glob.key, &self.queue);
+        self.release(name, held);
         true
+    }
+
+    /// Ends collection `name`'s part in the set. The queue first: no
+    /// change of a collection on its way out is queued for the set.
+    fn release(&self, name: Arc<str>, held: Held) {
+        let key = ResourceKey::new(T::TYPE_URL, name);
+        self.cache.remove_collection(&key, &self.queue);
+        match (held.guard, &self.owner) {
+            (Some(guard), _) => drop(guard),
+            (None, Some(owner)) => owner.release(&key),
+            (None, None) => {}
+        }
     }
 
     /// Whether collection `glob` is in the set.
@@ -179,9 +198,11 @@ impl<T: ResourceType> CollectionSet<T> {
     }
 
     /// Collection `glob`'s authority and the server its subscription is on.
-    pub fn provenance(&self, glob: &str) -> Option<&Provenance> {
+    pub fn provenance(&self, glob: &str) -> Option<Provenance> {
         let key = self.canonical(glob)?;
-        self.collections.get(&*key).map(|held| &held.provenance)
+        let (name, _) = self.collections.get_key_value(&*key)?;
+        self.cache
+            .provenance(&ResourceKey::new(T::TYPE_URL, Arc::clone(name)))
     }
 
     /// The next change; `None` never, while the handle lives. The same as
@@ -204,8 +225,10 @@ impl<T: ResourceType> CollectionSet<T> {
     /// change, or a member's under its glob; `None` when nothing is to be
     /// reported (or the collection left the set).
     fn event_for(&self, name: Arc<str>) -> Option<CollectionSetEvent<T::Resource>> {
-        if let Some(held) = self.collections.get(&*name) {
-            let state = self.cache.state(&held.glob.key)?;
+        if let Some((own, held)) = self.collections.get_key_value(&*name) {
+            let state = self
+                .cache
+                .state(&ResourceKey::new(T::TYPE_URL, Arc::clone(own)))?;
             let event = own_event(name, &state)?;
             return Some(CollectionSetEvent {
                 collection: Arc::clone(&held.label),
@@ -228,8 +251,8 @@ impl<T: ResourceType> CollectionSet<T> {
 
 impl<T: ResourceType> Drop for CollectionSet<T> {
     fn drop(&mut self) {
-        for (_, held) in self.collections.drain() {
-            self.cache.remove_collection(&held.glob.key, &self.queue);
+        for (name, held) in std::mem::take(&mut self.collections) {
+            self.release(name, held);
         }
     }
 }
@@ -245,5 +268,33 @@ impl<T: ResourceType> Stream for CollectionSet<T> {
                 return Poll::Ready(Some(event));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xdsfed_core::bootstrap::Bootstrap;
+    use xdsfed_core::types::ClusterType;
+
+    const BOOTSTRAP: &str = r#"{
+      "xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}],
+      "node": {"id": "test"},
+      "authorities": {"a.example": {}}
+    }"#;
+
+    /// A collection of the set keeps no channel in the cache: the set reads
+    /// its state through the cache, and a channel is some 480 bytes a
+    /// collection.
+    #[tokio::test]
+    async fn a_collection_of_the_set_keeps_no_channel() {
+        let bootstrap = Bootstrap::from_json_str(BOOTSTRAP).expect("a valid bootstrap");
+        let client = XdsClient::builder(bootstrap).build().expect("a client");
+        let mut set = client.collection_set::<ClusterType>();
+        let glob: Arc<str> = "xdstp://a.example/envoy.config.cluster.v3.Cluster/svc/*".into();
+        set.insert_shared(&glob).expect("subscribed");
+        let key = ResourceKey::new(ClusterType::TYPE_URL, Arc::clone(&glob));
+        assert!(set.cache.state(&key).is_some(), "the glob is in the cache");
+        assert!(!set.cache.has_channel(&key));
     }
 }

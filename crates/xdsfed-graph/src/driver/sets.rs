@@ -157,7 +157,7 @@ impl Localities {
             || {
                 self.set
                     .provenance(&collection)
-                    .map_or_else(|| Arc::from(""), |p| Arc::clone(&p.server))
+                    .map_or_else(|| Arc::from(""), |p| p.server)
             },
         );
         Some(LbEndpointType::collection_input(collection, update))
