@@ -6,8 +6,8 @@
 //! members of a glob collection a graph follows, the resources a wildcard
 //! watcher holds, are plain accepted copies read through queues. Those are
 //! held as a [`Plain`]: the copy, its version, when it came and where from
-//! (an [`Origin`] the entries of a server share), in one allocation of 104
-//! bytes with its key, where a full entry and its state take two of 232
+//! (an [`Origin`] the entries of a server share), in one allocation of 96
+//! bytes with its key, where a full entry and its state take two of 224
 //! without it.
 //!
 //! Rule: a plain entry is exactly the state it stands for. An entry is
@@ -490,15 +490,15 @@ impl Entries {
 mod tests {
     use super::*;
 
-    /// A plain entry is 72 bytes (on 64-bit targets), one allocation of
-    /// 104 with its key: the copy (32: the value's pointer and how its
+    /// A plain entry is 64 bytes (on 64-bit targets), one allocation of
+    /// 96 with its key: the copy (24: the value's pointer and how its
     /// bytes are read), its version, its origin's pointer, an ambient
     /// error's pointer and its time of arrival.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_plain_entry_is_72_bytes() {
-        assert_eq!(std::mem::size_of::<Plain>(), 72);
-        assert_eq!(std::mem::size_of::<(ResourceKey, Plain)>(), 104);
+    fn a_plain_entry_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<Plain>(), 64);
+        assert_eq!(std::mem::size_of::<(ResourceKey, Plain)>(), 96);
     }
 
     /// Entries of one server, authority and server features share one

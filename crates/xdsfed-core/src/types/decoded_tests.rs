@@ -8,12 +8,12 @@ use prost::Message;
 use super::tests_support::load_assignment;
 use super::*;
 
-/// Rule: a decoded resource is two words and a tag, whatever its type:
-/// the value's pointer, and how its bytes and name are read.
+/// Rule: a decoded resource is three words, whatever its type: the
+/// value's pointer, and how its bytes and name are read.
 #[test]
 #[cfg(target_pointer_width = "64")]
-fn a_decoded_resource_is_32_bytes() {
-    assert_eq!(std::mem::size_of::<Decoded>(), 32);
+fn a_decoded_resource_is_24_bytes() {
+    assert_eq!(std::mem::size_of::<Decoded>(), 24);
 }
 
 /// Rule: a type that keeps its bytes is read through its value, the very
@@ -50,7 +50,17 @@ fn bytes_and_name_are_read_where_they_are_kept() {
     assert_eq!(copy.name(), Some("front"));
     assert_eq!(copy.downcast::<Listener>().as_deref(), Some(&listener));
 
-    let body = Decoded::beside(Arc::new(()), Bytes::from_static(b"body"));
+    assert!(
+        copy.value().downcast_ref::<Listener>().is_some(),
+        "the resource, not its holder"
+    );
+
+    let body = Decoded::beside(Arc::new(7u8), Bytes::from_static(b"body"));
     assert_eq!(body.raw(), &Bytes::from_static(b"body"));
     assert_eq!(body.name(), None);
+    assert_eq!(body.downcast::<u8>().as_deref(), Some(&7));
+    assert!(
+        body.downcast::<Beside>().is_none(),
+        "its holder is not handed out"
+    );
 }

@@ -78,47 +78,47 @@ pub trait ResourceType: Send + Sync + 'static {
 /// Only [`ErasedType::decode`] builds one, so whatever holds a `Decoded` holds
 /// data that passed validation.
 ///
-/// 32 bytes: every cache entry holds one, so the bytes and the name inside
-/// the resource are read through the value where it keeps them, rather
-/// than held again beside it.
+/// 24 bytes: every cache entry holds one. A type that keeps its bytes is
+/// its value alone, its bytes and name read through the value; any other
+/// is a value holding the resource and its bytes ([`Beside`]).
 #[derive(Clone)]
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,
-    held: Held,
-}
-
-/// Where a resource's bytes are.
-#[derive(Clone)]
-enum Held {
-    /// Kept by the value itself, read through this, as its name is.
-    InValue(&'static Reader),
-    /// Beside a value that keeps none: a type whose value is the decoded
-    /// message. Shared, so that a copy of the `Decoded` stays two words.
-    Beside(Arc<Beside>),
-}
-
-struct Beside {
-    raw: Bytes,
     reader: &'static Reader,
 }
 
-/// Reads what a type-erased value keeps: its bytes, if it keeps them, and
-/// the name inside it.
+/// The value of a resource whose type keeps no bytes: the resource, with
+/// the bytes it was decoded from.
+struct Beside {
+    resource: Arc<dyn Any + Send + Sync>,
+    raw: Bytes,
+}
+
+/// Reads what a type-erased value keeps: its bytes and the name inside
+/// it, and, for a [`Beside`], the resource it holds.
 struct Reader {
     raw: fn(&(dyn Any + Send + Sync)) -> Option<&Bytes>,
     name: fn(&(dyn Any + Send + Sync)) -> Option<&str>,
+    /// Whether the value is a [`Beside`].
+    beside: bool,
 }
 
 impl Reader {
-    /// For a value that keeps neither bytes nor a name.
-    const NOTHING: &'static Reader = &Reader {
-        raw: |_| None,
+    /// For a [`Beside`] whose resource keeps no name.
+    const NAMELESS_BESIDE: &'static Reader = &Reader {
+        raw: raw_beside,
         name: |_| None,
+        beside: true,
     };
 }
 
 /// The bytes of a value that keeps none.
 static NO_BYTES: Bytes = Bytes::new();
+
+/// The bytes a [`Beside`] holds.
+fn raw_beside(value: &(dyn Any + Send + Sync)) -> Option<&Bytes> {
+    value.downcast_ref::<Beside>().map(|beside| &beside.raw)
+}
 
 /// [`ResourceType::held_bytes`] of a type-erased `T::Resource`.
 fn held_bytes_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&Bytes> {
@@ -130,45 +130,46 @@ fn name_of<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&str> {
     value.downcast_ref::<T::Resource>().and_then(T::name)
 }
 
+/// [`ResourceType::name`] of the `T::Resource` a [`Beside`] holds.
+fn name_beside<T: ResourceType>(value: &(dyn Any + Send + Sync)) -> Option<&str> {
+    let beside = value.downcast_ref::<Beside>()?;
+    name_of::<T>(beside.resource.as_ref())
+}
+
 impl Decoded {
     /// `value`, whose bytes are `raw`, and which keeps no name: a
     /// collection's body, say.
     pub(crate) fn beside(value: Arc<dyn Any + Send + Sync>, raw: Bytes) -> Self {
         Decoded {
-            value,
-            held: Held::Beside(Arc::new(Beside {
+            value: Arc::new(Beside {
+                resource: value,
                 raw,
-                reader: Reader::NOTHING,
-            })),
+            }),
+            reader: Reader::NAMELESS_BESIDE,
         }
     }
 
     /// The bytes the resource was decoded from, shared, not copied.
     pub fn raw(&self) -> &Bytes {
-        let held = match &self.held {
-            Held::Beside(beside) => Some(&beside.raw),
-            Held::InValue(reader) => (reader.raw)(self.value.as_ref()),
-        };
-        held.unwrap_or(&NO_BYTES)
+        (self.reader.raw)(self.value.as_ref()).unwrap_or(&NO_BYTES)
     }
 
     /// The decoded resource, if it is a `T`.
     pub fn downcast<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        Arc::clone(&self.value).downcast::<T>().ok()
+        Arc::clone(self.value()).downcast::<T>().ok()
     }
 
     /// The decoded resource, type-erased.
     pub fn value(&self) -> &Arc<dyn Any + Send + Sync> {
-        &self.value
+        match self.value.downcast_ref::<Beside>() {
+            Some(beside) if self.reader.beside => &beside.resource,
+            _ => &self.value,
+        }
     }
 
     /// The name inside the resource, see [`ResourceType::name`].
     pub fn name(&self) -> Option<&str> {
-        let reader = match &self.held {
-            Held::Beside(beside) => beside.reader,
-            Held::InValue(reader) => reader,
-        };
-        (reader.name)(self.value.as_ref())
+        (self.reader.name)(self.value.as_ref())
     }
 }
 
@@ -204,9 +205,17 @@ impl<T> Erased<T> {
 }
 
 impl<T: ResourceType> Erased<T> {
+    /// For a `T` that keeps its bytes.
     const READER: &'static Reader = &Reader {
         raw: held_bytes_of::<T>,
         name: name_of::<T>,
+        beside: false,
+    };
+    /// For a `T` that keeps none, held in a [`Beside`].
+    const BESIDE: &'static Reader = &Reader {
+        raw: raw_beside,
+        name: name_beside::<T>,
+        beside: true,
     };
 }
 
@@ -236,16 +245,16 @@ impl<T: ResourceType> ErasedType for Erased<T> {
             let value = T::decode_owned(raw)?;
             return Ok(Decoded {
                 value: Arc::new(value),
-                held: Held::InValue(Self::READER),
+                reader: Self::READER,
             });
         }
-        let value = T::decode_shared(&raw)?;
+        let resource = T::decode_shared(&raw)?;
         Ok(Decoded {
-            value: Arc::new(value),
-            held: Held::Beside(Arc::new(Beside {
+            value: Arc::new(Beside {
+                resource: Arc::new(resource),
                 raw,
-                reader: Self::READER,
-            })),
+            }),
+            reader: Self::BESIDE,
         })
     }
     fn name_of_invalid(&self, raw: &[u8]) -> Option<String> {
