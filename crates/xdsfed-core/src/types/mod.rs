@@ -80,7 +80,7 @@ pub trait ResourceType: Send + Sync + 'static {
 ///
 /// 24 bytes: every cache entry holds one. A type that keeps its bytes is
 /// its value alone, its bytes and name read through the value; any other
-/// is a value holding the resource and its bytes ([`Beside`]).
+/// is a value holding the resource and its bytes.
 #[derive(Clone)]
 pub struct Decoded {
     value: Arc<dyn Any + Send + Sync>,

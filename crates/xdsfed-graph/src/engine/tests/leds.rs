@@ -58,8 +58,8 @@ pub(super) fn leds_weights(s: &Snapshot) -> Vec<u32> {
     locality_weights(s).into_iter().nth(1).unwrap_or_default()
 }
 
-/// The weights of each locality of cluster `c1`.
-fn locality_weights(s: &Snapshot) -> Vec<Vec<u32>> {
+/// Cluster `c1`'s assignment in `s`, filled in from LEDS.
+fn c1_assignment(s: &Snapshot) -> &LoadAssignment {
     let c = s.cluster("c1").expect("c1 in the snapshot");
     let ClusterEndpoints::Eds {
         assignment: Some(a),
@@ -68,7 +68,12 @@ fn locality_weights(s: &Snapshot) -> Vec<Vec<u32>> {
     else {
         panic!("no assignment: {c:?}");
     };
-    a.value
+    &a.value
+}
+
+/// The weights of each locality of cluster `c1`.
+fn locality_weights(s: &Snapshot) -> Vec<Vec<u32>> {
+    c1_assignment(s)
         .localities()
         .map(|l| l.endpoints().map(|e| e.weight).collect())
         .collect()
@@ -286,15 +291,10 @@ fn a_collection_is_keyed_by_the_name_its_assignment_holds() {
     let mut h = leds_graph();
     leds(&mut h, changed("e1", 3));
     let s = h.ready();
-    let c = s.cluster("c1").expect("c1 in the snapshot");
-    let ClusterEndpoints::Eds {
-        assignment: Some(a),
-        ..
-    } = &c.endpoints
-    else {
-        panic!("no assignment: {c:?}");
-    };
-    let (_, locality) = a.value.leds_localities().next().expect("a LEDS locality");
+    let (_, locality) = c1_assignment(&s)
+        .leds_localities()
+        .next()
+        .expect("a LEDS locality");
     let view: &dyn crate::edges::KeyView = &(ResourceKind::LbEndpoint, GLOB);
     let (key, _) = h
         .engine
