@@ -23,7 +23,7 @@ use xdsfed_core::hash::HashMap;
 
 use futures::Stream;
 use xdsfed_core::name::ResourceName;
-use xdsfed_core::protocol::{ResourceKey, glob_of};
+use xdsfed_core::protocol::{ResourceKey, TypeUrl, glob_of};
 use xdsfed_core::types::ResourceType;
 
 use super::{CollectionEvent, Guard, Release, Wait, member_event, own_event, poll_dirty};
@@ -71,6 +71,9 @@ pub struct CollectionSet<T: ResourceType> {
     queue: Arc<WildcardQueue>,
     /// By the glob's canonical name, the very copy the cache keys it by.
     collections: HashMap<Arc<str>, Held>,
+    /// `T`'s type URL, the process's shared copy: a member's change is
+    /// looked up by a key of it, without the interner's lock each time.
+    type_url: Arc<str>,
     /// Releases the subscriptions the set took over from their guards
     /// ([`Held::guard`] `None`).
     owner: Option<Arc<dyn Release>>,
@@ -107,6 +110,7 @@ impl<T: ResourceType> CollectionSet<T> {
             cache,
             queue: Arc::new(WildcardQueue::default()),
             collections: HashMap::default(),
+            type_url: T::TYPE_URL.into_type_url(),
             owner: None,
             woken: None,
             _type: PhantomData,
@@ -165,7 +169,7 @@ impl<T: ResourceType> CollectionSet<T> {
     /// Ends collection `name`'s part in the set. The queue first: no
     /// change of a collection on its way out is queued for the set.
     fn release(&self, name: Arc<str>, held: Held) {
-        let key = ResourceKey::new(T::TYPE_URL, name);
+        let key = ResourceKey::new(&self.type_url, name);
         self.cache.remove_collection(&key, &self.queue);
         match (held.guard, &self.owner) {
             (Some(guard), _) => drop(guard),
@@ -202,7 +206,7 @@ impl<T: ResourceType> CollectionSet<T> {
         let key = self.canonical(glob)?;
         let (name, _) = self.collections.get_key_value(&*key)?;
         self.cache
-            .provenance(&ResourceKey::new(T::TYPE_URL, Arc::clone(name)))
+            .provenance(&ResourceKey::new(&self.type_url, Arc::clone(name)))
     }
 
     /// The next change; `None` never, while the handle lives. The same as
@@ -228,7 +232,7 @@ impl<T: ResourceType> CollectionSet<T> {
         if let Some((own, held)) = self.collections.get_key_value(&*name) {
             let state = self
                 .cache
-                .state(&ResourceKey::new(T::TYPE_URL, Arc::clone(own)))?;
+                .state(&ResourceKey::new(&self.type_url, Arc::clone(own)))?;
             let event = own_event(name, &state)?;
             return Some(CollectionSetEvent {
                 collection: Arc::clone(&held.label),
@@ -238,7 +242,7 @@ impl<T: ResourceType> CollectionSet<T> {
         }
         let glob = glob_of(&name)?;
         let held = self.collections.get(&*glob)?;
-        let key = ResourceKey::new(T::TYPE_URL, Arc::clone(&name));
+        let key = ResourceKey::new(&self.type_url, Arc::clone(&name));
         let state = self.cache.state(&key)?;
         let event = member_event::<T>(name, &state, &key)?;
         Some(CollectionSetEvent {

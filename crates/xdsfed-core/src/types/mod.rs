@@ -161,9 +161,13 @@ impl Decoded {
 
     /// The decoded resource, type-erased.
     pub fn value(&self) -> &Arc<dyn Any + Send + Sync> {
+        // A type that keeps its bytes, the common case, is its value.
+        if !self.reader.beside {
+            return &self.value;
+        }
         match self.value.downcast_ref::<Beside>() {
-            Some(beside) if self.reader.beside => &beside.resource,
-            _ => &self.value,
+            Some(beside) => &beside.resource,
+            None => &self.value,
         }
     }
 
