@@ -9,6 +9,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
+use xdsfed::core::version::Version;
 
 use common::resources::endpoints;
 use common::{PATIENCE, eventually, next, one_server};
@@ -55,7 +56,7 @@ async fn ports(set: &mut WatchSet<EndpointType>, count: usize) -> BTreeMap<Strin
             panic!("{}: not a change", change.name);
         };
         assert_eq!(
-            change.state.version.as_deref().map(str::is_empty),
+            change.state.version.as_ref().map(Version::is_empty),
             Some(false)
         );
         seen.insert(change.name.to_string(), port_of(assignment));

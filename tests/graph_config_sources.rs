@@ -177,7 +177,7 @@ resources:
         "delivered by {}",
         assignment.provenance.server
     );
-    assert_eq!(&*assignment.provenance.version, "3");
+    assert_eq!(assignment.provenance.version, "3");
     graph.shutdown().await;
     testbed.shutdown().await;
 }

@@ -58,6 +58,6 @@ resources:
         "the snapshot says {} sent it",
         copy.provenance.server
     );
-    assert_eq!(&*copy.provenance.version, "7");
+    assert_eq!(copy.provenance.version, "7");
     graph.shutdown().await;
 }

@@ -35,6 +35,7 @@ use std::fmt;
 
 use xdsfed::core::error::XdsError;
 use xdsfed::core::types::{EndpointView, LoadAssignment, LocalityView};
+use xdsfed::core::version::Version;
 use xdsfed::graph::{
     ClusterEndpoints, ClusterSnapshot, CollectionSnapshot, GraphError, ListenerSnapshot,
     ResourceKind, RouteBinding, RouteConfigSnapshot, Snapshot, Versioned,
@@ -62,7 +63,7 @@ enum Node<'a> {
 /// What a node's value says of where it came from.
 struct Stamp<'a> {
     authority: Option<&'a str>,
-    version: &'a str,
+    version: &'a Version,
     ambient_error: Option<&'a XdsError>,
 }
 
@@ -121,7 +122,7 @@ impl<'a> Node<'a> {
             .or_else(|| authority_in(self.name()))
     }
 
-    fn version(&self) -> Option<&'a str> {
+    fn version(&self) -> Option<&'a Version> {
         self.stamp().map(|s| s.version)
     }
 

@@ -361,6 +361,7 @@ async fn follow_one<T: Describe>(
             .then(|| status_entry(client, T::TYPE_URL, key))
             .flatten();
         let source = entry.as_ref().and_then(|e| e.source.as_ref());
+        let version = version.map(String::from);
         emit(&line::<T>(key, version.as_deref(), &event, source, json))?;
     }
     Err(CliError::runtime("the xDS client stopped"))

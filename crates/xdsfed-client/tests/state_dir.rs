@@ -254,7 +254,9 @@ async fn a_server_coming_back_confirms_or_replaces_persisted_copies() {
             .unwrap()
             .records
             .iter()
-            .any(|r| r.file == c2_file && Some(&r.record.version) == c2.state().version.as_ref())
+            .any(|r| {
+                r.file == c2_file && c2.state().version.is_some_and(|v| v == *r.record.version)
+            })
     })
     .await;
 }
@@ -620,7 +622,7 @@ async fn restarted_client_claims_persisted_versions_and_unchanged_copies_are_not
         .delta_responses()
         .any(|r| r.resources.iter().any(|res| res.name == c1_name));
     assert!(!resent, "the server sent the unchanged c1 again");
-    assert_eq!(c1.state().version.as_deref(), Some(version.as_str()));
+    assert_eq!(c1.state().version.map(String::from), Some(version));
 }
 
 /// A copy the server confirmed as it was persisted (same bytes, version

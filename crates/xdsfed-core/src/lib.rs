@@ -68,6 +68,7 @@ pub mod status;
 pub mod text_limits;
 pub mod tls;
 pub mod types;
+pub mod version;
 
 pub use bootstrap::Bootstrap;
 pub use entry::{ResourceState, ResourceStatus};
@@ -78,3 +79,4 @@ pub use status::ClientStatus;
 pub use types::{
     ClusterType, EndpointType, LbEndpointType, ListenerType, ResourceType, RouteConfigurationType,
 };
+pub use version::Version;

@@ -168,7 +168,7 @@ impl ResourceStatusEntry {
             authority: provenance.authority.as_deref().map(str::to_owned),
             server: provenance.server.to_string(),
             server_uri: uri_of(&provenance.server),
-            version: state.version.as_deref().map(str::to_owned),
+            version: state.version.as_ref().map(String::from),
             status: state.status,
             last_updated_unix_ms: state.last_updated.and_then(unix_ms),
             error: state.error.as_ref().map(ToString::to_string),

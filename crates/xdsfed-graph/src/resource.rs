@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use xdsfed_core::version::Version;
 
 use xdsfed_core::error::XdsError;
 
@@ -65,7 +66,7 @@ pub struct Provenance {
     /// The management server (its target URI) that delivered the resource.
     pub server: Arc<str>,
     /// The version the server gave the resource (or its response).
-    pub version: Arc<str>,
+    pub version: Version,
 }
 
 impl Provenance {
@@ -73,7 +74,7 @@ impl Provenance {
     pub fn new(
         authority: Option<&str>,
         server: impl Into<Arc<str>>,
-        version: impl Into<Arc<str>>,
+        version: impl Into<Version>,
     ) -> Self {
         Self {
             authority: authority.map(Arc::from),

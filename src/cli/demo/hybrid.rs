@@ -24,6 +24,7 @@ use xdsfed::client::state_dir::read_records;
 use xdsfed::core::bootstrap::{FILE_SCHEME, FileSource};
 use xdsfed::core::protocol::DEFAULT_MAX_MESSAGE_SIZE;
 use xdsfed::core::status::{ClientStatus, ResourceStatusEntry};
+use xdsfed::core::version::Version;
 use xdsfed::graph::{ClusterEndpoints, ConfigGraph, Snapshot, Versioned};
 
 use super::{ACT_LIMIT, Demo, LISTENER, build_client, demo_bootstrap};
@@ -321,7 +322,7 @@ impl Demo {
 /// has an ambient error with it.
 struct Held<'a> {
     name: &'a str,
-    version: &'a str,
+    version: &'a Version,
     ambient: bool,
 }
 
@@ -331,7 +332,7 @@ fn status_of<'s>(status: &'s ClientStatus, held: &Held<'_>) -> Option<&'s Resour
     status
         .resources
         .iter()
-        .find(|r| r.name == held.name && r.version.as_deref() == Some(held.version))
+        .find(|r| r.name == held.name && r.version.as_deref().is_some_and(|v| *held.version == *v))
 }
 
 /// Every copy the snapshot holds: listeners, route configurations,

@@ -353,7 +353,7 @@ impl Demo {
             .until_snapshot(deadline, "the moved endpoints", |s| {
                 s.clusters().any(|c| {
                     matches!(&c.endpoints, ClusterEndpoints::Eds { assignment: Some(a), .. }
-                        if *a.provenance.version == *version)
+                        if a.provenance.version == *version.as_str())
                 })
             })
             .await?;

@@ -95,7 +95,7 @@ impl Model<'_> {
         let node = &self.nodes[id];
         let mut label = format!("{}{newline}{}", node.kind(), shown(id_of(node.name())));
         if let Some(v) = node.version() {
-            label.push_str(&format!("{newline}v {}", shown(short_version(v))));
+            label.push_str(&format!("{newline}v {}", shown(short_version(&v.as_str()))));
         }
         let n = node.endpoint_count();
         if n > 0 {

@@ -60,7 +60,7 @@ impl Serialize for NodeJson<'_, '_> {
         object.serialize_field("error", &node.error().map(Displayed))?;
         object.serialize_field("kind", node.kind())?;
         object.serialize_field("name", node.name())?;
-        object.serialize_field("version", &node.version())?;
+        object.serialize_field("version", &node.version().map(String::from))?;
         object.end()
     }
 }

@@ -134,7 +134,7 @@ impl<W: Write + ?Sized> Tree<'_, '_, W> {
             write!(out, " · {}", shown(a))?;
         }
         match node.version() {
-            Some(v) => write!(out, " · {}", shown(short_version(v)))?,
+            Some(v) => write!(out, " · {}", shown(short_version(&v.as_str())))?,
             None if node.kind() == "Collection" => {
                 let s = if children == 1 { "" } else { "s" };
                 write!(out, " · {children} member{s}")?;

@@ -3,6 +3,7 @@
 //! does not have.
 
 use std::sync::Arc;
+use xdsfed_core::version::Version;
 
 use super::{Cache, DataErrorPolicy, Entry, Provenance, ResourceState, ResourceStatus, Source};
 use crate::state_dir::Record;
@@ -31,7 +32,7 @@ impl Cache {
         }
         let state = ResourceState {
             resource: Some(resource),
-            version: Some(Arc::clone(&record.version)),
+            version: Some(Version::new(&record.version)),
             status: ResourceStatus::FromDisk,
             error: Some(from_disk_error(&key, &record.server)),
             source: Some(Source::direct(&record.server, &key)),
@@ -50,7 +51,7 @@ pub(crate) struct DiskCopy {
     /// The server that sent it, as the record names it.
     pub(crate) server: Arc<str>,
     /// The version it was sent with.
-    pub(crate) version: Arc<str>,
+    pub(crate) version: Version,
     /// The copy.
     pub(crate) resource: Decoded,
 }
@@ -70,7 +71,7 @@ impl Cache {
             }
             Some(DiskCopy {
                 server: Arc::clone(&state.source.as_ref()?.server),
-                version: Arc::clone(state.version.as_ref()?),
+                version: state.version.clone()?,
                 resource: state.resource.clone()?,
             })
         })

@@ -13,6 +13,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 use xdsfed_core::hash::{HashMap, HashSet, NameSet};
+use xdsfed_core::version::Version;
 
 use tokio::sync::watch;
 
@@ -359,7 +360,7 @@ enum Persist {
 fn persistence(
     event: &CoreEvent,
     had: bool,
-    old_version: Option<Arc<str>>,
+    old_version: Option<Version>,
     server: Arc<str>,
     state: &ResourceState,
     differs: bool,
@@ -371,7 +372,7 @@ fn persistence(
             Some(Persist::Put(crate::state_dir::Record {
                 type_url: Arc::clone(&key.type_url),
                 name: Arc::clone(&key.name),
-                version: Arc::clone(version),
+                version: Arc::from(&*version.as_str()),
                 server,
                 resource: resource.raw().clone(),
             }))

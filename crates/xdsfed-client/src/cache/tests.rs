@@ -49,13 +49,13 @@ fn the_same_copy_and_the_same_nack_again_do_not_wake_watchers() {
     let upsert = |alt: &str| CoreEvent::Upsert {
         key: key.clone(),
         resource: cluster_copy("c1", alt),
-        version: Arc::from("1"),
+        version: xdsfed_core::version::Version::from("1"),
         ttl: None,
     };
     let nack = |why: &str| CoreEvent::Invalid {
         key: key.clone(),
         error: xdsfed_core::types::ValidationError(why.into()),
-        version: Arc::from("2"),
+        version: xdsfed_core::version::Version::from("2"),
     };
     let mut woken = || {
         let woke = rx.has_changed().unwrap_or(false);
@@ -161,7 +161,7 @@ fn first_copy_from_a_server_confirms_a_disk_copy_and_clears_its_error() {
     let upsert = CoreEvent::Upsert {
         key: key.clone(),
         resource: cluster_copy("c1", "disk"),
-        version: Arc::from("1"),
+        version: xdsfed_core::version::Version::from("1"),
         ttl: None,
     };
     cache.apply(&server, DataErrorPolicy::default(), vec![upsert]);
@@ -242,7 +242,7 @@ fn removal_of_a_name_never_held_is_not_found_and_of_a_held_copy_is_deleted() {
     let upsert = CoreEvent::Upsert {
         key: key.clone(),
         resource: cluster_copy("c1", "a"),
-        version: Arc::from("1"),
+        version: xdsfed_core::version::Version::from("1"),
         ttl: None,
     };
     cache.apply(&server, DataErrorPolicy::default(), vec![upsert, removed()]);
@@ -270,7 +270,7 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
     let upsert = |name: &str| CoreEvent::Upsert {
         key: ResourceKey::new(LEDS, name),
         resource: cluster_copy(name, "x"),
-        version: Arc::from("1"),
+        version: xdsfed_core::version::Version::from("1"),
         ttl: None,
     };
     let early = ResourceKey::new(LEDS, member("early"));
@@ -366,7 +366,7 @@ impl Members {
         self.send(CoreEvent::Upsert {
             key: Self::key(id),
             resource: cluster_copy(&Self::name(id), body),
-            version: Arc::from(body),
+            version: xdsfed_core::version::Version::from(body),
             ttl: None,
         });
     }
@@ -401,7 +401,7 @@ fn a_plain_entry_reads_as_the_state_it_holds() {
         vec![CoreEvent::Upsert {
             key: key.clone(),
             resource: cluster_copy(&key.name, "a"),
-            version: Arc::from("a"),
+            version: xdsfed_core::version::Version::from("a"),
             ttl: None,
         }],
     );
@@ -455,7 +455,7 @@ fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
     members.send(CoreEvent::Invalid {
         key: key.clone(),
         error: xdsfed_core::types::ValidationError("bad".into()),
-        version: Arc::from("b"),
+        version: xdsfed_core::version::Version::from("b"),
     });
     assert_eq!(members.plain(), 0, "a NACK is held full");
     let nacked = members.cache.state(&key).unwrap();
@@ -466,7 +466,14 @@ fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
     members.upsert("e1", "c");
     assert_eq!(members.plain(), 1, "the next good copy is plain again");
     assert_eq!(
-        members.cache.state(&key).unwrap().version.as_deref(),
+        members
+            .cache
+            .state(&key)
+            .unwrap()
+            .version
+            .as_ref()
+            .map(String::from)
+            .as_deref(),
         Some("c")
     );
 
@@ -479,7 +486,10 @@ fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
         .add_watcher(&key, provenance, DataErrorPolicy::default());
     assert_eq!(members.plain(), 0, "a watcher's entry is full");
     assert!(rx.has_changed().unwrap_or(false), "and it sees the copy");
-    assert_eq!(rx.borrow().version.as_deref(), Some("c"));
+    assert_eq!(
+        rx.borrow().version.as_ref().map(String::from).as_deref(),
+        Some("c")
+    );
     drop(rx);
     members.cache.remove_watcher(&key);
     assert_eq!(members.plain(), 1, "held for the collection alone again");

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
+use xdsfed_core::version::Version;
 
 use tokio::sync::mpsc;
 
@@ -34,7 +35,7 @@ pub(crate) enum Command {
     ForgetVersion(ResourceKey),
     /// A copy from the state directory this server sent (see
     /// [`Session::resume`](xdsfed_core::protocol::Session::resume)).
-    Resume(ResourceKey, Arc<str>, Decoded),
+    Resume(ResourceKey, Version, Decoded),
     SubscribeWildcard(String),
     UnsubscribeWildcard(String),
 }
@@ -49,7 +50,7 @@ pub(crate) trait Subscriptions {
     fn subscribe_wildcard(&mut self, type_url: &str);
     fn unsubscribe_wildcard(&mut self, type_url: &str);
     /// Only a session with per-resource versions (delta ADS) resumes.
-    fn resume(&mut self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+    fn resume(&mut self, key: ResourceKey, version: Version, resource: Decoded) {
         let _ = (key, version, resource);
     }
 }
@@ -73,7 +74,7 @@ macro_rules! subscriptions_of {
     ($session:ty $(, $resume:ident)?) => {
         impl Subscriptions for $session {
             $(
-                fn $resume(&mut self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+                fn $resume(&mut self, key: ResourceKey, version: Version, resource: Decoded) {
                     <$session>::$resume(self, key, version, resource)
                 }
             )?
@@ -223,7 +224,7 @@ impl<K> SourceHandle<K> {
     /// Hands over a copy from the state directory that this server sent
     /// (see [`Session::resume`](xdsfed_core::protocol::Session::resume)).
     /// A source without versions ignores it.
-    pub(crate) fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+    pub(crate) fn resume(&self, key: ResourceKey, version: Version, resource: Decoded) {
         self.send(Message::Command(Command::Resume(key, version, resource)));
     }
 
@@ -288,7 +289,7 @@ impl<K: 'static> SourceConnection for SourceHandle<K> {
     fn forget_version(&self, key: ResourceKey) {
         SourceHandle::forget_version(self, key);
     }
-    fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+    fn resume(&self, key: ResourceKey, version: Version, resource: Decoded) {
         SourceHandle::resume(self, key, version, resource);
     }
     fn subscribe_wildcard(&self, type_url: &str) {

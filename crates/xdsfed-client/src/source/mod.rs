@@ -32,6 +32,7 @@ mod connection_failure_tests;
 pub(crate) use handle::SourceHandle;
 
 use std::sync::Arc;
+use xdsfed_core::version::Version;
 
 use crate::client::BuildError;
 #[cfg(feature = "policy-stream")]
@@ -58,7 +59,7 @@ pub(crate) trait SourceConnection: Send + Sync + std::fmt::Debug {
     /// at `version` to a previous run of the client: a delta ADS stream
     /// claims it in its first request and confirms it once the server
     /// accepts the stream. A source without versions ignores it.
-    fn resume(&self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+    fn resume(&self, key: ResourceKey, version: Version, resource: Decoded) {
         let _ = (key, version, resource);
     }
     /// Asks for every resource of `type_url`.

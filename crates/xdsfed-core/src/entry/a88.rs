@@ -29,6 +29,7 @@ use super::{DataErrorPolicy, ResourceState, ResourceStatus, Source};
 use crate::error::{Cause, ErrorKind, GrpcCode, RedirectRefusal, XdsError};
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
 use crate::types::{Decoded, ValidationError};
+use crate::version::Version;
 
 /// What an event is applied with.
 #[derive(Debug)]
@@ -45,7 +46,7 @@ pub struct Context<'a> {
 /// The last NACK an entry's watchers heard of (failed version, message).
 /// Boxed: every cached resource holds one and nearly all are `None`, so
 /// inline it would cost 40 bytes a resource instead of 8.
-pub type ReportedNack = Option<Box<(Arc<str>, String)>>;
+pub type ReportedNack = Option<Box<(Version, String)>>;
 
 /// Applies `event` (about `key`) to `state`. Returns whether watchers
 /// should hear of it. `source` is where an update came from.
@@ -111,13 +112,13 @@ pub fn apply(
 pub(super) fn upsert(
     state: &mut ResourceState,
     resource: &Decoded,
-    version: &Arc<str>,
+    version: &Version,
     source: Source,
     now: SystemTime,
 ) -> bool {
     let same_bytes = state.resource.as_ref().map(|r| r.raw()) == Some(resource.raw());
     let was_from_disk = state.status == ResourceStatus::FromDisk;
-    state.version = Some(Arc::clone(version));
+    state.version = Some(version.clone());
     state.source = Some(source);
     state.status = ResourceStatus::Acked;
     state.error = None;
@@ -136,7 +137,7 @@ fn invalid(
     reported: &mut ReportedNack,
     key: &ResourceKey,
     error: &ValidationError,
-    version: &Arc<str>,
+    version: &Version,
     cx: &Context<'_>,
 ) -> bool {
     let fail = cx.policy.fail_on_data_errors;
@@ -147,15 +148,15 @@ fn invalid(
         cx.server,
         error
     );
-    let nack = (Arc::clone(version), message);
+    let nack = (version.clone(), message);
     let repeated = reported.as_deref() == Some(&nack);
     state.status = ResourceStatus::Nacked;
     state.failed_update = Some(Box::new(super::FailedUpdate {
-        version: Arc::clone(version),
+        version: version.clone(),
         at: cx.now,
     }));
     let typed = XdsError::new(ErrorKind::Nacked, nack.1.clone()).with_cause(Cause::Rejected {
-        version: Arc::clone(version),
+        version: Arc::from(&*version.as_str()),
     });
     state.error = Some(about(typed, key, cx));
     if fail {

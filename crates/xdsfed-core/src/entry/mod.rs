@@ -12,6 +12,7 @@ use std::time::SystemTime;
 use crate::error::XdsError;
 use crate::protocol::ResourceKey;
 use crate::types::Decoded;
+use crate::version::Version;
 
 mod a88;
 
@@ -90,7 +91,7 @@ pub struct ResourceState {
     /// The last good copy, if any.
     pub resource: Option<Decoded>,
     /// The version of the last good copy.
-    pub version: Option<Arc<str>>,
+    pub version: Option<Version>,
     /// The CSDS status.
     pub status: ResourceStatus,
     /// The last error, cleared by the next good update.
@@ -112,7 +113,7 @@ pub struct ResourceState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedUpdate {
     /// Its version.
-    pub version: Arc<str>,
+    pub version: Version,
     /// When it arrived (`UpdateFailureState.last_update_attempt`).
     pub at: SystemTime,
 }

@@ -194,7 +194,7 @@ impl Members {
                     let event = CoreEvent::Upsert {
                         key,
                         resource: resource.clone(),
-                        version: Arc::clone(version),
+                        version: version.clone(),
                         ttl: None,
                     };
                     members.inline.push((event, source));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::authority::{Partition, ServerId};
 use crate::protocol::{CoreEvent, ResourceKey};
 use crate::types::Decoded;
+use crate::version::Version;
 
 /// One authority's servers, in priority order (gRFC A71).
 pub(crate) struct AuthorityState {
@@ -85,10 +86,7 @@ pub(crate) struct Answer {
 /// answer per fetch (200 000 of them for 100 000 EDS clusters).
 #[derive(Clone)]
 pub(crate) enum Recorded {
-    Copy {
-        resource: Decoded,
-        version: Arc<str>,
-    },
+    Copy { resource: Decoded, version: Version },
     Event(Box<CoreEvent>),
 }
 
@@ -102,7 +100,7 @@ impl Recorded {
                 ..
             } => Recorded::Copy {
                 resource: resource.clone(),
-                version: Arc::clone(version),
+                version: version.clone(),
             },
             other => Recorded::Event(Box::new(other.clone())),
         }
@@ -114,7 +112,7 @@ impl Recorded {
             Recorded::Copy { resource, version } => CoreEvent::Upsert {
                 key: key.clone(),
                 resource: resource.clone(),
-                version: Arc::clone(version),
+                version: version.clone(),
                 ttl: None,
             },
             Recorded::Event(event) => CoreEvent::clone(event),

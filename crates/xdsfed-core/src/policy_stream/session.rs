@@ -16,6 +16,7 @@ use crate::backoff::Jitter;
 use crate::error::GrpcCode;
 use crate::protocol::{CoreEvent, Phase, ResourceKey, SourceKind, StreamEnd, StreamFailure};
 use crate::types::VALIDATING_POLICY_TYPE_URL;
+use crate::version::Version;
 
 /// What the driver writes: on the stream, or as a unary call.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,7 +152,7 @@ pub struct PolicySession {
     /// next accepted snapshot states them again, which clears the error.
     nacked: BTreeSet<ResourceKey>,
     /// The last NACK warned of (version, reason): the same is not again.
-    last_nack: Option<(Arc<str>, String)>,
+    last_nack: Option<(Version, String)>,
     /// Draws every poll and health-check interval.
     jitter: Jitter,
     stats: PolicyStats,
@@ -198,8 +199,8 @@ impl PolicySession {
     }
 
     /// The version of the last accepted snapshot.
-    pub fn version(&self) -> Option<&str> {
-        self.held.as_ref().map(|s| &*s.version)
+    pub fn version(&self) -> Option<&Version> {
+        self.held.as_ref().map(|s| &s.version)
     }
 
     /// The names of the policies served, sorted.
@@ -477,7 +478,7 @@ impl PolicySession {
         self.stats.policies_skipped += snapshot.skipped.len() as u64;
         self.warn_skipped(&snapshot);
         self.last_nack = None;
-        let ack = self.request(&snapshot.version, nonce, None);
+        let ack = self.request(&snapshot.version.as_str(), nonce, None);
         // Keys the cache holds copies of but that may now be gone.
         let mut keys: BTreeSet<ResourceKey> = self
             .told
@@ -506,7 +507,7 @@ impl PolicySession {
                 continue;
             }
             self.warnings.push_back(PolicyWarning::Skipped {
-                version: Arc::from(snapshot::shorten(&snapshot.version)),
+                version: Arc::from(snapshot::shorten(&snapshot.version.as_str())),
                 policy: snapshot::shorten(policy),
                 evaluation_mode: snapshot::shorten(mode),
             });
@@ -521,17 +522,17 @@ impl PolicySession {
     ) -> PolicyDiscoveryRequest {
         self.stats.nacks += 1;
         self.stats.resource_updates_invalid += 1;
-        let version: Arc<str> = Arc::from(response.version_info.as_str());
+        let version = Version::new(&response.version_info);
         self.report_nack(&rejection, &version);
-        let news = (Arc::clone(&version), rejection.message.clone());
+        let news = (version.clone(), rejection.message.clone());
         if self.last_nack.as_ref() != Some(&news) {
             self.warnings.push_back(PolicyWarning::Nacked {
-                version: Arc::from(snapshot::shorten(&version)),
+                version: Arc::from(snapshot::shorten(&version.as_str())),
                 reason: rejection.message.clone(),
             });
             self.last_nack = Some(news);
         }
-        let held = self.version().unwrap_or("").to_owned();
+        let held = self.version().map(String::from).unwrap_or_default();
         self.request(&held, &response.nonce, Some(rejection.message))
     }
 }

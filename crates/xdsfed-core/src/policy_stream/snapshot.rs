@@ -22,6 +22,7 @@ use crate::types::{
     Decoded, Erased, ErasedType, VALIDATING_POLICY_MESSAGE, VALIDATING_POLICY_TYPE_URL,
     ValidatingPolicyType, is_policy_considered,
 };
+use crate::version::Version;
 
 /// A longest `error_detail` message: a server's name repeated into a NACK
 /// must not grow without bound.
@@ -31,7 +32,7 @@ const MAX_DETAIL: usize = 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     /// The response's `version_info`.
-    pub(crate) version: Arc<str>,
+    pub(crate) version: Version,
     /// The policies by name.
     pub(crate) policies: BTreeMap<String, Decoded>,
     /// Entries marked `delete`, left out.
@@ -58,7 +59,7 @@ pub(crate) struct Rejection {
 pub(crate) fn check(response: &PolicyDiscoveryResponse) -> Result<Snapshot, Rejection> {
     let erased = Erased::<ValidatingPolicyType>::new();
     let mut snapshot = Snapshot {
-        version: Arc::from(response.version_info.as_str()),
+        version: Version::new(&response.version_info),
         policies: BTreeMap::new(),
         deletion_markers: 0,
         skipped: BTreeMap::new(),

@@ -10,6 +10,7 @@ use super::PolicySession;
 use crate::policy_stream::snapshot::{self, KeyMeaning, Rejection};
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey};
 use crate::types::{VALIDATING_POLICY_TYPE_URL, ValidationError};
+use crate::version::Version;
 
 /// What the cache was last told of a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +28,7 @@ impl PolicySession {
     /// changed: each served copy (it stays, with an ambient error naming
     /// the snapshot and the reason) and the bad policy itself (its own
     /// error). Names without a copy hear nothing: their absence stands.
-    pub(super) fn report_nack(&mut self, rejection: &Rejection, version: &Arc<str>) {
+    pub(super) fn report_nack(&mut self, rejection: &Rejection, version: &Version) {
         let bad: BTreeSet<ResourceKey> = rejection
             .policy
             .iter()
@@ -47,7 +48,7 @@ impl PolicySession {
             } else {
                 format!(
                     "the snapshot of version {:?} was rejected: {}",
-                    snapshot::shorten(version),
+                    snapshot::shorten(&version.as_str()),
                     rejection.message
                 )
             };
@@ -61,7 +62,7 @@ impl PolicySession {
             self.events.push_back(CoreEvent::Invalid {
                 key,
                 error: ValidationError(error),
-                version: Arc::clone(version),
+                version: version.clone(),
             });
         }
     }
@@ -111,7 +112,7 @@ impl PolicySession {
             snapshot::meaning(&self.cfg, &key.type_url, &key.name),
             KeyMeaning::Policy(name) if held.skipped.contains_key(name)
         );
-        let version = Arc::clone(&held.version);
+        let version = held.version.clone();
         let before = self.told.get(key);
         match copy {
             Some(decoded) if wanted => {

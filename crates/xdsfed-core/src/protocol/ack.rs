@@ -17,6 +17,7 @@ use envoy_types::pb::google::rpc::Status;
 
 use crate::name::NameError;
 use crate::types::ValidationError;
+use crate::version::Version;
 
 /// `google.rpc.Code.INVALID_ARGUMENT`.
 pub(crate) const INVALID_ARGUMENT: i32 = 3;
@@ -127,7 +128,7 @@ pub(crate) struct PendingAck {
     pub(crate) nonce: String,
     /// SotW: the version to send (`version_info` of the response for an ACK,
     /// the last ACKed one for a NACK). Unused in delta.
-    pub(crate) version: Arc<str>,
+    pub(crate) version: Version,
     /// `Some` for a NACK.
     pub(crate) error: Option<Status>,
 }

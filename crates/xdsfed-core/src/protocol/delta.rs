@@ -31,6 +31,7 @@ use super::ingest::{Body, HeartbeatRule, Item, RawAny, Text};
 use super::session::{Request, Session};
 use super::type_state::WILDCARD;
 use super::wire::{WireDeltaResponse, as_text};
+use crate::version::Version;
 
 /// A delta response read into items, with what else it carries.
 struct Delta<R, E> {
@@ -45,13 +46,13 @@ struct Delta<R, E> {
 /// The versions of one response's resources, which mostly share one: one
 /// copy of it.
 #[derive(Default)]
-struct SharedVersion(Option<Arc<str>>);
+struct SharedVersion(Option<Version>);
 
 impl SharedVersion {
-    fn of(&mut self, version: &str) -> Arc<str> {
+    fn of(&mut self, version: &str) -> Version {
         match &self.0 {
-            Some(last) if **last == *version => Arc::clone(last),
-            _ => Arc::clone(self.0.insert(Arc::from(version))),
+            Some(last) if *last == *version => last.clone(),
+            _ => self.0.insert(Version::new(version)).clone(),
         }
     }
 }
@@ -258,7 +259,7 @@ impl Session {
         self.stream.acks.push_back(PendingAck {
             type_url,
             nonce: delta.nonce,
-            version: Arc::from(""),
+            version: Version::empty(),
             error,
         });
     }

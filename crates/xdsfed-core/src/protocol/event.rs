@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::stream_end::StreamFailure;
 use crate::types::{Decoded, ValidationError};
+use crate::version::Version;
 
 /// A resource's identity in the cache: its type URL and its cache key (the
 /// canonical `xdstp:` URN, or an old-style name as it is; see
@@ -129,7 +130,7 @@ pub enum CoreEvent {
         /// The validated resource and its bytes.
         resource: Decoded,
         /// The resource's version (delta) or the response's version (SotW).
-        version: Arc<str>,
+        version: Version,
         /// The resource's TTL, when the server set one.
         ttl: Option<Duration>,
     },
@@ -141,7 +142,7 @@ pub enum CoreEvent {
         /// Why it was rejected.
         error: ValidationError,
         /// The version of the rejected response.
-        version: Arc<str>,
+        version: Version,
     },
     /// The server deleted the resource (delta `removed_resources`, absence
     /// from a SotW LDS/CDS response) or its TTL expired.
@@ -160,7 +161,7 @@ pub enum CoreEvent {
         /// The canonical key of the target.
         target: Arc<str>,
         /// The resource's version.
-        version: Arc<str>,
+        version: Version,
     },
     /// The does-not-exist timer expired (gRFC A57).
     DoesNotExist {

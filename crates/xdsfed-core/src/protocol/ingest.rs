@@ -47,6 +47,7 @@ use super::session::Session;
 use super::timers::Timer;
 use crate::name::{NameError, canonical_key, canonical_key_of};
 use crate::types::{Decoded, TypeRegistry, ValidationError};
+use crate::version::Version;
 use std::borrow::Cow;
 
 /// The type URL of a redirect (xDS TP1 "Server redirects").
@@ -195,7 +196,7 @@ pub(super) struct Item {
     /// The resource.
     pub(super) body: Body,
     /// Delta: the resource's version; SotW: the response's.
-    pub(super) version: Arc<str>,
+    pub(super) version: Version,
     /// The TTL of the `Resource` wrapper, if any.
     pub(super) ttl: Option<PbDuration>,
 }
@@ -205,7 +206,7 @@ impl Item {
     pub(super) fn new(
         raw_name: impl Into<Text>,
         body: Body,
-        version: Arc<str>,
+        version: Version,
         ttl: Option<PbDuration>,
     ) -> Self {
         Self::named(raw_name.into(), body, version, ttl, None)
@@ -216,7 +217,7 @@ impl Item {
     pub(super) fn named(
         raw_name: Text,
         body: Body,
-        version: Arc<str>,
+        version: Version,
         ttl: Option<PbDuration>,
         known: Option<&super::type_state::Durable>,
     ) -> Self {
@@ -495,7 +496,7 @@ impl Session {
         key: Arc<str>,
         raw_name: Text,
         error: ValidationError,
-        version: Arc<str>,
+        version: Version,
         rejected: &mut Vec<Rejected>,
     ) {
         let r = Rejected::Invalid {
@@ -531,7 +532,7 @@ impl Session {
         type_url: &Arc<str>,
         name: Arc<str>,
         target: Arc<str>,
-        version: Arc<str>,
+        version: Version,
         ttl: Option<Duration>,
     ) {
         let key = self.hold(now, type_url, name, &version, ttl);
@@ -550,7 +551,7 @@ impl Session {
         now: Instant,
         type_url: &Arc<str>,
         name: Arc<str>,
-        version: &Arc<str>,
+        version: &Version,
         ttl: Option<Duration>,
     ) -> ResourceKey {
         self.stats.resource_updates_valid += 1;
@@ -559,7 +560,7 @@ impl Session {
             let globs = (durable.globs > 0).then_some(&durable.subscribed);
             durable
                 .held
-                .insert(Arc::clone(&name), Arc::clone(version), globs);
+                .insert(Arc::clone(&name), version.clone(), globs);
             durable.forget_absence(&name);
         }
         let key = ResourceKey::new(Arc::clone(type_url), name);
@@ -600,7 +601,7 @@ impl Session {
         type_url: &Arc<str>,
         name: Arc<str>,
         resource: Decoded,
-        version: Arc<str>,
+        version: Version,
         ttl: Option<Duration>,
     ) {
         let key = self.hold(now, type_url, name, &version, ttl);
@@ -615,7 +616,7 @@ impl Session {
     /// An invalid resource that is wanted: report it. The held copy stays;
     /// the resource exists, so its does-not-exist timer stops, and a later
     /// deletion of it is news.
-    fn reject(&mut self, type_url: &Arc<str>, name: Arc<str>, why: &Rejected, version: Arc<str>) {
+    fn reject(&mut self, type_url: &Arc<str>, name: Arc<str>, why: &Rejected, version: Version) {
         self.stats.resource_updates_invalid += 1;
         if let Some(state) = self.states.get_mut(type_url) {
             state.durable.forget_absence(&name);
@@ -636,7 +637,7 @@ impl Session {
         now: Instant,
         type_url: &Arc<str>,
         name: &Arc<str>,
-        version: &str,
+        version: &Version,
         ttl: Option<Duration>,
         rule: HeartbeatRule,
     ) -> Result<(), ValidationError> {
@@ -651,7 +652,7 @@ impl Session {
                     "unset, and the client holds no copy to refresh",
                 ));
             }
-            (Some(held), HeartbeatRule::SameVersion) if &**held != version => {
+            (Some(held), HeartbeatRule::SameVersion) if held != version => {
                 return Err(ValidationError::field(
                     "resource",
                     format!("unset, but version {version:?} is not the held version {held:?}"),

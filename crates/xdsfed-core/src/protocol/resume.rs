@@ -42,12 +42,13 @@ use super::event::{CoreEvent, ResourceKey};
 use super::session::Session;
 use crate::bootstrap::ApiVariant;
 use crate::types::Decoded;
+use crate::version::Version;
 
 /// A copy from the state directory, not yet confirmed by this server.
 #[derive(Debug, Clone)]
 pub(crate) struct Resumed {
     /// The version the server sent it with.
-    pub(crate) version: Arc<str>,
+    pub(crate) version: Version,
     /// The persisted copy, validated when it was loaded.
     pub(crate) resource: Decoded,
 }
@@ -61,7 +62,7 @@ impl Session {
     /// stream. Ignored when the session already holds a copy of `key`, or
     /// when the current stream's first request of the type has left (it
     /// can no longer carry initial versions).
-    pub fn resume(&mut self, key: ResourceKey, version: Arc<str>, resource: Decoded) {
+    pub fn resume(&mut self, key: ResourceKey, version: Version, resource: Decoded) {
         if version.is_empty() {
             return;
         }
@@ -99,7 +100,7 @@ impl Session {
         let mut claimed = Vec::new();
         for (name, resumed) in &state.durable.resumed {
             if state.wants(name) {
-                claimed.push((Arc::clone(name), Arc::clone(&resumed.version)));
+                claimed.push((Arc::clone(name), resumed.version.clone()));
             }
         }
         for (name, version) in claimed {

@@ -20,6 +20,7 @@ use super::undecoded::UndecodedResource;
 use crate::bootstrap::ApiVariant;
 use crate::error::GrpcCode;
 use crate::types::{TypeRegistry, ValidationError};
+use crate::version::Version;
 
 /// A request for the driver to write on the stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,11 +233,10 @@ impl Session {
     }
 
     /// The version of the received copy of `key`, if the session holds one.
-    pub fn held_version(&self, key: &ResourceKey) -> Option<&str> {
+    pub fn held_version(&self, key: &ResourceKey) -> Option<&Version> {
         self.states
             .get(&key.type_url)
             .and_then(|s| s.durable.held.get(&key.name))
-            .map(|v| &**v)
     }
 
     /// The counters.
@@ -288,7 +288,7 @@ impl Session {
         state.durable.timed_out.remove(&key.name);
         state.durable.resumed.remove(&key.name);
         if let Some(version) = state.durable.held.get_mut(&key.name) {
-            *version = Arc::from("");
+            *version = Version::empty();
         }
     }
 

@@ -33,6 +33,7 @@ use super::session::{Request, Session};
 use super::type_state::{WILDCARD, is_glob};
 use super::undecoded::{UndecodedResource, decoded_positions};
 use crate::types::ValidationError;
+use crate::version::Version;
 
 /// The type URL of the `Resource` wrapper.
 pub const RESOURCE_WRAPPER_TYPE_URL: &str =
@@ -123,7 +124,7 @@ impl Session {
         if let Some(state) = self.states.get_mut(&type_url) {
             state.stream.nonce.clone_from(&r.nonce);
         }
-        let version: Arc<str> = Arc::from(r.version_info);
+        let version = Version::new(&r.version_info);
         let mut rejected = Vec::new();
         let mut names_known = true;
         let mut items = Vec::with_capacity(r.resources.len() + undecoded.len());
@@ -169,7 +170,7 @@ impl Session {
         }
         let (error, ack_version) = if rejected.is_empty() {
             if let Some(state) = self.states.get_mut(&type_url) {
-                state.durable.acked_version = Arc::clone(&version);
+                state.durable.acked_version = version.clone();
             }
             (None, version)
         } else {
@@ -178,7 +179,7 @@ impl Session {
             let previous = self
                 .states
                 .get(&type_url)
-                .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.durable.acked_version));
+                .map_or_else(Version::empty, |s| s.durable.acked_version.clone());
             (Some(error_detail(&type_url, &rejected)), previous)
         };
         self.stream.acks.push_back(PendingAck {
@@ -196,7 +197,7 @@ impl Session {
         type_url: &str,
         index: usize,
         any: Any,
-        version: &Arc<str>,
+        version: &Version,
     ) -> Result<Item, Rejected> {
         let unnamed = |error| Rejected::Unnamed { index, error };
         if any.type_url != RESOURCE_WRAPPER_TYPE_URL {
@@ -211,12 +212,9 @@ impl Session {
                         .flatten()
                         .and_then(|ty| ty.name_of_invalid(&raw));
                     return match name {
-                        Some(name) => Ok(Item::new(
-                            name,
-                            Body::Failed(error),
-                            Arc::clone(version),
-                            None,
-                        )),
+                        Some(name) => {
+                            Ok(Item::new(name, Body::Failed(error), version.clone(), None))
+                        }
                         None => Err(unnamed(error)),
                     };
                 }
@@ -233,7 +231,7 @@ impl Session {
             return Ok(Item::new(
                 name,
                 Body::Decoded(decoded),
-                Arc::clone(version),
+                version.clone(),
                 None,
             ));
         }
@@ -254,7 +252,7 @@ impl Session {
             }
             Some(inner) => Body::Raw(inner.into()),
         };
-        Ok(Item::new(name, body, Arc::clone(version), wrapper.ttl))
+        Ok(Item::new(name, body, version.clone(), wrapper.ttl))
     }
 
     /// Deletes every held resource of the full-state type `type_url` that

@@ -18,6 +18,7 @@
 //! work per change is `O(1)`, whatever the number of subscriptions.
 
 use crate::hash::{HashMap, HashSet, NameSet};
+use crate::version::Version;
 use std::collections::BTreeSet;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
@@ -56,7 +57,7 @@ pub(crate) struct Durable {
     /// of the client, not yet confirmed ([`super::resume`]).
     pub(crate) resumed: HashMap<Arc<str>, super::resume::Resumed>,
     /// SotW: the `version_info` of the last ACKed response.
-    pub(crate) acked_version: Arc<str>,
+    pub(crate) acked_version: Version,
     /// How many of `subscribed` are glob collections (so that names are
     /// matched against globs only when there are some).
     pub(crate) globs: usize,
@@ -93,7 +94,7 @@ impl Durable {
 /// its members, not every resource of the type.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
-    versions: HashMap<Arc<str>, Arc<str>>,
+    versions: HashMap<Arc<str>, Version>,
     /// Held names by the glob they would belong to ([`glob_of`]); only
     /// names received while a glob was subscribed are indexed, since only
     /// those can have come through one. A subscribed glob is keyed by the
@@ -108,12 +109,12 @@ impl Held {
     }
 
     /// The version held for `name`.
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<str>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Version> {
         self.versions.get(name)
     }
 
     /// The version held for `name`, to change in place.
-    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Arc<str>> {
+    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Version> {
         self.versions.get_mut(name)
     }
 
@@ -140,7 +141,7 @@ impl Held {
     pub(crate) fn insert(
         &mut self,
         name: Arc<str>,
-        version: Arc<str>,
+        version: Version,
         globs: Option<&HashSet<Arc<str>>>,
     ) {
         // One lookup either way; a name held already is indexed already.
@@ -169,7 +170,7 @@ impl Held {
     }
 
     /// Forgets `name`; its version, if it was held.
-    pub(crate) fn remove(&mut self, name: &str) -> Option<Arc<str>> {
+    pub(crate) fn remove(&mut self, name: &str) -> Option<Version> {
         let version = self.versions.remove(name)?;
         if !self.by_glob.is_empty()
             && let Some(glob) = glob_of(name)
@@ -199,7 +200,7 @@ impl Held {
     }
 
     /// Every held name and its version.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Version)> {
         self.versions.iter()
     }
 
@@ -521,7 +522,7 @@ mod tests {
         for member in ["xdstp://a/T/g/m", "xdstp://a/T/g/kept"] {
             t.durable
                 .held
-                .insert(name(member), name("1"), Some(&subscribed));
+                .insert(name(member), Version::from("1"), Some(&subscribed));
         }
         t.unsubscribe(&name("xdstp://a/T/g/*"));
         assert!(!t.wants("xdstp://a/T/g/m"));
@@ -568,7 +569,7 @@ mod tests {
     fn unsubscribe_forgets_the_held_copy_unless_wildcard_delivers_it() {
         let mut t = TypeState::default();
         t.subscribe(name("a"));
-        t.durable.held.insert(name("a"), name("1"), None);
+        t.durable.held.insert(name("a"), Version::from("1"), None);
         t.set_wildcard(true);
         t.unsubscribe(&name("a"));
         assert!(t.durable.held.contains_key("a"));
@@ -586,9 +587,11 @@ mod tests {
         t.subscribe(Arc::clone(&glob));
         let subscribed = t.durable.subscribed.clone();
         for id in ["e1", "e2"] {
-            t.durable
-                .held
-                .insert(name(&GLOB.replace('*', id)), name("1"), Some(&subscribed));
+            t.durable.held.insert(
+                name(&GLOB.replace('*', id)),
+                Version::from("1"),
+                Some(&subscribed),
+            );
         }
         let (indexed, members) = t.durable.held.by_glob.get_key_value(GLOB).expect("indexed");
         assert_eq!(members.len(), 2);
@@ -612,7 +615,7 @@ mod tests {
             let subscribed = t.durable.subscribed.clone();
             t.durable
                 .held
-                .insert(member(glob, id), name("1"), Some(&subscribed));
+                .insert(member(glob, id), Version::from("1"), Some(&subscribed));
         }
         t.unsubscribe(&name(G1));
         assert!(!t.durable.held.contains_key(&member(G1, "e1")));

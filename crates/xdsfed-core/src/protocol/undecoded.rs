@@ -26,6 +26,7 @@ use super::event::{CoreEvent, ResourceKey};
 use super::ingest::{Body, Item};
 use super::session::Session;
 use crate::types::ValidationError;
+use crate::version::Version;
 
 /// A resource of a SotW response that the transport could not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,12 +42,12 @@ pub struct UndecodedResource {
 impl UndecodedResource {
     /// The resource as an item of the response of version `version`, to be
     /// rejected under its name; without a name, the rejection itself.
-    pub(super) fn into_item(self, version: &Arc<str>) -> Result<Item, Rejected> {
+    pub(super) fn into_item(self, version: &Version) -> Result<Item, Rejected> {
         match self.name {
             Some(name) => Ok(Item::new(
                 name,
                 Body::Failed(self.error),
-                Arc::clone(version),
+                version.clone(),
                 None,
             )),
             None => Err(Rejected::Unnamed {
@@ -95,13 +96,13 @@ impl Session {
             .collect();
         names.sort_unstable();
         names.dedup();
-        let previous = Arc::clone(&durable.acked_version);
-        let version: Arc<str> = Arc::from(version);
+        let previous = durable.acked_version.clone();
+        let version = Version::new(version);
         for name in names {
             self.events.push_back(CoreEvent::Invalid {
                 key: ResourceKey::new(Arc::clone(&type_url), name),
                 error: error.clone(),
-                version: Arc::clone(&version),
+                version: version.clone(),
             });
         }
         let detail = response_error_detail(&type_url, &error);

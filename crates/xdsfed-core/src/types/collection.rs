@@ -11,6 +11,7 @@ use envoy_types::pb::xds::core::v3::collection_entry::ResourceSpecifier;
 
 use super::{Decoded, ErasedType, ValidationError, decode_message};
 use crate::protocol::locator_key;
+use crate::version::Version;
 
 /// The type URL of Envoy's listener list collection.
 pub const LISTENER_COLLECTION_TYPE_URL: &str =
@@ -40,7 +41,7 @@ pub enum ListEntry {
         /// Its name, which `#entry=` refers to; `None` for an anonymous entry.
         name: Option<Arc<str>>,
         /// Its version.
-        version: Arc<str>,
+        version: Version,
         /// The validated resource (of the collection's member type).
         resource: Decoded,
     },
@@ -136,7 +137,7 @@ impl ErasedType for ListCollectionType {
                         .map_err(|e| ValidationError::field(field(".inline_entry.resource"), e))?;
                     entries.push(ListEntry::Inline {
                         name,
-                        version: Arc::from(inline.version),
+                        version: Version::from(inline.version),
                         resource,
                     });
                 }

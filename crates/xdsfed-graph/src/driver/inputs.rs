@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
+use xdsfed_core::version::Version;
 
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use futures::stream::{BoxStream, Stream, StreamExt};
@@ -188,7 +189,7 @@ pub(crate) fn wildcard_stream<T: Followed>(
             let update = update_of(event, || Provenance {
                 authority: xdsfed_core::name::authority_of(&name).map(Arc::from),
                 server: Arc::clone(&server),
-                version: Arc::from(""),
+                version: Version::empty(),
             });
             T::input(name, update)
         })
@@ -361,7 +362,7 @@ fn provenance_of(
         },
         version: state
             .and_then(|s| s.version.clone())
-            .unwrap_or_else(|| Arc::from("")),
+            .unwrap_or_else(Version::empty),
     }
 }
 

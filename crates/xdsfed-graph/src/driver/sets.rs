@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use xdsfed_core::hash::HashMap;
+use xdsfed_core::version::Version;
 
 use futures::{Stream, StreamExt};
 use xdsfed_client::cache::ResourceStatus;
@@ -100,7 +101,7 @@ impl<T: Followed> Followers<T> {
             Provenance {
                 authority: from.and_then(|f| f.authority.clone()),
                 server,
-                version: state.version.clone().unwrap_or_else(|| Arc::from("")),
+                version: state.version.clone().unwrap_or_else(Version::empty),
             }
         });
         Some(T::input(name, update))

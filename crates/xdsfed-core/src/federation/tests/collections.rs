@@ -67,7 +67,7 @@ fn body(list: &ResourceKey, entries: Vec<ListEntry>, bytes: &'static [u8]) -> Co
     CoreEvent::Upsert {
         key: list.clone(),
         resource: list_body(entries, bytes),
-        version: Arc::from("1"),
+        version: crate::version::Version::from("1"),
         ttl: None,
     }
 }
@@ -132,7 +132,7 @@ fn list_inline_entries_are_delivered_under_their_entry_keys() {
     h.fed.want_entry(&list, &entry);
     let inline = ListEntry::Inline {
         name: Some(Arc::from("e1")),
-        version: Arc::from("1"),
+        version: crate::version::Version::from("1"),
         resource: cluster_copy("e1", "inline"),
     };
     h.events("a1", vec![body(&list, vec![inline], b"1")]);

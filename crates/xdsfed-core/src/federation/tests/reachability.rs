@@ -3,8 +3,6 @@
 //! returns to it when it answers again. Authority `a` has the knob, `b`
 //! has not (see [`BOOTSTRAP`](super::support::BOOTSTRAP)).
 
-use std::sync::Arc;
-
 use super::support::{Harness, cluster, with_reachability_only};
 use crate::error::{Cause, ErrorKind};
 use crate::protocol::CoreEvent;
@@ -94,7 +92,7 @@ fn a95_a_data_error_or_a_missing_resource_is_no_reason_to_fall_back() {
     let invalid = CoreEvent::Invalid {
         key: c1.clone(),
         error: ValidationError::field("lb_policy", "unsupported"),
-        version: Arc::from("v2"),
+        version: crate::version::Version::from("v2"),
     };
     let missing = CoreEvent::DoesNotExist { key: c2.clone() };
     h.events("a1", vec![invalid, missing]);

@@ -126,7 +126,7 @@ fn redirect_a_target_of_another_type_is_refused() {
         vec![CoreEvent::Redirect {
             key: entry.clone(),
             target: listener,
-            version: Arc::from("r"),
+            version: crate::version::Version::from("r"),
         }],
     );
     assert_eq!(refusal(&h, &entry), Some(RedirectRefusal::InvalidTarget));

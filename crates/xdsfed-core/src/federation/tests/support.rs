@@ -306,7 +306,7 @@ pub(crate) fn upsert(key: &ResourceKey, tag: &str) -> CoreEvent {
     CoreEvent::Upsert {
         key: key.clone(),
         resource: cluster_copy(id, tag),
-        version: Arc::from(tag),
+        version: crate::version::Version::from(tag),
         ttl: None,
     }
 }
@@ -315,7 +315,7 @@ pub(crate) fn redirect(key: &ResourceKey, target: &ResourceKey) -> CoreEvent {
     CoreEvent::Redirect {
         key: key.clone(),
         target: Arc::clone(&target.name),
-        version: Arc::from("r"),
+        version: crate::version::Version::from("r"),
     }
 }
 

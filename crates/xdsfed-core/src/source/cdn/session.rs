@@ -74,6 +74,7 @@ use crate::bootstrap::CdnTiming;
 use crate::error::GrpcCode;
 use crate::protocol::{CoreEvent, RemovedReason, ResourceKey, SourceKind, StreamFailure};
 use crate::types::TypeRegistry;
+use crate::version::Version;
 
 /// The default bound on fetches in flight to one server: a client holds
 /// about this many HTTP/1.1 connections to it (one over HTTP/2); the pool
@@ -195,9 +196,9 @@ enum Held {
     /// Nothing yet.
     Nothing,
     /// A copy: its version and bytes (rule 5 compares them).
-    Copy { version: Arc<str>, raw: Bytes },
+    Copy { version: Version, raw: Bytes },
     /// A redirect: its target and version (rule 5 compares them).
-    Redirect { target: Arc<str>, version: Arc<str> },
+    Redirect { target: Arc<str>, version: Version },
     /// The last answer was invalid (the copy the cache holds stays).
     Invalid,
     /// The server said it does not exist.
@@ -501,9 +502,9 @@ impl CdnSession {
             Ok(response) => response,
             Err(why) => return Err(Failure::Unusable(format!("GET {}: {why}", t.url))),
         };
-        let version: Arc<str> = match (&response.version_info, &reply.etag) {
-            (v, Some(etag)) if v.is_empty() => Arc::clone(etag),
-            (v, _) => Arc::from(v.as_str()),
+        let version: Version = match (&response.version_info, &reply.etag) {
+            (v, Some(etag)) if v.is_empty() => Version::new(etag),
+            (v, _) => Version::new(v),
         };
         t.etag = reply.etag;
         t.last_modified = reply.last_modified;
@@ -515,7 +516,7 @@ impl CdnSession {
         &mut self,
         key: &ResourceKey,
         response: envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse,
-        version: Arc<str>,
+        version: Version,
     ) -> Option<CoreEvent> {
         let result = answer(&self.types, key, response);
         let t = self.tracked.get_mut(key)?;
@@ -523,7 +524,7 @@ impl CdnSession {
             Ok(Answer::Resource(resource)) => {
                 self.stats.valid += 1;
                 let copy = Held::Copy {
-                    version: Arc::clone(&version),
+                    version: version.clone(),
                     raw: resource.raw().clone(),
                 };
                 if t.held == copy {
@@ -541,7 +542,7 @@ impl CdnSession {
                 self.stats.valid += 1;
                 let redirect = Held::Redirect {
                     target: Arc::clone(&target),
-                    version: Arc::clone(&version),
+                    version: version.clone(),
                 };
                 if t.held == redirect {
                     return None;
@@ -638,14 +639,14 @@ impl CdnSession {
                 Some(CoreEvent::Upsert {
                     key: key.clone(),
                     resource,
-                    version: Arc::clone(version),
+                    version: version.clone(),
                     ttl: None,
                 })
             }
             Held::Redirect { target, version } => Some(CoreEvent::Redirect {
                 key: key.clone(),
                 target: Arc::clone(target),
-                version: Arc::clone(version),
+                version: version.clone(),
             }),
             Held::Absent => Some(CoreEvent::Removed {
                 key: key.clone(),

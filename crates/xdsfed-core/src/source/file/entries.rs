@@ -11,7 +11,6 @@
 
 use crate::hash::HashMap;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryResponse, Resource};
@@ -24,6 +23,7 @@ use crate::protocol::{
     AuthorityFilter, RESOURCE_WRAPPER_TYPE_URL, Rejected, ResourceKey, same_name,
 };
 use crate::types::{Decoded, TypeRegistry, ValidationError};
+use crate::version::Version;
 
 /// What the file says of one resource.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ pub(super) enum Entry {
 #[derive(Debug, Clone)]
 pub(super) struct Contents {
     /// `version_info`, or a digest of the bytes when it is empty.
-    pub(super) version: Arc<str>,
+    pub(super) version: Version,
     /// Every resource of an authority the source serves.
     pub(super) entries: BTreeMap<ResourceKey, Entry>,
     /// Resources of other authorities, ignored.
@@ -66,10 +66,10 @@ pub(super) fn contents(
     types: &TypeRegistry,
     filter: &AuthorityFilter,
 ) -> Result<Contents, String> {
-    let version: Arc<str> = if response.version_info.is_empty() {
-        Arc::from(format!("{digest:016x}"))
+    let version: Version = if response.version_info.is_empty() {
+        Version::from(format!("{digest:016x}"))
     } else {
-        Arc::from(response.version_info)
+        Version::from(response.version_info)
     };
     let mut named = Vec::with_capacity(response.resources.len());
     for (index, any) in response.resources.into_iter().enumerate() {

@@ -15,6 +15,7 @@ use crate::protocol::{
     is_glob,
 };
 use crate::types::TypeRegistry;
+use crate::version::Version;
 
 /// What a [`FileSession`] reads, and for whom.
 #[derive(Debug, Clone)]
@@ -104,8 +105,8 @@ impl FileSession {
     }
 
     /// The version of the held contents.
-    pub fn version(&self) -> Option<&str> {
-        self.held.as_ref().map(|c| &*c.version)
+    pub fn version(&self) -> Option<&Version> {
+        self.held.as_ref().map(|c| &c.version)
     }
 
     /// Whether anything is subscribed (names or wildcards).
@@ -273,7 +274,7 @@ impl FileSession {
             return;
         };
         let wanted = self.wants(key);
-        let version = Arc::clone(&held.version);
+        let version = held.version.clone();
         let before = self.told.get(key);
         let event = match held.entries.get(key) {
             Some(_) if !wanted => return,

@@ -36,7 +36,7 @@ fn route_on_one_authority_reaches_cluster_on_another() {
     let remote = s.cluster(CB).expect("cluster on b");
     let provenance = &remote.cluster.as_ref().expect("present").provenance;
     assert_eq!(provenance.authority.as_deref(), Some("b.test"));
-    assert_eq!(&*provenance.version, "7");
+    assert_eq!(provenance.version, "7");
     let ClusterEndpoints::Eds {
         assignment: Some(assignment),
         ..
@@ -44,7 +44,7 @@ fn route_on_one_authority_reaches_cluster_on_another() {
     else {
         panic!("remote endpoints missing");
     };
-    assert_eq!(&*assignment.provenance.version, "9");
+    assert_eq!(assignment.provenance.version, "9");
 }
 
 /// A ConfigSource beside the name that lists its authority and names its

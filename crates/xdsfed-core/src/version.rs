@@ -1,0 +1,281 @@
+//! A resource's version, held in one small allocation.
+//!
+//! A delta xDS server versions each resource on its own, and a client holds
+//! a version for every resource it holds: a million of them at xDS TP1's
+//! design load. Many servers send the hex SHA-256 of the resource's bytes
+//! (go-control-plane's delta cache does; so does the testbed): 64
+//! characters, 80 bytes as an `Arc<str>` with its counts, behind a pointer
+//! of 16. A [`Version`] is one pointer of 8 bytes to 56 bytes: those 64
+//! characters packed into the 32 bytes they spell, any text of up to 38
+//! bytes inline, and a longer text (rare) boxed beside.
+//!
+//! Rule: one text has one form. Only 64 *lower-case* hex digits are packed
+//! (upper case would not come back as it was sent), so two versions are
+//! equal exactly when their texts are, and hash alike then (test
+//! `tests::one_text_one_form`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+/// A resource's version as its server sent it, compactly (see the
+/// [module docs](self)).
+///
+/// ```
+/// use xdsfed_core::version::Version;
+///
+/// let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+/// let version = Version::from(sha);
+/// assert_eq!(version, *sha);
+/// assert_eq!(version.to_string(), sha);
+/// assert_eq!(Version::from("v7").as_str(), "v7");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Version(Arc<Repr>);
+
+/// Longest text held inline.
+const INLINE: usize = 38;
+
+#[derive(PartialEq, Eq, Hash)]
+enum Repr {
+    /// 64 lower-case hex digits, as the bytes they spell.
+    Hex([u8; 32]),
+    /// A text of up to [`INLINE`] bytes: its length, then its bytes.
+    Inline(u8, [u8; INLINE]),
+    /// A longer text.
+    Boxed(Box<str>),
+}
+
+static EMPTY: LazyLock<Version> = LazyLock::new(|| Version::new(""));
+
+impl Version {
+    /// Holds `text`.
+    pub fn new(text: &str) -> Self {
+        Version(Arc::new(Repr::of(text)))
+    }
+
+    /// The empty version (a copy asked for afresh; a source that sends
+    /// none): one shared copy.
+    pub fn empty() -> Self {
+        EMPTY.clone()
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        matches!(&*self.0, Repr::Inline(0, _))
+    }
+
+    /// The text: borrowed, unless it was packed.
+    pub fn as_str(&self) -> Cow<'_, str> {
+        match &*self.0 {
+            Repr::Hex(bytes) => Cow::Owned(hex(bytes)),
+            Repr::Inline(len, bytes) => Cow::Borrowed(inline_text(bytes, *len)),
+            Repr::Boxed(text) => Cow::Borrowed(text),
+        }
+    }
+
+    /// Whether both are the same allocation (a response's resources share
+    /// one when they share a version).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Repr {
+    fn of(text: &str) -> Self {
+        if let Some(bytes) = unhex(text) {
+            return Repr::Hex(bytes);
+        }
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Repr::Inline(len, bytes)
+            }
+            _ => Repr::Boxed(text.into()),
+        }
+    }
+}
+
+/// The text an inline form holds. Built only from a `str`'s bytes, so it
+/// is UTF-8; an empty text otherwise, which cannot happen.
+fn inline_text(bytes: &[u8; INLINE], len: u8) -> &str {
+    bytes
+        .get(..usize::from(len))
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or_default()
+}
+
+/// The bytes 64 lower-case hex digits spell; `None` for any other text.
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let text = text.as_bytes();
+    if text.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0; 32];
+    for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(bytes)
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(64);
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    text
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl From<&str> for Version {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<&String> for Version {
+    fn from(text: &String) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<String> for Version {
+    fn from(text: String) -> Self {
+        Self::new(&text)
+    }
+}
+
+impl From<Version> for String {
+    fn from(version: Version) -> Self {
+        version.as_str().into_owned()
+    }
+}
+
+impl From<&Version> for String {
+    fn from(version: &Version) -> Self {
+        version.as_str().into_owned()
+    }
+}
+
+impl PartialEq<str> for Version {
+    fn eq(&self, other: &str) -> bool {
+        match &*self.0 {
+            Repr::Hex(bytes) => unhex(other).is_some_and(|o| o == *bytes),
+            Repr::Inline(len, bytes) => inline_text(bytes, *len) == other,
+            Repr::Boxed(text) => **text == *other,
+        }
+    }
+}
+
+impl PartialEq<&str> for Version {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+impl PartialEq<Version> for str {
+    fn eq(&self, other: &Version) -> bool {
+        *other == *self
+    }
+}
+
+impl PartialEq<Version> for &str {
+    fn eq(&self, other: &Version) -> bool {
+        *other == **self
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_str())
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.as_str(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    const SHA: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn every_form_reads_back_as_sent() {
+        let long = "x".repeat(100);
+        for text in [
+            "",
+            "1",
+            "v7-abc",
+            SHA,
+            &SHA.to_uppercase(),
+            &SHA[..63],
+            &long,
+        ] {
+            let version = Version::from(text);
+            assert_eq!(version.as_str(), text);
+            assert_eq!(version.to_string(), text);
+            assert_eq!(version, *text);
+            assert_eq!(format!("{version:?}"), format!("{text:?}"));
+        }
+        assert!(Version::empty().is_empty());
+        assert!(!Version::from("0").is_empty());
+    }
+
+    #[test]
+    fn a_hex_sha_is_packed_and_texts_up_to_38_bytes_are_inline() {
+        assert!(matches!(*Version::from(SHA).0, Repr::Hex(_)));
+        assert!(matches!(
+            *Version::from(&*"é".repeat(19)).0,
+            Repr::Inline(38, _)
+        ));
+        assert!(matches!(*Version::from(&*"x".repeat(39)).0, Repr::Boxed(_)));
+        assert!(matches!(
+            *Version::from(&*SHA.to_uppercase()).0,
+            Repr::Boxed(_)
+        ));
+    }
+
+    /// A version is one pointer to 56 bytes (with the `Arc`'s counts).
+    #[test]
+    fn a_version_is_one_word_to_56_bytes() {
+        assert_eq!(size_of::<Version>(), 8);
+        assert_eq!(size_of::<Option<Version>>(), 8);
+        assert_eq!(size_of::<Repr>() + 16, 56);
+    }
+
+    #[test]
+    fn one_text_one_form() {
+        let hasher = std::collections::hash_map::RandomState::new();
+        let a = Version::from(SHA);
+        let b = Version::from(String::from(SHA));
+        assert_eq!(a, b);
+        assert_eq!(hasher.hash_one(&a), hasher.hash_one(&b));
+        assert_ne!(a, Version::from(&*SHA.to_uppercase()));
+        assert_ne!(Version::from(&SHA[..62]), Version::from(&SHA[..63]));
+        let upper = SHA.to_uppercase();
+        assert!(
+            a != *upper.as_str(),
+            "a packed version is not its upper-case text"
+        );
+    }
+}
