@@ -108,22 +108,42 @@ fn inline_text(bytes: &[u8; INLINE], len: u8) -> &str {
 
 /// The bytes 64 lower-case hex digits spell; `None` for any other text.
 fn unhex(text: &str) -> Option<[u8; 32]> {
-    fn digit(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
     let text = text.as_bytes();
     if text.len() != 64 {
         return None;
     }
     let mut bytes = [0; 32];
     for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
-        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+        *byte = hex_pair(pair)?;
     }
     Some(bytes)
+}
+
+/// Whether `text` is the 64 lower-case hex digits of `bytes`: read only as
+/// far as the first digit that differs, since a response's versions are
+/// compared with the one before (two hashes differ at once).
+fn spells(text: &str, bytes: &[u8; 32]) -> bool {
+    text.len() == 64
+        && text
+            .as_bytes()
+            .chunks_exact(2)
+            .zip(bytes)
+            .all(|(pair, byte)| hex_pair(pair) == Some(*byte))
+}
+
+fn hex_pair(pair: &[u8]) -> Option<u8> {
+    match pair {
+        [high, low] => Some(digit(*high)? << 4 | digit(*low)?),
+        _ => None,
+    }
+}
+
+fn digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
 }
 
 fn hex(bytes: &[u8; 32]) -> String {
@@ -175,7 +195,7 @@ impl From<&Version> for String {
 impl PartialEq<str> for Version {
     fn eq(&self, other: &str) -> bool {
         match &*self.0 {
-            Repr::Hex(bytes) => unhex(other).is_some_and(|o| o == *bytes),
+            Repr::Hex(bytes) => spells(other, bytes),
             Repr::Inline(len, bytes) => inline_text(bytes, *len) == other,
             Repr::Boxed(text) => **text == *other,
         }
@@ -272,6 +292,9 @@ mod tests {
         assert_eq!(hasher.hash_one(&a), hasher.hash_one(&b));
         assert_ne!(a, Version::from(&*SHA.to_uppercase()));
         assert_ne!(Version::from(&SHA[..62]), Version::from(&SHA[..63]));
+        let last_differs = format!("{}9", &SHA[..63]);
+        assert!(a != *last_differs.as_str(), "every digit is compared");
+        assert!(a != *SHA.replacen('9', "g", 1).as_str(), "a non-hex digit is no digit");
         let upper = SHA.to_uppercase();
         assert!(
             a != *upper.as_str(),
