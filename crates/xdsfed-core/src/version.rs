@@ -73,12 +73,6 @@ impl Version {
             Repr::Boxed(text) => Cow::Borrowed(text),
         }
     }
-
-    /// Whether both are the same allocation (a response's resources share
-    /// one when they share a version).
-    pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
 }
 
 impl Repr {
@@ -294,7 +288,10 @@ mod tests {
         assert_ne!(Version::from(&SHA[..62]), Version::from(&SHA[..63]));
         let last_differs = format!("{}9", &SHA[..63]);
         assert!(a != *last_differs.as_str(), "every digit is compared");
-        assert!(a != *SHA.replacen('9', "g", 1).as_str(), "a non-hex digit is no digit");
+        assert!(
+            a != *SHA.replacen('9', "g", 1).as_str(),
+            "a non-hex digit is no digit"
+        );
         let upper = SHA.to_uppercase();
         assert!(
             a != *upper.as_str(),
