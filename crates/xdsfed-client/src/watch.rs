@@ -194,6 +194,11 @@ impl<T: ResourceType> Watch<T> {
         self._guard
     }
 
+    /// The subscription's guard and the provenance, the channel dropped.
+    pub(crate) fn into_parts(self) -> (Arc<Guard>, Provenance) {
+        (self._guard, self.provenance)
+    }
+
     /// The resource's authority and the server its subscription is on.
     pub fn provenance(&self) -> &Provenance {
         &self.provenance

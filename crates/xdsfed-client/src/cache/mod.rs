@@ -171,13 +171,7 @@ impl Cache {
         policy: DataErrorPolicy,
     ) -> (watch::Receiver<ResourceState>, bool) {
         let mut inner = self.lock();
-        let inner = &mut *inner;
-        if inner.entries.contains_key(key) {
-            inner.adopt_from_disk(key, &provenance, policy);
-        } else {
-            inner.insert_entry(key, Entry::new(provenance, policy));
-        }
-        let Some(entry) = inner.entries.get_mut(key) else {
+        let Some(entry) = inner.watched_entry(key, provenance, policy) else {
             return (
                 watch::Sender::new(ResourceState::requested()).subscribe(),
                 false,
@@ -191,6 +185,19 @@ impl Cache {
             rx.mark_changed();
         }
         (rx, first)
+    }
+
+    /// Adds a watcher of `key` that reads its state through the cache (a
+    /// watch set's member): counted as a watcher, without a channel.
+    pub(crate) fn add_quiet_watcher(
+        &self,
+        key: &ResourceKey,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) {
+        if let Some(entry) = self.lock().watched_entry(key, provenance, policy) {
+            entry.watchers += 1;
+        }
     }
 
     /// Removes a watcher of `key`; the entry goes with the last one unless a
@@ -500,6 +507,22 @@ fn index_by_glob(
 }
 
 impl Inner {
+    /// The entry of `key` a new watcher is counted in: made if there is
+    /// none, adopted if it holds a copy from the state directory.
+    fn watched_entry(
+        &mut self,
+        key: &ResourceKey,
+        provenance: Provenance,
+        policy: DataErrorPolicy,
+    ) -> Option<&mut Entry> {
+        if self.entries.contains_key(key) {
+            self.adopt_from_disk(key, &provenance, policy);
+        } else {
+            self.insert_entry(key, Entry::new(provenance, policy));
+        }
+        self.entries.get_mut(key)
+    }
+
     /// Runs the gRFC A88 transition of `event` on its entry (made for a
     /// wildcard or collection watcher that wants it, for an update).
     fn apply_one(

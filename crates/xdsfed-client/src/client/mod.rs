@@ -320,6 +320,40 @@ impl XdsClient {
             .start_watch::<T>(&parsed, home, server_id, server, given)
     }
 
+    /// [`Self::watch_given`] for a member of a watch set, which reads the
+    /// state through the cache: the subscription's guard and provenance.
+    pub(crate) fn member_given<T: ResourceType>(
+        &self,
+        name: &str,
+        given: Option<&Arc<str>>,
+    ) -> Result<(Arc<Guard>, Provenance), WatchError> {
+        let parsed = ResourceName::parse_user_supplied(name);
+        if let Ok(parsed) = &parsed
+            && parsed
+                .as_xdstp()
+                .is_some_and(|n| n.directives().entry().is_some())
+        {
+            return self.watch_given::<T>(name, given).map(Watch::into_parts);
+        }
+        let parsed = self.inner.checked::<T>(parsed)?;
+        let first = self.inner.server_for(&parsed)?;
+        let home = Home::Authority(Partition::of(&parsed));
+        self.inner.start_member::<T>(&parsed, home, first, given)
+    }
+
+    /// [`Self::watch_on_server_given`] for a member of a watch set.
+    pub(crate) fn member_on_server_given<T: ResourceType>(
+        &self,
+        name: &str,
+        server: &ServerConfig,
+        given: Option<&Arc<str>>,
+    ) -> Result<(Arc<Guard>, Provenance), WatchError> {
+        let parsed = self.inner.parse::<T>(name)?;
+        let id = self.inner.lock().federation.add_server(server)?;
+        self.inner
+            .start_member::<T>(&parsed, Home::Server(id), (id, server), given)
+    }
+
     /// Watches `name` on `server`, whatever the bootstrap maps its authority
     /// to: for names found next to a ConfigSource that lists their authority
     /// and names its own server (xDS TP1). That ConfigSource is the

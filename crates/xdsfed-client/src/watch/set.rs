@@ -1,6 +1,6 @@
 //! Watch sets: many resources of one type behind one queue.
 //!
-//! A [`Watch`] per resource costs a channel receiver, a pending wait and a
+//! A [`Watch`](super::Watch) per resource costs a channel receiver, a pending wait and a
 //! wake-up per change; a program following a hundred thousand
 //! `ClusterLoadAssignment`s pays that a hundred thousand times, and its
 //! executor polls a stream per resource. A [`WatchSet`] subscribes each
@@ -10,7 +10,7 @@
 //! are read, and wakes one task: a change costs a queue push, and reading
 //! it costs a lookup.
 //!
-//! Delivery is latest-value, as for a [`Watch`]: a member's event is its
+//! Delivery is latest-value, as for a [`Watch`](super::Watch): a member's event is its
 //! state when the set reads it.
 
 use std::marker::PhantomData;
@@ -21,7 +21,7 @@ use xdsfed_core::hash::HashMap;
 
 use futures::Stream;
 
-use super::{Guard, Wait, Watch, WatchEvent, event_of, poll_dirty};
+use super::{Guard, Wait, WatchEvent, event_of, poll_dirty};
 use crate::cache::{Cache, Provenance, ResourceState, WildcardQueue};
 use crate::client::{WatchError, XdsClient};
 use xdsfed_core::bootstrap::ServerConfig;
@@ -102,8 +102,8 @@ impl<T: ResourceType> WatchSet<T> {
     /// subscription is taken before the old one is released, so a resource
     /// subscribed both times stays subscribed throughout.
     pub fn insert(&mut self, name: &str) -> Result<(), WatchError> {
-        let watch = self.client.watch::<T>(name)?;
-        self.join(name, watch);
+        let (guard, provenance) = self.client.watch::<T>(name)?.into_parts();
+        self.join(name, guard, provenance);
         Ok(())
     }
 
@@ -117,13 +117,13 @@ impl<T: ResourceType> WatchSet<T> {
         name: &Arc<str>,
         server: Option<&ServerConfig>,
     ) -> Result<(), WatchError> {
-        let watch = match server {
+        let (guard, provenance) = match server {
             Some(server) => self
                 .client
-                .watch_on_server_given::<T>(name, server, Some(name))?,
-            None => self.client.watch_given::<T>(name, Some(name))?,
+                .member_on_server_given::<T>(name, server, Some(name))?,
+            None => self.client.member_given::<T>(name, Some(name))?,
         };
-        self.join(name, watch);
+        self.join(name, guard, provenance);
         Ok(())
     }
 
@@ -135,8 +135,8 @@ impl<T: ResourceType> WatchSet<T> {
         name: &str,
         server: &ServerConfig,
     ) -> Result<(), WatchError> {
-        let watch = self.client.watch_on_server::<T>(name, server)?;
-        self.join(name, watch);
+        let (guard, provenance) = self.client.watch_on_server::<T>(name, server)?.into_parts();
+        self.join(name, guard, provenance);
         Ok(())
     }
 
@@ -180,9 +180,7 @@ impl<T: ResourceType> WatchSet<T> {
     /// Keeps `watch`'s subscription as member `name`; the cache queues the
     /// member's changes from now on, and its state now if it has one. A
     /// member it replaces is released last.
-    fn join(&mut self, name: &str, watch: Watch<T>) {
-        let provenance = watch.provenance().clone();
-        let guard = watch.into_guard();
+    fn join(&mut self, name: &str, guard: Arc<Guard>, provenance: Provenance) {
         // A name given in its canonical form is the cache's key: share it
         // rather than hold a second copy per member.
         let name = if *guard.key.name == *name {
