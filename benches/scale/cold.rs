@@ -98,7 +98,11 @@ pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, 
     {
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if std::env::var("SCALE_EXIT_HELD").ok().and_then(|v| v.parse().ok()) == Some(call) {
+        if std::env::var("SCALE_EXIT_HELD")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            == Some(call)
+        {
             std::process::exit(0);
         }
     }

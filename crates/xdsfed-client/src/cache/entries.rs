@@ -7,7 +7,7 @@
 //! watcher holds, are plain accepted copies read through queues. Those are
 //! held as a [`Plain`]: the copy, its version, when it came and where from
 //! (an [`Origin`] the entries of a server share), in one allocation of 88
-//! bytes with its key, where a full entry and its state take two of 224
+//! bytes with its key, where a full entry and its state take two of 216
 //! without it.
 //!
 //! Rule: a plain entry is exactly the state it stands for. An entry is
