@@ -329,11 +329,9 @@ impl XdsClient {
     ) -> Result<(Arc<Guard>, Provenance), WatchError> {
         let parsed = ResourceName::parse_user_supplied(name);
         if let Ok(parsed) = &parsed
-            && parsed
-                .as_xdstp()
-                .is_some_and(|n| n.directives().entry().is_some())
+            && let Some(entry) = parsed.as_xdstp().and_then(|n| n.directives().entry())
         {
-            return self.watch_given::<T>(name, given).map(Watch::into_parts);
+            return self.watch_entry::<T>(parsed, entry).map(Watch::into_parts);
         }
         let parsed = self.inner.checked::<T>(parsed)?;
         let first = self.inner.server_for(&parsed)?;

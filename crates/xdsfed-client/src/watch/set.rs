@@ -102,7 +102,7 @@ impl<T: ResourceType> WatchSet<T> {
     /// subscription is taken before the old one is released, so a resource
     /// subscribed both times stays subscribed throughout.
     pub fn insert(&mut self, name: &str) -> Result<(), WatchError> {
-        let (guard, provenance) = self.client.watch::<T>(name)?.into_parts();
+        let (guard, provenance) = self.client.member_given::<T>(name, None)?;
         self.join(name, guard, provenance);
         Ok(())
     }
@@ -135,7 +135,9 @@ impl<T: ResourceType> WatchSet<T> {
         name: &str,
         server: &ServerConfig,
     ) -> Result<(), WatchError> {
-        let (guard, provenance) = self.client.watch_on_server::<T>(name, server)?.into_parts();
+        let (guard, provenance) = self
+            .client
+            .member_on_server_given::<T>(name, server, None)?;
         self.join(name, guard, provenance);
         Ok(())
     }
