@@ -68,7 +68,7 @@ impl Version {
     /// The text: borrowed, unless it was packed.
     pub fn as_str(&self) -> Cow<'_, str> {
         match &*self.0 {
-            Repr::Hex(bytes) => Cow::Owned(hex(bytes)),
+            Repr::Hex(bytes) => Cow::Owned(hex::encode(bytes)),
             Repr::Inline(len, bytes) => Cow::Borrowed(inline_text(bytes, *len)),
             Repr::Boxed(text) => Cow::Borrowed(text),
         }
@@ -132,22 +132,14 @@ fn hex_pair(pair: &[u8]) -> Option<u8> {
     }
 }
 
+/// A lower-case hex digit's value. Not the `hex` crate's decoding, which
+/// takes upper case too: such a version would not read back as sent.
 fn digit(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
         _ => None,
     }
-}
-
-fn hex(bytes: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(64);
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    text
 }
 
 impl Default for Version {
