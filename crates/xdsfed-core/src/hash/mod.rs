@@ -20,11 +20,13 @@ use std::sync::OnceLock;
 
 mod interner;
 mod keyed;
+mod name_map;
 mod name_set;
 mod small_set;
 
 pub use interner::Interner;
 pub use keyed::KeyedTable;
+pub use name_map::NameMap;
 pub use name_set::NameSet;
 pub use small_set::{Iter as SmallSetIter, SmallSet};
 

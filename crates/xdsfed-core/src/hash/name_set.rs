@@ -8,14 +8,15 @@
 //! table of its own cost some 30 bytes a member in table slack and
 //! control bytes. [`NameSet`] holds up to [`NameSet::FEW`] names as an exact
 //! boxed slice (16 bytes a member, found by a scan that compares
-//! pointers before text) and becomes a table past that.
+//! pointers before text) and becomes a table past that: it is a
+//! [`NameMap`] without values.
 
 use std::sync::Arc;
 
-use super::HashSet;
+use super::NameMap;
 
-/// A set of names: a boxed slice while it has at most [`NameSet::FEW`] of them, a
-/// hash table past that.
+/// A set of names: a boxed slice while it has at most [`NameSet::FEW`] of
+/// them, a hash table past that.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -29,114 +30,47 @@ use super::HashSet;
 /// assert!(members.remove("xdstp://a/T/c/e1"));
 /// assert_eq!(members.iter().map(|n| &**n).collect::<Vec<_>>(), ["xdstp://a/T/c/e2"]);
 /// ```
-#[derive(Debug, Clone)]
-pub enum NameSet {
-    /// At most [`NameSet::FEW`] names, in the order they came.
-    Few(Box<[Arc<str>]>),
-    /// More than [`NameSet::FEW`] once (a table once grown stays a table).
-    Many(Box<HashSet<Arc<str>>>),
-}
-
-impl Default for NameSet {
-    fn default() -> Self {
-        NameSet::Few(Box::default())
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub struct NameSet(NameMap<()>);
 
 impl NameSet {
-    /// Up to this many names are held as a slice; a scan of 32 pointers is
-    /// cheaper than hashing a name.
-    pub const FEW: usize = 32;
+    /// Up to this many names are held as a slice.
+    pub const FEW: usize = NameMap::<()>::FEW;
 
     /// Adds `name`; false when it was there already.
     pub fn insert(&mut self, name: Arc<str>) -> bool {
-        match self {
-            NameSet::Few(few) if position(few, &name).is_some() => false,
-            NameSet::Few(few) if few.len() < Self::FEW => {
-                let mut grown = Vec::with_capacity(few.len() + 1);
-                grown.extend(few.iter().cloned());
-                grown.push(name);
-                *few = grown.into_boxed_slice();
-                true
-            }
-            NameSet::Few(few) => {
-                let mut table: HashSet<Arc<str>> = few.iter().cloned().collect();
-                table.insert(name);
-                *self = NameSet::Many(Box::new(table));
-                true
-            }
-            NameSet::Many(table) => table.insert(name),
-        }
+        self.0.insert(name, ()).is_none()
     }
 
     /// Removes `name`; false when it was not there.
     pub fn remove(&mut self, name: &str) -> bool {
-        match self {
-            NameSet::Few(few) => {
-                let Some(at) = position(few, name) else {
-                    return false;
-                };
-                let mut shrunk = Vec::with_capacity(few.len() - 1);
-                shrunk.extend(few[..at].iter().cloned());
-                shrunk.extend(few[at + 1..].iter().cloned());
-                *few = shrunk.into_boxed_slice();
-                true
-            }
-            NameSet::Many(table) => table.remove(name),
-        }
+        self.0.remove(name).is_some()
     }
 
     /// Whether `name` is in the set.
     pub fn contains(&self, name: &str) -> bool {
-        match self {
-            NameSet::Few(few) => position(few, name).is_some(),
-            NameSet::Many(table) => table.contains(name),
-        }
+        self.0.contains_key(name)
     }
 
     /// How many names the set holds.
     pub fn len(&self) -> usize {
-        match self {
-            NameSet::Few(few) => few.len(),
-            NameSet::Many(table) => table.len(),
-        }
+        self.0.len()
     }
 
     /// Whether the set holds no name.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 
     /// Every name, in no promised order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
-        let (few, many) = match self {
-            NameSet::Few(few) => (Some(few.iter()), None),
-            NameSet::Many(table) => (None, Some(table.iter())),
-        };
-        few.into_iter().flatten().chain(many.into_iter().flatten())
+        self.0.keys()
     }
 
     /// Keeps the names `keep` accepts.
     pub fn retain(&mut self, mut keep: impl FnMut(&Arc<str>) -> bool) {
-        match self {
-            NameSet::Few(few) => {
-                let kept: Vec<Arc<str>> = few.iter().filter(|n| keep(n)).cloned().collect();
-                if kept.len() != few.len() {
-                    *few = kept.into_boxed_slice();
-                }
-            }
-            NameSet::Many(table) => table.retain(|n| keep(n)),
-        }
+        self.0.retain(|name, ()| keep(name));
     }
-}
-
-/// Where `name` is among `few`: by pointer first (the holders share one
-/// copy of each name), by text otherwise.
-fn position(few: &[Arc<str>], name: &str) -> Option<usize> {
-    let pointer = name.as_ptr();
-    few.iter()
-        .position(|held| held.as_ptr() == pointer && held.len() == name.len())
-        .or_else(|| few.iter().position(|held| **held == *name))
 }
 
 #[cfg(test)]
@@ -168,7 +102,7 @@ mod tests {
             assert!(model.iter().all(|n| set.contains(n)));
         }
         assert!(
-            matches!(set, NameSet::Many(_)),
+            matches!(set.0, NameMap::Many(_)),
             "grew past {}",
             NameSet::FEW
         );
@@ -181,7 +115,7 @@ mod tests {
         for i in 0..10 {
             set.insert(Arc::from(format!("e{i}")));
         }
-        let NameSet::Few(few) = &set else {
+        let NameMap::Few(few) = &set.0 else {
             panic!("ten names are few");
         };
         assert_eq!(few.len(), 10);

@@ -383,7 +383,8 @@ impl Session {
         self.events.reserve(items.len());
         if let Some(state) = self.states.get_mut(type_url) {
             let names = items.iter().filter_map(|i| i.key.as_deref().ok());
-            state.durable.held.reserve_for(names.count());
+            let globs = state.durable.globs > 0;
+            state.durable.held.reserve_for(names.count(), globs);
         }
         let mut duplicates_reported: HashSet<Arc<str>> = HashSet::default();
         for item in items {
