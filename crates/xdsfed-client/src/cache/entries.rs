@@ -6,9 +6,19 @@
 //! members of a glob collection a graph follows, the resources a wildcard
 //! watcher holds, are plain accepted copies read through queues. Those are
 //! held as a [`Plain`]: the copy, its version, when it came and where from
-//! (an [`Origin`] the entries of a server share), in one allocation of 88
-//! bytes with its key, where a full entry and its state take two of 216
-//! without it.
+//! (an [`Origin`] the entries of a server share, with the ambient error
+//! they are held with), 48 bytes, in one allocation of 80 with its key,
+//! where a full entry and its state take two of 216 without it.
+//!
+//! Rule: once a glob collection of a type has been watched, an entry of
+//! that type that is a member of a glob by its spelling is indexed under
+//! its glob, and a plain one is held there and nowhere else: its name and
+//! its 48 bytes in the glob's exact slice ([`NameMap`]). A full member is
+//! named in the index and held with the other full entries. A LEDS
+//! endpoint then costs 64 bytes in its collection's slice, where a boxed
+//! entry in the table of every key (98, with an error's pointer of its
+//! own) and a name in the glob's index beside it (16) took 114 (test
+//! `a_plain_member_is_held_in_its_globs_index_only`).
 //!
 //! Rule: a plain entry is exactly the state it stands for. An entry is
 //! held plain when it has no watcher, no watch set, no NACK reported and
@@ -26,8 +36,8 @@ use xdsfed_core::entry::{
     DataErrorPolicy, Provenance, ReportedNack, ResourceState, ResourceStatus, Source,
 };
 use xdsfed_core::error::XdsError;
-use xdsfed_core::hash::{HashSet, KeyedTable};
-use xdsfed_core::protocol::ResourceKey;
+use xdsfed_core::hash::{HashMap, HashSet, KeyedTable, NameMap};
+use xdsfed_core::protocol::{ResourceKey, glob_of};
 use xdsfed_core::types::Decoded;
 
 use super::Entry;
@@ -37,21 +47,34 @@ use super::slot::Slot;
 pub(super) struct Plain {
     resource: Decoded,
     version: Version,
+    /// Where the copy came from, and the ambient error it is held with.
     origin: Arc<Origin>,
-    /// An ambient error (a stream failure, say): the copy still serves.
-    error: Option<XdsError>,
     /// When the copy arrived, in nanoseconds since the Unix epoch.
     updated: u64,
 }
 
-/// What plain entries of one server, authority and server features share:
-/// one copy, rather than 40 bytes in each.
-#[derive(PartialEq, Eq, Hash)]
+/// What plain entries of one server, authority and server features share,
+/// with the ambient error they are held with: one copy, rather than 48
+/// bytes in each. An ambient error (a stream failure, say) reaches every
+/// entry of a server at once and leaves them together, so it is shared
+/// as the rest is.
+#[derive(PartialEq, Eq)]
 pub(super) struct Origin {
     /// The server the entries are held for, which sent their copies.
     server: Arc<str>,
     authority: Option<Arc<str>>,
     policy: DataErrorPolicy,
+    /// An ambient error: the copies still serve.
+    error: Option<XdsError>,
+}
+
+impl std::hash::Hash for Origin {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Errors are few and compared when equal origins are looked for.
+        self.server.hash(state);
+        self.authority.hash(state);
+        self.policy.hash(state);
+    }
 }
 
 impl Origin {
@@ -71,11 +94,17 @@ struct Origins(HashSet<Arc<Origin>>);
 impl Origins {
     const BOUND: usize = 1024;
 
-    fn of(&mut self, provenance: &Provenance, policy: DataErrorPolicy) -> Arc<Origin> {
+    fn of(
+        &mut self,
+        provenance: &Provenance,
+        policy: DataErrorPolicy,
+        error: Option<&XdsError>,
+    ) -> Arc<Origin> {
         let origin = Origin {
             server: Arc::clone(&provenance.server),
             authority: provenance.authority.clone(),
             policy,
+            error: error.cloned(),
         };
         if let Some(shared) = self.0.get(&origin) {
             return Arc::clone(shared);
@@ -107,22 +136,23 @@ impl Unwatched {
 
 impl Plain {
     /// The form an unwatched entry of `origin` in `state` takes: plain if
-    /// it can be.
+    /// it can be, and `origin` holds the state's ambient error.
     fn of(origin: Arc<Origin>, state: ResourceState) -> Form {
         let Some(updated) = plain_since_epoch(&origin, &state) else {
             return Form::Full(state);
         };
+        if origin.error != state.error {
+            return Form::Full(state);
+        }
         match state {
             ResourceState {
                 resource: Some(resource),
                 version: Some(version),
-                error,
                 ..
             } => Form::Plain(Plain {
                 resource,
                 version,
                 origin,
-                error,
                 updated,
             }),
             state => Form::Full(state),
@@ -135,7 +165,7 @@ impl Plain {
             resource: Some(self.resource.clone()),
             version: Some(self.version.clone()),
             status: ResourceStatus::Acked,
-            error: self.error.clone(),
+            error: self.origin.error.clone(),
             last_updated: Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(self.updated)),
             failed_update: None,
             source: Some(Source::direct_under(
@@ -179,6 +209,25 @@ impl Plain {
             }
             Form::Full(state) => Some((entry, state)),
         }
+    }
+
+    /// [`update`](Self::update), finding the origin of another ambient
+    /// error among `origins`: a stream failure changes every entry of its
+    /// server, and each stays plain, in place.
+    #[must_use]
+    fn update_among(
+        &mut self,
+        origins: &mut Origins,
+        entry: Unwatched,
+        state: ResourceState,
+    ) -> Option<(Unwatched, ResourceState)> {
+        if entry.reported.is_none()
+            && self.origin.is(&entry.provenance, entry.policy)
+            && self.origin.error != state.error
+        {
+            self.origin = origins.of(&entry.provenance, entry.policy, state.error.as_ref());
+        }
+        self.update(entry, state)
     }
 }
 
@@ -312,46 +361,114 @@ pub(super) enum HeldMut<'a> {
     Plain(&'a mut Plain),
 }
 
-/// Every entry, full or plain; a key is in one of the two tables at most.
+/// Every entry, full or plain (see the module docs for where each is
+/// held).
 #[derive(Default)]
 pub(super) struct Entries {
     full: KeyedTable<ResourceKey, Entry>,
+    /// Plain entries that are no indexed glob's member.
     plain: KeyedTable<ResourceKey, Plain>,
+    /// The entries of the types in `indexed` under the glob they could be
+    /// a member of, so that a new glob watcher finds the members already
+    /// cached without walking every entry: a member held plain is held
+    /// here (`Some`) and nowhere else, a full one is named here (`None`)
+    /// and held in `full`. A glob with an entry of its own is keyed by
+    /// that entry's copy of the name.
+    by_glob: HashMap<ResourceKey, NameMap<Option<Plain>>>,
+    /// The types a glob collection has been watched of: the others' entries
+    /// stay out of `by_glob`, where a hundred thousand clusters named by
+    /// `xdstp:` names would each cost a slot (and an insert) nobody reads.
+    /// A type joins when its first glob is watched, once, by a walk of the
+    /// entries; it never leaves, so the index stays whole.
+    indexed: HashSet<Arc<str>>,
+    /// How many entries are held plain in `by_glob`.
+    plain_members: usize,
     origins: Origins,
 }
 
 impl Entries {
     pub(super) fn len(&self) -> usize {
-        self.full.len() + self.plain.len()
+        self.full.len() + self.plain.len() + self.plain_members
     }
 
     pub(super) fn contains_key(&self, key: &ResourceKey) -> bool {
-        self.full.contains_key(key) || (!self.plain.is_empty() && self.plain.contains_key(key))
+        self.get(key).is_some()
+    }
+
+    /// The glob `key` is indexed under, when its type is indexed and it is
+    /// a member of one by its spelling.
+    fn glob_of(&self, key: &ResourceKey) -> Option<ResourceKey> {
+        if self.indexed.is_empty() || !self.indexed.contains(&key.type_url) {
+            return None;
+        }
+        Some(ResourceKey {
+            type_url: Arc::clone(&key.type_url),
+            name: glob_of(&key.name)?,
+        })
+    }
+
+    /// `key`'s slot in its glob's index.
+    fn member(&self, key: &ResourceKey) -> Option<(&Arc<str>, &Option<Plain>)> {
+        self.by_glob
+            .get(&self.glob_of(key)?)?
+            .get_key_value(&key.name)
+    }
+
+    fn member_mut(&mut self, key: &ResourceKey) -> Option<&mut Option<Plain>> {
+        let glob = self.glob_of(key)?;
+        self.by_glob.get_mut(&glob)?.get_mut(&key.name)
     }
 
     pub(super) fn get(&self, key: &ResourceKey) -> Option<Held<'_>> {
-        self.get_key_value(key).map(|(_, held)| held)
+        if let Some(entry) = self.full.get(key) {
+            return Some(Held::Full(entry));
+        }
+        if !self.plain.is_empty()
+            && let Some(plain) = self.plain.get(key)
+        {
+            return Some(Held::Plain(plain));
+        }
+        match self.member(key)? {
+            (_, Some(plain)) => Some(Held::Plain(plain)),
+            (_, None) => None,
+        }
     }
 
-    pub(super) fn get_key_value(&self, key: &ResourceKey) -> Option<(&ResourceKey, Held<'_>)> {
-        if let Some((key, entry)) = self.full.get_key_value(key) {
-            return Some((key, Held::Full(entry)));
+    /// The cache's own copy of a key that is no glob's member (a glob's,
+    /// say), when it holds an entry under it.
+    pub(super) fn own_key(&self, key: &ResourceKey) -> Option<&ResourceKey> {
+        match self.full.get_key_value(key) {
+            Some((own, _)) => Some(own),
+            None => self.plain.get_key_value(key).map(|(own, _)| own),
         }
-        if self.plain.is_empty() {
-            return None;
-        }
-        let (key, plain) = self.plain.get_key_value(key)?;
-        Some((key, Held::Plain(plain)))
     }
 
     /// The full entry of `key`, made full if it was plain.
     pub(super) fn get_mut(&mut self, key: &ResourceKey) -> Option<&mut Entry> {
         if !self.full.contains_key(key) {
-            let (key, plain) = self.plain.remove_entry(key)?;
+            let (own, plain) = self.take_plain(key)?;
             let entry = plain.unwatched().into_entry(plain.state());
-            self.full.insert(key, entry);
+            self.full.insert(own, entry);
         }
         self.full.get_mut(key)
+    }
+
+    /// Takes `key`'s plain entry out, with the cache's own copy of its
+    /// key; a member stays named in its glob's index, as full ones are.
+    fn take_plain(&mut self, key: &ResourceKey) -> Option<(ResourceKey, Plain)> {
+        if let Some(taken) = self.plain.remove_entry(key) {
+            return Some(taken);
+        }
+        let glob = self.glob_of(key)?;
+        let members = self.by_glob.get_mut(&glob)?;
+        let (name, _) = members.get_key_value(&key.name)?;
+        let own = ResourceKey {
+            type_url: Arc::clone(&key.type_url),
+            name: Arc::clone(name),
+        };
+        let plain = members.get_mut(&key.name)?.take()?;
+        self.plain_members -= 1;
+        Some((own, plain))
     }
 
     /// The full entry of `key`, if it is one.
@@ -361,18 +478,19 @@ impl Entries {
 
     /// `key`'s entry, in the form it is held.
     pub(super) fn locate_mut(&mut self, key: &ResourceKey) -> Option<HeldMut<'_>> {
-        if let Some(entry) = self.full.get_mut(key) {
-            return Some(HeldMut::Full(entry));
+        if self.full.contains_key(key) {
+            return self.full.get_mut(key).map(HeldMut::Full);
         }
-        if self.plain.is_empty() {
-            return None;
+        if !self.plain.is_empty() && self.plain.contains_key(key) {
+            return self.plain.get_mut(key).map(HeldMut::Plain);
         }
-        self.plain.get_mut(key).map(HeldMut::Plain)
+        self.member_mut(key)?.as_mut().map(HeldMut::Plain)
     }
 
     /// Holds `entry` under `key`, full.
     pub(super) fn insert(&mut self, key: ResourceKey, entry: Entry) {
-        self.plain.remove(&key);
+        // Given no copy, `place` gives none back.
+        let _none = self.place(&key, None);
         self.full.insert(key, entry);
     }
 
@@ -380,11 +498,13 @@ impl Entries {
     /// be, full otherwise.
     pub(super) fn put(&mut self, key: ResourceKey, entry: Unwatched, state: ResourceState) {
         if entry.reported.is_none() {
-            let origin = self.origins.of(&entry.provenance, entry.policy);
+            let origin = self
+                .origins
+                .of(&entry.provenance, entry.policy, state.error.as_ref());
             match Plain::of(origin, state) {
                 Form::Plain(plain) => {
                     self.full.remove(&key);
-                    self.plain.insert(key, plain);
+                    self.hold_plain(key, plain);
                 }
                 Form::Full(state) => self.insert(key, entry.into_entry(state)),
             }
@@ -393,12 +513,50 @@ impl Entries {
         }
     }
 
+    /// Holds `plain` under `key`, which no full entry holds: in its glob's
+    /// index when it is an indexed member, in the plain table otherwise.
+    fn hold_plain(&mut self, key: ResourceKey, plain: Plain) {
+        if let Some(plain) = self.place(&key, Some(plain)) {
+            self.plain.insert(key, plain);
+        }
+    }
+
+    /// Sets `key`'s slot in its glob's index to `plain` (`None`: its
+    /// entry is full); takes a plain `key` out of the plain table when it
+    /// is to be full. Gives `plain` back when `key` is no indexed member.
+    #[must_use]
+    fn place(&mut self, key: &ResourceKey, plain: Option<Plain>) -> Option<Plain> {
+        let Some(glob) = self.glob_of(key) else {
+            if plain.is_none() {
+                self.plain.remove(key);
+            }
+            return plain;
+        };
+        let adds = usize::from(plain.is_some());
+        let members = match self.by_glob.get_mut(&glob) {
+            Some(members) => members,
+            None => {
+                let glob = self.own_key(&glob).cloned().unwrap_or(glob);
+                self.by_glob.entry(glob).or_default()
+            }
+        };
+        let name = members
+            .get_key_value(&key.name)
+            .map_or_else(|| Arc::clone(&key.name), |(own, _)| Arc::clone(own));
+        let had = members.insert(name, plain).flatten();
+        self.plain_members = self.plain_members + adds - usize::from(had.is_some());
+        None
+    }
+
     /// Holds `key`'s full entry plain, if it can be.
     pub(super) fn shrink(&mut self, key: &ResourceKey) {
         let entry = self.full.get(key).filter(|entry| entry.is_unwatched());
         let plain = entry.and_then(|entry| {
-            let origin = self.origins.of(&entry.provenance, entry.policy);
-            match Plain::of(origin, entry.slot.get()) {
+            let state = entry.slot.get();
+            let origin = self
+                .origins
+                .of(&entry.provenance, entry.policy, state.error.as_ref());
+            match Plain::of(origin, state) {
                 Form::Plain(plain) => Some(plain),
                 Form::Full(_) => None,
             }
@@ -406,28 +564,91 @@ impl Entries {
         if let Some(plain) = plain
             && let Some((key, _)) = self.full.remove_entry(key)
         {
-            self.plain.insert(key, plain);
+            self.hold_plain(key, plain);
         }
+    }
+
+    /// The index of members by glob, for tests to look at.
+    #[cfg(test)]
+    pub(super) fn by_glob(&self) -> &HashMap<ResourceKey, NameMap<Option<Plain>>> {
+        &self.by_glob
     }
 
     /// How many entries are held plain.
     #[cfg(test)]
     pub(super) fn plain_len(&self) -> usize {
-        self.plain.len()
+        self.plain.len() + self.plain_members
     }
 
     pub(super) fn remove(&mut self, key: &ResourceKey) -> bool {
-        self.full.remove(key).is_some() || self.plain.remove(key).is_some()
+        let held = self.full.remove(key).is_some()
+            || (!self.plain.is_empty() && self.plain.remove(key).is_some());
+        held || self.forget_member(key)
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&ResourceKey, Held<'_>)> {
-        let full = self.full.iter().map(|(k, e)| (k, Held::Full(e)));
-        let plain = self.plain.iter().map(|(k, p)| (k, Held::Plain(p)));
-        full.chain(plain)
+    /// Takes `key` out of its glob's index; whether it was held plain
+    /// there.
+    fn forget_member(&mut self, key: &ResourceKey) -> bool {
+        let Some(glob) = self.glob_of(key) else {
+            return false;
+        };
+        let Some(members) = self.by_glob.get_mut(&glob) else {
+            return false;
+        };
+        let was_plain = members.remove(&key.name).flatten().is_some();
+        if members.is_empty() {
+            self.by_glob.remove(&glob);
+        }
+        self.plain_members -= usize::from(was_plain);
+        was_plain
     }
 
-    pub(super) fn keys(&self) -> impl Iterator<Item = &ResourceKey> {
-        self.full.keys().chain(self.plain.keys())
+    /// Every entry, with its key.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (ResourceKey, Held<'_>)> {
+        let full = self.full.iter().map(|(k, e)| (k.clone(), Held::Full(e)));
+        let plain = self.plain.iter().map(|(k, p)| (k.clone(), Held::Plain(p)));
+        let members = self.by_glob.iter().flat_map(|(glob, members)| {
+            members.iter().filter_map(|(name, plain)| {
+                let plain = plain.as_ref()?;
+                Some((member_key(glob, name), Held::Plain(plain)))
+            })
+        });
+        full.chain(plain).chain(members)
+    }
+
+    /// Indexes the entries of `type_url` by glob, from now on and the ones
+    /// already cached, unless that was done already.
+    pub(super) fn index_globs_of(&mut self, type_url: &Arc<str>) {
+        if !self.indexed.insert(Arc::clone(type_url)) {
+            return;
+        }
+        let of_type = |k: &ResourceKey| k.type_url == *type_url && glob_of(&k.name).is_some();
+        let full: Vec<ResourceKey> = self.full.keys().filter(|k| of_type(k)).cloned().collect();
+        for key in full {
+            let _plain = self.place(&key, None);
+        }
+        let plain: Vec<ResourceKey> = self.plain.keys().filter(|k| of_type(k)).cloned().collect();
+        for key in plain {
+            if let Some((key, plain)) = self.plain.remove_entry(&key) {
+                self.hold_plain(key, plain);
+            }
+        }
+    }
+
+    /// The cached entries that would be members of glob `glob`.
+    pub(super) fn under_glob<'a>(
+        &'a self,
+        glob: &'a ResourceKey,
+    ) -> impl Iterator<Item = (ResourceKey, Held<'a>)> {
+        let members = self.by_glob.get(glob).into_iter().flat_map(NameMap::iter);
+        members.filter_map(move |(name, plain)| {
+            let key = member_key(glob, name);
+            let held = match plain {
+                Some(plain) => Held::Plain(plain),
+                None => Held::Full(self.full.get(&key)?),
+            };
+            Some((key, held))
+        })
     }
 
     /// Runs `f` on `key`'s state; says whether `f` said it changed.
@@ -467,17 +688,28 @@ impl Entries {
             }
         }
         let mut unplain = Vec::new();
-        for (key, plain) in self.plain.iter_mut() {
+        let origins = &mut self.origins;
+        let mut modify = |key: &dyn Fn() -> ResourceKey, plain: &mut Plain| {
             if !which(Held::Plain(plain)) {
-                continue;
+                return;
             }
             let mut state = plain.state();
             if !f(&mut state) {
-                continue;
+                return;
             }
-            changed.push(key.clone());
-            if let Some((entry, state)) = plain.update(plain.unwatched(), state) {
-                unplain.push((key.clone(), entry, state));
+            changed.push(key());
+            if let Some((entry, state)) = plain.update_among(origins, plain.unwatched(), state) {
+                unplain.push((key(), entry, state));
+            }
+        };
+        for (key, plain) in self.plain.iter_mut() {
+            modify(&|| key.clone(), plain);
+        }
+        for (glob, members) in &mut self.by_glob {
+            for (name, plain) in members.iter_mut() {
+                if let Some(plain) = plain {
+                    modify(&|| member_key(glob, name), plain);
+                }
             }
         }
         for (key, entry, state) in unplain {
@@ -487,19 +719,27 @@ impl Entries {
     }
 }
 
+/// The key of member `name` of `glob`.
+fn member_key(glob: &ResourceKey, name: &Arc<str>) -> ResourceKey {
+    ResourceKey {
+        type_url: Arc::clone(&glob.type_url),
+        name: Arc::clone(name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A plain entry is 56 bytes (on 64-bit targets), one allocation of
-    /// 88 with its key: the copy (24: the value's pointer and how its
-    /// bytes are read), its version's pointer, its origin's pointer, an
-    /// ambient error's pointer and its time of arrival.
+    /// A plain entry is 48 bytes (on 64-bit targets), 80 with its key:
+    /// the copy (24: the value's pointer and how its bytes are read), its
+    /// version's pointer, its origin's pointer (which holds the ambient
+    /// error) and its time of arrival.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_plain_entry_is_56_bytes() {
-        assert_eq!(std::mem::size_of::<Plain>(), 56);
-        assert_eq!(std::mem::size_of::<(ResourceKey, Plain)>(), 88);
+    fn a_plain_entry_is_48_bytes() {
+        assert_eq!(std::mem::size_of::<Plain>(), 48);
+        assert_eq!(std::mem::size_of::<(ResourceKey, Plain)>(), 80);
     }
 
     /// Entries of one server, authority and server features share one
@@ -512,17 +752,22 @@ mod tests {
             authority: authority.map(Arc::from),
         };
         let policy = DataErrorPolicy::default();
-        let a = origins.of(&provenance("s", Some("a")), policy);
-        let again = origins.of(&provenance("s", Some("a")), policy);
+        let a = origins.of(&provenance("s", Some("a")), policy, None);
+        let again = origins.of(&provenance("s", Some("a")), policy, None);
         assert!(Arc::ptr_eq(&a, &again));
+        let down = XdsError::new(xdsfed_core::error::ErrorKind::Transient, "down");
+        let failed = origins.of(&provenance("s", Some("a")), policy, Some(&down));
+        assert!(!Arc::ptr_eq(&a, &failed), "another ambient error");
+        let failed_again = origins.of(&provenance("s", Some("a")), policy, Some(&down.clone()));
+        assert!(Arc::ptr_eq(&failed, &failed_again));
         let strict = DataErrorPolicy {
             fail_on_data_errors: true,
             ..policy
         };
         for other in [
-            origins.of(&provenance("t", Some("a")), policy),
-            origins.of(&provenance("s", None), policy),
-            origins.of(&provenance("s", Some("a")), strict),
+            origins.of(&provenance("t", Some("a")), policy, None),
+            origins.of(&provenance("s", None), policy, None),
+            origins.of(&provenance("s", Some("a")), strict, None),
         ] {
             assert!(!Arc::ptr_eq(&a, &other));
         }

@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
-use xdsfed_core::hash::{HashMap, HashSet, NameSet};
+use xdsfed_core::hash::{HashMap, HashSet};
 use xdsfed_core::version::Version;
 
 use tokio::sync::watch;
@@ -32,7 +32,7 @@ pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, Resourc
 use xdsfed_core::entry::{self, Context, ReportedNack};
 use xdsfed_core::error::XdsError;
 use xdsfed_core::federation::Answers;
-use xdsfed_core::protocol::{CoreEvent, ResourceKey, StreamFailure, glob_of, is_glob};
+use xdsfed_core::protocol::{CoreEvent, ResourceKey, StreamFailure, is_glob};
 
 struct Entry {
     /// The state, in a channel while single watchers hold receivers.
@@ -71,19 +71,6 @@ struct Inner {
     collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
     /// How many collections of each type are watched.
     collection_types: HashMap<Arc<str>, usize>,
-    /// The entries under each glob they could be a member of, so that a new
-    /// glob watcher finds the members already cached without walking every
-    /// entry (a graph following LEDS watches a glob per cluster).
-    /// Names only: the type is the glob's, and a name is half a key. Only
-    /// types in `glob_indexed` are indexed. A watched glob is keyed by its
-    /// entry's own copy of the name.
-    by_glob: HashMap<ResourceKey, NameSet>,
-    /// The types a glob collection has been watched of: the others' entries
-    /// stay out of `by_glob`, where a hundred thousand clusters named by
-    /// `xdstp:` names would each cost a slot (and an insert) nobody reads.
-    /// A type joins when its first glob is watched, once, by a walk of the
-    /// entries; it never leaves, so the index stays whole.
-    glob_indexed: HashSet<Arc<str>>,
     /// How many entries are glob collections: with none, an arriving
     /// member has no glob to answer, and working its glob out (three
     /// allocations) is skipped.
@@ -254,7 +241,7 @@ impl Cache {
     pub fn for_each(&self, mut f: impl FnMut(&ResourceKey, &Provenance, &ResourceState)) {
         let inner = self.lock();
         for (key, entry) in inner.entries.iter() {
-            entry.with(|provenance, state| f(key, provenance, state));
+            entry.with(|provenance, state| f(&key, provenance, state));
         }
     }
 
@@ -480,32 +467,6 @@ impl Entry {
     }
 }
 
-/// Adds `key` to the index of the glob it would be a member of.
-fn index_by_glob(
-    by_glob: &mut HashMap<ResourceKey, NameSet>,
-    entries: &Entries,
-    key: &ResourceKey,
-) {
-    let Some(glob) = glob_of(&key.name) else {
-        return;
-    };
-    let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
-    let member = Arc::clone(&key.name);
-    match by_glob.get_mut(&glob) {
-        Some(members) => {
-            members.insert(member);
-        }
-        None => {
-            // A watched glob's entry lends its copy of the name: one copy a
-            // collection, not one in the entry and one in the index.
-            let glob = entries
-                .get_key_value(&glob)
-                .map_or(glob, |(k, _)| k.clone());
-            by_glob.entry(glob).or_default().insert(member);
-        }
-    }
-}
-
 impl Inner {
     /// The entry of `key` a new watcher is counted in: made if there is
     /// none, adopted if it holds a copy from the state directory.
@@ -672,9 +633,6 @@ impl Inner {
     }
 
     fn index_new_entry(&mut self, key: &ResourceKey) {
-        if self.glob_indexed.contains(&key.type_url) {
-            index_by_glob(&mut self.by_glob, &self.entries, key);
-        }
         if is_glob(&key.name) {
             self.glob_entries += 1;
         }
@@ -688,37 +646,19 @@ impl Inner {
         if is_glob(&key.name) {
             self.glob_entries = self.glob_entries.saturating_sub(1);
         }
-        if let Some(glob) = glob_of(&key.name) {
-            let glob = ResourceKey::new(Arc::clone(&key.type_url), glob);
-            if let Some(members) = self.by_glob.get_mut(&glob) {
-                members.remove(&key.name);
-                if members.is_empty() {
-                    self.by_glob.remove(&glob);
-                }
-            }
-        }
     }
 
     /// Indexes the entries of `type_url` by glob, from now on and the ones
     /// already cached, unless that was done already.
     pub(super) fn index_globs_of(&mut self, type_url: &Arc<str>) {
-        if !self.glob_indexed.insert(Arc::clone(type_url)) {
-            return;
-        }
-        for key in self.entries.keys().filter(|k| k.type_url == *type_url) {
-            index_by_glob(&mut self.by_glob, &self.entries, key);
-        }
+        self.entries.index_globs_of(type_url);
     }
 
     /// The cached entries that would be members of glob `glob`.
-    fn under_glob(&self, glob: &ResourceKey) -> impl Iterator<Item = (&ResourceKey, Held<'_>)> {
-        self.by_glob
-            .get(glob)
-            .into_iter()
-            .flat_map(NameSet::iter)
-            .filter_map(|name| {
-                let key = ResourceKey::new(Arc::clone(&glob.type_url), Arc::clone(name));
-                self.entries.get_key_value(&key)
-            })
+    fn under_glob<'a>(
+        &'a self,
+        glob: &'a ResourceKey,
+    ) -> impl Iterator<Item = (ResourceKey, Held<'a>)> {
+        self.entries.under_glob(glob)
     }
 }

@@ -280,7 +280,10 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
         DataErrorPolicy::default(),
         vec![upsert(&member("early"))],
     );
-    assert!(cache.lock().by_glob.is_empty(), "no glob watched: no index");
+    assert!(
+        cache.lock().entries.by_glob().is_empty(),
+        "no glob watched: no index"
+    );
 
     let glob = ResourceKey::new(LEDS, member("*"));
     let queue = cache.add_collection(&glob, None);
@@ -319,7 +322,8 @@ fn a_watched_globs_index_shares_its_entrys_name() {
     members.upsert("e2", "a");
     let inner = members.cache.lock();
     let (indexed, names) = inner
-        .by_glob
+        .entries
+        .by_glob()
         .get_key_value(&glob)
         .expect("the glob is indexed");
     assert_eq!(names.len(), 2);
@@ -502,4 +506,64 @@ fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
     let deleted = members.cache.state(&key).unwrap();
     assert_eq!(deleted.status, ResourceStatus::DoesNotExist);
     assert!(deleted.resource.is_none());
+}
+
+/// Rule of the entries' module: a member of an indexed glob held plain is
+/// held in its glob's index and nowhere else; held full, it is named there
+/// and held with the full entries. Either way it is counted once.
+#[test]
+fn a_plain_member_is_held_in_its_globs_index_only() {
+    let members = Members::new();
+    members.upsert("e1", "a");
+    members.upsert("e2", "a");
+    let glob = Members::key("*");
+    let slots = |cache: &Cache| -> Vec<(String, bool)> {
+        let inner = cache.lock();
+        let mut slots: Vec<(String, bool)> = inner
+            .entries
+            .by_glob()
+            .get(&glob)
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(n, p)| (n.to_string(), p.is_some())))
+            .collect();
+        slots.sort();
+        slots
+    };
+    let (e1, e2) = (Members::name("e1"), Members::name("e2"));
+    assert_eq!(
+        slots(&members.cache),
+        [(e1.clone(), true), (e2.clone(), true)]
+    );
+    assert_eq!(members.plain(), 2);
+    assert_eq!(members.cache.len(), 2);
+
+    let key = Members::key("e1");
+    let provenance = Provenance {
+        authority: Some(Arc::from("a")),
+        server: Arc::clone(&members.server),
+    };
+    let (rx, _) = members
+        .cache
+        .add_watcher(&key, provenance, DataErrorPolicy::default());
+    assert_eq!(
+        slots(&members.cache),
+        [(e1.clone(), false), (e2.clone(), true)]
+    );
+    assert_eq!(members.plain(), 1);
+    assert_eq!(members.cache.len(), 2, "counted once, full");
+    assert_eq!(members.cache.lock().under_glob(&glob).count(), 2);
+
+    drop(rx);
+    members.cache.remove_watcher(&key);
+    assert_eq!(
+        slots(&members.cache),
+        [(e1.clone(), true), (e2.clone(), true)]
+    );
+    members.send(CoreEvent::Removed {
+        key,
+        reason: xdsfed_core::protocol::RemovedReason::Deleted,
+    });
+    // A deletion is held full, as a does-not-exist state.
+    assert_eq!(slots(&members.cache), [(e1, false), (e2, true)]);
+    assert_eq!(members.cache.len(), 2);
 }

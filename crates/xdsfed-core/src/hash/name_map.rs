@@ -137,6 +137,15 @@ impl<V> NameMap<V> {
         few.into_iter().flatten().chain(many.into_iter().flatten())
     }
 
+    /// Every entry, its value to change in place, in no promised order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Arc<str>, &mut V)> {
+        let (few, many) = match self {
+            NameMap::Few(few) => (Some(few.iter_mut().map(|(k, v)| (&*k, v))), None),
+            NameMap::Many(table) => (None, Some(table.iter_mut())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
     /// Every name, in no promised order.
     pub fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
         self.iter().map(|(name, _)| name)
