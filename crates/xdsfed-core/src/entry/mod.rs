@@ -168,7 +168,7 @@ pub(crate) fn own_name() -> Arc<str> {
 
 impl ResourceState {
     /// Subscribed, nothing received yet.
-    pub fn requested() -> Self {
+    pub const fn requested() -> Self {
         ResourceState {
             resource: None,
             version: None,
