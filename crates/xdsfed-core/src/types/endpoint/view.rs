@@ -164,19 +164,26 @@ impl LedsLocality {
 /// A validated LEDS `LbEndpoint`, held as its bytes and a compact view.
 ///
 /// LEDS endpoints arrive by the hundred thousand and each is held for a
-/// long time, so one costs its bytes and a few integers, 56 bytes (64 when
+/// long time, so one costs its bytes and a few integers, 48 bytes (64 when
 /// it kept its address in an allocation of its own): the address is read
-/// from where it lies in the bytes.
+/// from where it lies in the bytes. An address is at most 65 535 bytes
+/// (a host name is at most 253, an IP address 45), so its length takes two
+/// bytes and the whole fits 48.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LedsEndpoint {
     raw: Bytes,
-    /// Where the socket address's `address` lies in `raw`. Set only where
-    /// `raw` holds the bytes of a `str` there, so it is UTF-8.
-    address: Span,
+    /// Where the socket address's `address` starts in `raw`, and its
+    /// length. Set only where `raw` holds the bytes of a `str` there, so
+    /// it is UTF-8.
+    address_start: u32,
+    address_len: u16,
     weight: u32,
     health_status: i32,
     port: u16,
 }
+
+/// The longest address a [`LedsEndpoint`] holds.
+const LONGEST_ADDRESS: usize = u16::MAX as usize;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Span {
@@ -496,7 +503,17 @@ impl LedsEndpoint {
     /// decoded from `raw`.
     pub(crate) fn of_validated(message: &LbEndpoint, raw: Bytes) -> Result<Self, ValidationError> {
         let (address, port) = socket_of(message)?;
-        let address = span_in(&raw, address).ok_or_else(|| {
+        if address.len() > LONGEST_ADDRESS {
+            return Err(ValidationError::field(
+                "endpoint.address.socket_address.address",
+                format!(
+                    "{} bytes long, longer than the {LONGEST_ADDRESS} bytes of any host name or IP address",
+                    address.len()
+                ),
+            ));
+        }
+        let found = span_in(&raw, address).and_then(short_span);
+        let (address_start, address_len) = found.ok_or_else(|| {
             ValidationError::field(
                 "endpoint.address.socket_address.address",
                 "not found in the bytes where decoding read it, or past 4 GiB",
@@ -504,7 +521,8 @@ impl LedsEndpoint {
         })?;
         Ok(Self {
             raw,
-            address,
+            address_start,
+            address_len,
             port,
             weight: weight_of(message),
             health_status: message.health_status,
@@ -516,15 +534,16 @@ impl LedsEndpoint {
     /// full decode.
     pub(crate) fn of_common_shape(raw: Bytes) -> Result<Self, Bytes> {
         let found = super::wire::lb_endpoint(&raw).and_then(|common| {
-            let address = Span::of(common.address_at)?;
+            let address = short_span(Span::of(common.address_at)?)?;
             Some((address, common.port, common.weight, common.health_status))
         });
-        let Some((address, port, weight, health_status)) = found else {
+        let Some(((address_start, address_len), port, weight, health_status)) = found else {
             return Err(raw);
         };
         Ok(Self {
             raw,
-            address,
+            address_start,
+            address_len,
             port,
             weight,
             health_status,
@@ -545,8 +564,9 @@ impl LedsEndpoint {
     /// holds a `str`, so the check cannot fail; were it to, the address
     /// reads as empty rather than as someone else's bytes.
     fn address(&self) -> &str {
+        let start = self.address_start as usize;
         self.raw
-            .get(self.address.range())
+            .get(start..start + usize::from(self.address_len))
             .and_then(|bytes| std::str::from_utf8(bytes).ok())
             .unwrap_or_default()
     }
@@ -789,6 +809,12 @@ fn span_in(raw: &[u8], address: &str) -> Option<Span> {
     let range = crate::types::presized::field_range(raw, SOCKET_ADDRESS_ADDRESS)
         .filter(|range| raw.get(range.clone()) == Some(wanted))?;
     Span::of(range)
+}
+
+/// `span` as a [`LedsEndpoint`] holds it: its start, and its length when
+/// that is at most [`LONGEST_ADDRESS`].
+fn short_span(span: Span) -> Option<(u32, u16)> {
+    Some((span.start, u16::try_from(span.len).ok()?))
 }
 
 fn weight_of(lb: &LbEndpoint) -> u32 {

@@ -159,9 +159,9 @@ fn records_are_44_bytes_a_locality_and_20_an_endpoint() {
 /// from pieces.
 #[test]
 fn leds_endpoint_reads_its_address_where_it_lies_in_its_bytes() {
-    // A `Bytes`, the address's span, the weight, the health status and
-    // the port; 64 with the address in an allocation of its own.
-    assert_eq!(std::mem::size_of::<LedsEndpoint>(), 56);
+    // A `Bytes`, the address's start and length, the weight, the health
+    // status and the port; 64 with the address in an allocation of its own.
+    assert_eq!(std::mem::size_of::<LedsEndpoint>(), 48);
     let lies_in_raw = |held: &LedsEndpoint| {
         let address = held.view().address;
         held.raw().as_ptr_range().contains(&address.as_ptr())
@@ -189,4 +189,29 @@ fn leds_endpoint_reads_its_address_where_it_lies_in_its_bytes() {
             .expect("valid")
             .view()
     );
+}
+
+/// An address longer than any host name or IP address (65 535 bytes) is
+/// refused, naming the field, from the bytes as from the message: a held
+/// LEDS endpoint keeps its length in two bytes.
+#[test]
+fn a_leds_address_longer_than_65535_bytes_is_refused_naming_the_field() {
+    let long = "a".repeat(LONGEST_ADDRESS + 1);
+    let member = load_assignment("m", &[(long.as_str(), 9)]).endpoints[0].lb_endpoints[0].clone();
+    for refused in [
+        LedsEndpoint::new(&member).map(|_| ()),
+        LbEndpointType::decode(&member.encode_to_vec()).map(|_| ()),
+    ] {
+        let error = refused.expect_err("too long").to_string();
+        assert!(
+            error.contains("endpoint.address.socket_address.address"),
+            "{error}"
+        );
+        assert!(error.contains("65535"), "{error}");
+    }
+    let longest = "a".repeat(LONGEST_ADDRESS);
+    let member =
+        load_assignment("m", &[(longest.as_str(), 9)]).endpoints[0].lb_endpoints[0].clone();
+    let held = LbEndpointType::decode(&member.encode_to_vec()).expect("the longest is held");
+    assert_eq!(held.view().address.len(), LONGEST_ADDRESS);
 }
