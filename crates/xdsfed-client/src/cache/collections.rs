@@ -130,7 +130,12 @@ impl Cache {
                 .entry(Arc::clone(&glob.type_url))
                 .or_default() += 1;
         }
-        watchers.push(Arc::clone(&queue));
+        // Exactly sized: a glob nearly always has one watcher (a graph's
+        // collection set), and a Vec's first push reserves room for four.
+        let mut grown = std::mem::take(watchers).into_vec();
+        grown.reserve_exact(1);
+        grown.push(Arc::clone(&queue));
+        *watchers = grown.into_boxed_slice();
         queue
     }
 
@@ -141,7 +146,9 @@ impl Cache {
         let Some(list) = inner.collections.get_mut(glob) else {
             return;
         };
-        list.retain(|q| !Arc::ptr_eq(q, queue));
+        let mut kept = std::mem::take(list).into_vec();
+        kept.retain(|q| !Arc::ptr_eq(q, queue));
+        *list = kept.into_boxed_slice();
         if !list.is_empty() {
             return;
         }
@@ -358,7 +365,7 @@ impl Inner {
     }
 
     /// The watched glob collection `key` is a member of, if any.
-    pub(super) fn collection_of(&self, key: &ResourceKey) -> Option<&Vec<Arc<WildcardQueue>>> {
+    pub(super) fn collection_of(&self, key: &ResourceKey) -> Option<&[Arc<WildcardQueue>]> {
         // Most changes are of types no collection is watched of: that
         // answer is a lookup, not a glob formatted from the name.
         if !self.collection_types.contains_key(&key.type_url) {
@@ -367,6 +374,7 @@ impl Inner {
         let glob = glob_of(&key.name)?;
         self.collections
             .get(&ResourceKey::new(Arc::clone(&key.type_url), glob))
+            .map(|queues| &queues[..])
     }
 
     pub(super) fn mark_wildcard_dirty(&self, key: &ResourceKey) {
@@ -385,11 +393,12 @@ impl Inner {
             .get(key)
             .into_iter()
             .flatten()
-            .filter_map(|c| self.collections.get(c));
+            .filter_map(|c| self.collections.get(c))
+            .map(|queues| &queues[..]);
         let collection = self
             .collection_of(key)
             .into_iter()
-            .chain(self.collections.get(key))
+            .chain(self.collections.get(key).map(|queues| &queues[..]))
             .chain(lists);
         for queue in collection.flatten() {
             queue

@@ -68,7 +68,7 @@ struct Inner {
     wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
     /// watched glob get entries, and changes are queued for its watchers.
-    collections: HashMap<ResourceKey, Vec<Arc<WildcardQueue>>>,
+    collections: HashMap<ResourceKey, Box<[Arc<WildcardQueue>]>>,
     /// How many collections of each type are watched.
     collection_types: HashMap<Arc<str>, usize>,
     /// How many entries are glob collections: with none, an arriving
