@@ -63,8 +63,8 @@ impl Federation {
                 authority
                     .keys
                     .iter()
-                    .filter_map(|k| self.fetches.get(k))
-                    .flat_map(|f| f.readers.iter())
+                    .filter_map(|k| self.fetches.get(k).map(|f| (k, f)))
+                    .flat_map(|(k, f)| f.readers.iter(k))
             };
             // gRFC A95: with `fallback_on_reachability_only` the failure
             // alone is reason enough, for an authority that fetches anything.
@@ -116,7 +116,7 @@ impl Federation {
         let Some(fetch) = self.fetches.get(key) else {
             return;
         };
-        let readers: Vec<ResourceKey> = fetch.readers.iter().cloned().collect();
+        let readers: Vec<ResourceKey> = fetch.readers.iter(key).cloned().collect();
         for reader in readers {
             let Some(route) = self.route(&reader) else {
                 continue;

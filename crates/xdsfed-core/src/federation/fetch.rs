@@ -1,10 +1,9 @@
 //! What is subscribed where: fetches by key, per-server subscription
 //! counts, and gRFC A71's subscribing on a new active server.
 
-use super::state::{Fetch, Home, Route};
+use super::state::{Fetch, Home, Readers, Route};
 use super::{Action, Federation};
 use crate::authority::{Partition, ServerId};
-use crate::hash::SmallSet;
 use crate::name::ResourceName;
 use crate::protocol::{ResourceKey, glob_of};
 
@@ -13,7 +12,7 @@ impl Federation {
     /// key, whoever reads it).
     pub(super) fn fetch(&mut self, key: ResourceKey, home: Home, reader: ResourceKey) {
         if let Some(fetch) = self.fetches.get_mut(&key) {
-            if fetch.readers.insert(reader.clone()) && fetch.answer.is_some() {
+            if fetch.readers.insert(&key, reader.clone()) && fetch.answer.is_some() {
                 self.replays.push_back((reader, key));
             }
             return;
@@ -31,7 +30,7 @@ impl Federation {
         for server in servers {
             self.subscribe(server, key.clone());
         }
-        let readers = SmallSet::One(reader);
+        let readers = Readers::of(&key, reader);
         let fetch = Fetch {
             home,
             readers,
@@ -64,7 +63,7 @@ impl Federation {
         let Some(fetch) = self.fetches.get_mut(key) else {
             return;
         };
-        fetch.readers.remove(reader);
+        fetch.readers.remove(key, reader);
         if !fetch.readers.is_empty() {
             return;
         }

@@ -41,7 +41,7 @@ impl Federation {
             let Some(fetch) = self.fetches.get(&key) else {
                 continue;
             };
-            if !fetch.readers.contains(&reader) {
+            if !fetch.readers.contains(&key, &reader) {
                 continue;
             }
             let recorded: Vec<(CoreEvent, Arc<str>, bool)> = fetch

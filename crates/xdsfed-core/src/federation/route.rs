@@ -116,7 +116,7 @@ impl Federation {
             tracing::debug!(%key, server = %name, "dropping an answer from a server that is not active for its authority");
             return;
         };
-        let readers: Vec<ResourceKey> = fetch.readers.iter().cloned().collect();
+        let readers: Vec<ResourceKey> = fetch.readers.iter(&key).cloned().collect();
         let from = From {
             server: name,
             fallback,
