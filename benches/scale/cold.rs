@@ -95,6 +95,9 @@ pub fn client_heap(rt_client: &Runtime, warm: Warm, baseline: usize) -> (usize, 
     rt_client.block_on(async { tokio::time::sleep(Duration::from_secs(2)).await });
     probe::settle_client(rt_client);
     let heap = probe::heap().saturating_sub(baseline);
+    // The heap census (docs/performance.md, "LEDS members held plain"):
+    // with `SCALE_EXIT_HELD=n` the process ends at its n-th reading, so
+    // that a heap profiler lists everything held then as never freed.
     {
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

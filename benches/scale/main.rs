@@ -20,7 +20,9 @@
 //! 1 000 to 1 000 000 endpoints.
 //!
 //! Run: `cargo bench --bench scale` (all seven; `-- curve|eds|leds|leds-tenth|ingest|authorities|watch`
-//! runs only those groups, for profiling). The testbed and its load generator
+//! runs only those groups, for profiling; `SCALE_EXIT_HELD=n` ends the process
+//! where it reads the heap for the n-th time, for a heap profiler's census,
+//! docs/performance.md). The testbed and its load generator
 //! run in a child process (module `remote`), so this process's memory and CPU
 //! are the client's and the graph's; the client runs on a runtime whose
 //! threads are named `client`, and CPU time is read per thread from /proc
