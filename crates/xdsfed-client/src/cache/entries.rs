@@ -398,13 +398,7 @@ impl Entries {
     /// The glob `key` is indexed under, when its type is indexed and it is
     /// a member of one by its spelling.
     fn glob_of(&self, key: &ResourceKey) -> Option<ResourceKey> {
-        if self.indexed.is_empty() || !self.indexed.contains(&key.type_url) {
-            return None;
-        }
-        Some(ResourceKey {
-            type_url: Arc::clone(&key.type_url),
-            name: glob_of(&key.name)?,
-        })
+        indexed_glob_of(&self.indexed, key)
     }
 
     /// `key`'s slot in its glob's index.
@@ -412,11 +406,6 @@ impl Entries {
         self.by_glob
             .get(&self.glob_of(key)?)?
             .get_key_value(&key.name)
-    }
-
-    fn member_mut(&mut self, key: &ResourceKey) -> Option<&mut Option<Plain>> {
-        let glob = self.glob_of(key)?;
-        self.by_glob.get_mut(&glob)?.get_mut(&key.name)
     }
 
     pub(super) fn get(&self, key: &ResourceKey) -> Option<Held<'_>> {
@@ -478,13 +467,19 @@ impl Entries {
 
     /// `key`'s entry, in the form it is held.
     pub(super) fn locate_mut(&mut self, key: &ResourceKey) -> Option<HeldMut<'_>> {
-        if self.full.contains_key(key) {
-            return self.full.get_mut(key).map(HeldMut::Full);
+        // One lookup for the entry that exists, as nearly every one does:
+        // the fields are borrowed apart, not through `self`.
+        if let Some(entry) = self.full.get_mut(key) {
+            return Some(HeldMut::Full(entry));
         }
-        if !self.plain.is_empty() && self.plain.contains_key(key) {
-            return self.plain.get_mut(key).map(HeldMut::Plain);
+        if !self.plain.is_empty()
+            && let Some(plain) = self.plain.get_mut(key)
+        {
+            return Some(HeldMut::Plain(plain));
         }
-        self.member_mut(key)?.as_mut().map(HeldMut::Plain)
+        let glob = indexed_glob_of(&self.indexed, key)?;
+        let member = self.by_glob.get_mut(&glob)?.get_mut(&key.name)?;
+        member.as_mut().map(HeldMut::Plain)
     }
 
     /// Holds `entry` under `key`, full.
@@ -717,6 +712,18 @@ impl Entries {
         }
         changed
     }
+}
+
+/// The glob `key` is indexed under, when its type is in `indexed` and it
+/// is a member of one by its spelling.
+fn indexed_glob_of(indexed: &HashSet<Arc<str>>, key: &ResourceKey) -> Option<ResourceKey> {
+    if indexed.is_empty() || !indexed.contains(&key.type_url) {
+        return None;
+    }
+    Some(ResourceKey {
+        type_url: Arc::clone(&key.type_url),
+        name: glob_of(&key.name)?,
+    })
 }
 
 /// The key of member `name` of `glob`.

@@ -179,12 +179,16 @@ impl Held {
         version: Version,
         globs: Option<&HashSet<Arc<str>>>,
     ) {
-        if let Some(held) = self.get_mut(&name) {
+        if !self.by_glob.is_empty()
+            && let Some(glob) = glob_of(&name)
+            && let Some(held) = self.by_glob.get_mut(&*glob).and_then(|m| m.get_mut(&name))
+        {
             *held = version;
             return;
         }
         if let Some(subscribed) = globs
             && let Some(glob) = glob_of(&name)
+            && (self.versions.is_empty() || !self.versions.contains_key(&*name))
         {
             match self.by_glob.get_mut(&*glob) {
                 Some(members) => {
@@ -197,6 +201,8 @@ impl Held {
             }
             return;
         }
+        // One probe: a name held already keeps its key and takes the
+        // version (a cold start's million new names each cost one lookup).
         self.versions.insert(name, version);
     }
 
