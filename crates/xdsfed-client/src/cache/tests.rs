@@ -378,6 +378,18 @@ impl Members {
     fn plain(&self) -> usize {
         self.cache.lock().entries.plain_len()
     }
+
+    /// A watcher of `key`, whose entry is then full.
+    fn watch(&self, key: &ResourceKey) -> watch::Receiver<ResourceState> {
+        let provenance = Provenance {
+            authority: Some(Arc::from("a")),
+            server: Arc::clone(&self.server),
+        };
+        let (rx, _) = self
+            .cache
+            .add_watcher(key, provenance, DataErrorPolicy::default());
+        rx
+    }
 }
 
 /// A member held for a collection alone is held plain, and reads as the
@@ -481,13 +493,7 @@ fn a_plain_entry_turns_full_for_what_a_plain_one_cannot_hold_and_back() {
         Some("c")
     );
 
-    let provenance = Provenance {
-        authority: Some(Arc::from("a")),
-        server: Arc::clone(&members.server),
-    };
-    let (rx, _) = members
-        .cache
-        .add_watcher(&key, provenance, DataErrorPolicy::default());
+    let rx = members.watch(&key);
     assert_eq!(members.plain(), 0, "a watcher's entry is full");
     assert!(rx.has_changed().unwrap_or(false), "and it sees the copy");
     assert_eq!(
@@ -538,13 +544,7 @@ fn a_plain_member_is_held_in_its_globs_index_only() {
     assert_eq!(members.cache.len(), 2);
 
     let key = Members::key("e1");
-    let provenance = Provenance {
-        authority: Some(Arc::from("a")),
-        server: Arc::clone(&members.server),
-    };
-    let (rx, _) = members
-        .cache
-        .add_watcher(&key, provenance, DataErrorPolicy::default());
+    let rx = members.watch(&key);
     assert_eq!(
         slots(&members.cache),
         [(e1.clone(), false), (e2.clone(), true)]
