@@ -576,9 +576,11 @@ impl Entries {
     }
 
     pub(super) fn remove(&mut self, key: &ResourceKey) -> bool {
-        let held = self.full.remove(key).is_some()
-            || (!self.plain.is_empty() && self.plain.remove(key).is_some());
-        held || self.forget_member(key)
+        let full = self.full.remove(key).is_some();
+        let plain = !full && !self.plain.is_empty() && self.plain.remove(key).is_some();
+        // A full member is named in its glob's index too.
+        let member = self.forget_member(key);
+        full || plain || member
     }
 
     /// Takes `key` out of its glob's index; whether it was held plain

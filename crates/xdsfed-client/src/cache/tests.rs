@@ -567,3 +567,32 @@ fn a_plain_member_is_held_in_its_globs_index_only() {
     assert_eq!(slots(&members.cache), [(e1, false), (e2, true)]);
     assert_eq!(members.cache.len(), 2);
 }
+
+/// A member let go with its glob's last watcher leaves its glob's index,
+/// full or plain: the index names nothing the cache no longer holds.
+#[test]
+fn members_let_go_with_their_glob_leave_its_index() {
+    let cache = Cache::new();
+    let glob = Members::key("*");
+    let queue = cache.add_collection(&glob, None);
+    let members = Members {
+        cache,
+        server: Arc::from("s"),
+    };
+    members.upsert("e1", "a");
+    members.upsert("e2", "a");
+    members.send(CoreEvent::Invalid {
+        key: Members::key("e2"),
+        error: xdsfed_core::types::ValidationError("bad".into()),
+        version: xdsfed_core::version::Version::from("b"),
+    });
+    assert_eq!(members.plain(), 1, "the NACKed member is full");
+    assert_eq!(members.cache.len(), 2);
+
+    members.cache.remove_collection(&glob, &queue);
+    assert_eq!(members.cache.len(), 0);
+    assert!(
+        members.cache.lock().entries.by_glob().is_empty(),
+        "no name is left in the index"
+    );
+}
