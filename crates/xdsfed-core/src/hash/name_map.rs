@@ -68,10 +68,8 @@ impl<V> NameMap<V> {
                 }
                 None
             }
-            NameMap::Many(table) => match table.get_mut(&*name) {
-                Some(held) => Some(std::mem::replace(held, value)),
-                None => table.insert(name, value),
-            },
+            // One probe: a table's insert keeps the key it holds.
+            NameMap::Many(table) => table.insert(name, value),
         }
     }
 
@@ -211,6 +209,20 @@ mod tests {
             grew |= matches!(map, NameMap::Many(_));
         }
         assert!(grew, "grew past {}", NameMap::<usize>::FEW);
+
+        // Past the bound too, a name set again keeps the copy held.
+        let mut map = NameMap::default();
+        let first: Arc<str> = Arc::from("e0");
+        map.insert(Arc::clone(&first), 0);
+        for i in 1..=NameMap::<usize>::FEW {
+            map.insert(Arc::from(format!("e{i}")), i);
+        }
+        assert!(matches!(map, NameMap::Many(_)));
+        assert_eq!(map.insert(Arc::from("e0"), 99), Some(0));
+        assert!(
+            map.get_key_value("e0")
+                .is_some_and(|(k, v)| Arc::ptr_eq(k, &first) && *v == 99)
+        );
     }
 
     /// A small map is exactly its entries: no slack, and a name set again
