@@ -143,10 +143,9 @@ impl Held {
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Version> {
         if !self.by_glob.is_empty()
             && let Some(glob) = glob_of(name)
-            && let Some(members) = self.by_glob.get_mut(&*glob)
-            && members.contains_key(name)
+            && let Some(held) = self.by_glob.get_mut(&*glob).and_then(|m| m.get_mut(name))
         {
-            return members.get_mut(name);
+            return Some(held);
         }
         self.versions.get_mut(name)
     }
