@@ -222,24 +222,25 @@ impl Item {
         known: Option<&super::type_state::Durable>,
     ) -> Self {
         let name = raw_name.as_str();
-        let (key, subscribed, shared) = match known.and_then(|d| d.shared_name(name)) {
-            Some((key, subscribed)) => (Ok(key), subscribed, true),
+        // Whether the key is subscribed by name, when the lookup said.
+        let (key, by_name, shared) = match known.and_then(|d| d.shared_name(name)) {
+            Some((key, by_name)) => (Ok(key), by_name, true),
             None => match canonical_key_of(name) {
                 // Spelled otherwise than the session's copy: that copy all the
                 // same, so that one name is one `Arc` here too.
                 Ok(Cow::Owned(canonical)) => match known.and_then(|d| d.shared_name(&canonical)) {
-                    Some((key, subscribed)) => (Ok(key), subscribed, true),
-                    None => (Ok(Arc::from(canonical)), false, false),
+                    Some((key, by_name)) => (Ok(key), by_name, true),
+                    None => (Ok(Arc::from(canonical)), Some(false), false),
                 },
-                Ok(Cow::Borrowed(key)) => (Ok(Arc::from(key)), false, false),
-                Err(e) => (Err(e), false, false),
+                Ok(Cow::Borrowed(key)) => (Ok(Arc::from(key)), Some(false), false),
+                Err(e) => (Err(e), Some(false), false),
             },
         };
         Item {
             raw_name,
             key,
-            subscribed,
-            looked_up: known.is_some(),
+            subscribed: by_name == Some(true),
+            looked_up: known.is_some() && by_name.is_some(),
             shared,
             body,
             version,
@@ -318,9 +319,10 @@ fn duplicates(items: &[Item]) -> HashMap<Arc<str>, usize> {
 }
 
 /// Up to how many items [`duplicates`] compares each with those before
-/// it rather than building sets: a churn's responses carry a few
-/// resources each, and the sets were an allocation per response.
-const FEW_ITEMS: usize = 8;
+/// it rather than building sets: a churn's responses carry a few dozen
+/// resources at most (a dozen at ten thousand LEDS updates a second), and
+/// the sets were two allocations per response.
+const FEW_ITEMS: usize = 32;
 
 /// [`duplicates`] for a few items: each compared with those before it, by
 /// the same rules (a shared name by address, a new one by text).

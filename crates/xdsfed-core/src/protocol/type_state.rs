@@ -68,12 +68,19 @@ impl Durable {
     /// allocated again: a canonical key is its own canonical form.
     ///
     /// Says too whether the name is subscribed by name, which answers
-    /// [`TypeState::wants`] without looking it up again.
-    pub(crate) fn shared_name(&self, name: &str) -> Option<(Arc<str>, bool)> {
-        if let Some(subscribed) = self.subscribed.get(name) {
-            return Some((Arc::clone(subscribed), true));
+    /// [`TypeState::wants`] without looking it up again: `None` for a
+    /// member held under its glob, found there first without a look at
+    /// the subscribed names (a probe each LEDS endpoint update would miss).
+    pub(crate) fn shared_name(&self, name: &str) -> Option<(Arc<str>, Option<bool>)> {
+        if let Some(member) = self.held.member_name(name) {
+            return Some((Arc::clone(member), None));
         }
-        self.held.name(name).map(|held| (Arc::clone(held), false))
+        if let Some(subscribed) = self.subscribed.get(name) {
+            return Some((Arc::clone(subscribed), Some(true)));
+        }
+        self.held
+            .flat_name(name)
+            .map(|held| (Arc::clone(held), Some(false)))
     }
 
     /// `name` exists after all: neither known absent nor timed out. Both
@@ -129,9 +136,19 @@ impl Held {
         self.versions.get_key_value(name)
     }
 
-    /// The session's own copy of `name`, when it holds it.
-    pub(crate) fn name(&self, name: &str) -> Option<&Arc<str>> {
-        self.get_key_value(name).map(|(held, _)| held)
+    /// The session's own copy of `name`, when it holds it under its glob.
+    fn member_name(&self, name: &str) -> Option<&Arc<str>> {
+        let (held, _) = self.members(name)?.get_key_value(name)?;
+        Some(held)
+    }
+
+    /// The session's own copy of `name`, when it holds it as no glob's
+    /// member.
+    fn flat_name(&self, name: &str) -> Option<&Arc<str>> {
+        if self.versions.is_empty() {
+            return None;
+        }
+        self.versions.get_key_value(name).map(|(held, _)| held)
     }
 
     /// The version held for `name`.
@@ -366,7 +383,9 @@ impl TypeState {
     /// Whether resources named `name` are of interest: subscribed, `*`, or
     /// a member of a subscribed glob collection.
     pub(crate) fn wants(&self, name: &str) -> bool {
-        self.durable.subscribed.contains(name) || self.wants_unsubscribed(name)
+        // The glob first: a member's name is then not looked up among the
+        // subscribed names, where it nearly never is.
+        self.wants_unsubscribed(name) || self.durable.subscribed.contains(name)
     }
 
     /// [`TypeState::wants`] for a name known not to be subscribed by name
@@ -663,7 +682,7 @@ mod tests {
         assert!(held.get(&member("early")).is_some_and(|v| *v == "2"));
         assert_eq!(held.iter().count(), 3);
 
-        let own = Arc::clone(held.name(&member("e2")).expect("held"));
+        let own = Arc::clone(held.member_name(&member("e2")).expect("held"));
         assert_eq!(
             held.remove(&member("e2")).map(String::from),
             Some("2".into())
