@@ -5,7 +5,8 @@ use super::state::{Fetch, Home, Readers, Route};
 use super::{Action, Federation};
 use crate::authority::{Partition, ServerId};
 use crate::name::ResourceName;
-use crate::protocol::{ResourceKey, glob_of};
+use crate::protocol::{ResourceKey, glob_of, is_glob};
+use std::sync::Arc;
 
 impl Federation {
     /// Subscribes `key` for `reader`, on the servers of its home (once per
@@ -38,6 +39,7 @@ impl Federation {
             nack: None,
             route: Route::default(),
         };
+        self.named_fetches.add(&key);
         self.fetches.insert(key, fetch);
     }
 
@@ -70,6 +72,7 @@ impl Federation {
         let Some(fetch) = self.fetches.remove(key) else {
             return;
         };
+        self.named_fetches.remove(key);
         let servers: Vec<ServerId> = match fetch.home {
             Home::Authority(partition) => match self.authorities.get_mut(&partition) {
                 Some(authority) => {
@@ -183,5 +186,65 @@ impl Federation {
                 .or_default()
                 .insert(entry.clone());
         }
+    }
+}
+
+/// How many fetches of each type are of a name that is no glob.
+///
+/// Rule: an answer about a name that is no glob, of a type with no such
+/// fetch, is not looked up among the fetches: it can only be a glob's
+/// member (or unrouted), and the look would miss. A LEDS endpoint's update
+/// then costs a probe of its glob's fetch only (test
+/// `named_fetches_count_names_not_globs`).
+#[derive(Debug, Default)]
+pub(super) struct NamedFetches(Vec<(Arc<str>, usize)>);
+
+impl NamedFetches {
+    fn add(&mut self, key: &ResourceKey) {
+        if is_glob(&key.name) {
+            return;
+        }
+        match self.0.iter_mut().find(|(t, _)| *t == key.type_url) {
+            Some((_, count)) => *count += 1,
+            None => self.0.push((Arc::clone(&key.type_url), 1)),
+        }
+    }
+
+    fn remove(&mut self, key: &ResourceKey) {
+        if is_glob(&key.name) {
+            return;
+        }
+        if let Some((_, count)) = self.0.iter_mut().find(|(t, _)| *t == key.type_url) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    /// Whether `key` may be fetched by its own name.
+    pub(super) fn may_hold(&self, key: &ResourceKey) -> bool {
+        // `Arc`'s equality looks at the address first: type URLs are shared.
+        is_glob(&key.name)
+            || self
+                .0
+                .iter()
+                .any(|(t, count)| *count > 0 && *t == key.type_url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_fetches_count_names_not_globs() {
+        let key = |name: &str| ResourceKey::new(Arc::from("T"), Arc::from(name));
+        let (glob, member) = (key("xdstp://a/T/c/*"), key("xdstp://a/T/c/e1"));
+        let mut named = NamedFetches::default();
+        named.add(&glob);
+        assert!(named.may_hold(&glob), "a glob is always looked up");
+        assert!(!named.may_hold(&member), "no name of the type is fetched");
+        named.add(&member);
+        assert!(named.may_hold(&key("xdstp://a/T/c/e2")));
+        named.remove(&member);
+        assert!(!named.may_hold(&member));
     }
 }

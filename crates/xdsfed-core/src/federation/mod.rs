@@ -153,6 +153,7 @@ pub struct Federation {
     /// megabytes at a million keys, and each rehash would move them.
     /// A watched entry's route is held in the fetch of its own key.
     fetches: KeyedTable<ResourceKey, Fetch>,
+    named_fetches: fetch::NamedFetches,
     redirects: HashMap<ResourceKey, Redirect>,
     /// Members of each glob with a redirect chain, so letting a glob go
     /// touches only its own.
@@ -183,6 +184,7 @@ impl Federation {
             subscribed: HashMap::default(),
             authorities: HashMap::default(),
             fetches: KeyedTable::default(),
+            named_fetches: fetch::NamedFetches::default(),
             redirects: HashMap::default(),
             glob_redirects: HashMap::default(),
             lists: HashMap::default(),

@@ -108,7 +108,12 @@ impl Federation {
         let Some(key) = key_of(&event).cloned() else {
             return;
         };
-        let Some(fetch) = self.fetches.get(&key) else {
+        let fetched = self
+            .named_fetches
+            .may_hold(&key)
+            .then(|| self.fetches.get(&key))
+            .flatten();
+        let Some(fetch) = fetched else {
             self.route_unfetched(server, name, &key, event);
             return;
         };
