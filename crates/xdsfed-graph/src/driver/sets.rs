@@ -173,10 +173,17 @@ pub(crate) struct Sets {
     clusters: Followers<ClusterType>,
     endpoints: Followers<EndpointType>,
     localities: Localities,
-    /// The kind polled first next time, so that a busy kind cannot starve
-    /// the others.
+    /// The kind polled first next time: the one that gave the last input,
+    /// until it has given [`RUN`] in a row.
     next: usize,
+    /// How many inputs in a row `next` has given.
+    run: u32,
 }
+
+/// How many inputs in a row one kind gives before the others are polled
+/// first: a busy kind cannot starve them, and a burst of one kind (LEDS
+/// churn) does not poll four idle queues, each a lock or two, per input.
+const RUN: u32 = 64;
 
 impl Sets {
     pub(crate) fn new(client: &XdsClient) -> Self {
@@ -189,6 +196,7 @@ impl Sets {
                 set: client.collection_set(),
             },
             next: 0,
+            run: 0,
         }
     }
 
@@ -229,8 +237,8 @@ impl Sets {
         self.localities.set.insert_shared(glob)
     }
 
-    /// The next change of any kind, starting from a different kind each
-    /// time.
+    /// The next change of any kind: of the kind that gave the last one
+    /// while it has more, [`RUN`] at most, then starting from the next kind.
     pub(crate) fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<Input> {
         for turn in 0..5 {
             let kind = (self.next + turn) % 5;
@@ -242,7 +250,11 @@ impl Sets {
                 _ => self.localities.poll_input(cx),
             };
             if let Poll::Ready(input) = polled {
-                self.next = (kind + 1) % 5;
+                self.run = if kind == self.next { self.run + 1 } else { 1 };
+                self.next = kind;
+                if self.run >= RUN {
+                    (self.next, self.run) = ((kind + 1) % 5, 0);
+                }
                 return Poll::Ready(input);
             }
         }
