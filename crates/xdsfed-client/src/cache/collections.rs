@@ -1,6 +1,7 @@
 //! Wildcard and collection watchers (xDS TP1 globs and lists): which
 //! entries they hold, and the queues of names changed since they looked.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use xdsfed_core::hash::HashSet;
 
@@ -9,7 +10,7 @@ use std::time::SystemTime;
 use tokio::sync::Notify;
 
 use super::{Cache, DataErrorPolicy, Entry, Inner, Provenance, ResourceStatus, Unwatched};
-use xdsfed_core::protocol::{ResourceKey, glob_of};
+use xdsfed_core::protocol::{ResourceKey, glob_of, is_glob};
 
 /// Names changed since a wildcard watcher last looked, and a wake-up.
 #[derive(Debug, Default)]
@@ -21,13 +22,70 @@ pub(crate) struct WildcardQueue {
 impl WildcardQueue {
     /// Queues `name` (once, however often it changes before it is read)
     /// and wakes the reader.
-    pub(crate) fn mark(&self, name: Arc<str>) {
+    pub(crate) fn mark(self: &Arc<Self>, name: Arc<str>) {
         self.dirty
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name);
-        self.notify.notify_one();
+        self.wake();
     }
+
+    /// Wakes the reader: now, or when the batch being applied on this
+    /// thread is done ([`with_deferred_wakes`]).
+    fn wake(self: &Arc<Self>) {
+        let deferred = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+            Some(queues) => {
+                if !queues.iter().any(|q| Arc::ptr_eq(q, self)) {
+                    queues.push(Arc::clone(self));
+                }
+                true
+            }
+            None => false,
+        });
+        if !deferred {
+            self.notify.notify_one();
+        }
+    }
+}
+
+thread_local! {
+    /// The queues whose readers wake once the batch this thread applies is
+    /// done; `None` outside a batch.
+    static DEFERRED: RefCell<Option<Vec<Arc<WildcardQueue>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, waking the readers of the queues it marks once it has
+/// returned (or unwound), each once.
+///
+/// Rule: a response's events wake each reader once, after the cache's lock
+/// is let go. Woken at its first member, a reader on another thread read
+/// the response half applied, waited on the lock for the rest and was woken
+/// again for it (test `a_batch_wakes_its_reader_once_when_done`).
+pub(super) fn with_deferred_wakes<R>(f: impl FnOnce() -> R) -> R {
+    /// Wakes what was held back, even when `f` panics.
+    struct Flush(bool);
+    impl Drop for Flush {
+        fn drop(&mut self) {
+            if !self.0 {
+                return;
+            }
+            let queues = DEFERRED.with(|d| d.borrow_mut().take());
+            for queue in queues.into_iter().flatten() {
+                queue.notify.notify_one();
+            }
+        }
+    }
+    // Nested, the outer batch wakes them.
+    let outermost = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        let outermost = d.is_none();
+        if outermost {
+            *d = Some(Vec::new());
+        }
+        outermost
+    });
+    let _flush = Flush(outermost);
+    f()
 }
 
 impl Cache {
@@ -129,6 +187,7 @@ impl Cache {
                 .collection_types
                 .entry(Arc::clone(&glob.type_url))
                 .or_default() += 1;
+            inner.list_collections += usize::from(!is_glob(&glob.name));
         }
         // Exactly sized: a glob nearly always has one watcher (a graph's
         // collection set), and a Vec's first push reserves room for four.
@@ -153,6 +212,7 @@ impl Cache {
             return;
         }
         inner.collections.remove(glob);
+        inner.list_collections -= usize::from(!is_glob(&glob.name));
         if let Some(count) = inner.collection_types.get_mut(&glob.type_url) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -219,7 +279,7 @@ impl Cache {
                     dirty.insert(Arc::clone(&key.name));
                 }
                 drop(dirty);
-                queue.notify.notify_one();
+                queue.wake();
             }
         }
         for left in old {
@@ -302,7 +362,11 @@ impl Inner {
             return;
         };
         let glob = ResourceKey::new(Arc::clone(&member.type_url), glob);
-        if let Some(entry) = self.entries.full_mut(&glob) {
+        // Answered nearly always, by the glob's first member: its status
+        // is then read in place, not built into a state for each member.
+        if let Some(entry) = self.entries.full_mut(&glob)
+            && entry.slot.status() == ResourceStatus::Requested
+        {
             entry.slot.modify(|state| {
                 if state.status != ResourceStatus::Requested {
                     return false;
@@ -395,27 +459,21 @@ impl Inner {
             .flatten()
             .filter_map(|c| self.collections.get(c))
             .map(|queues| &queues[..]);
+        // The collection itself: a glob, or a list (none for most names).
+        let own = (self.list_collections > 0 || is_glob(&key.name))
+            .then(|| self.collections.get(key))
+            .flatten();
         let collection = self
             .collection_of(key)
             .into_iter()
-            .chain(self.collections.get(key).map(|queues| &queues[..]))
+            .chain(own.map(|queues| &queues[..]))
             .chain(lists);
         for queue in collection.flatten() {
-            queue
-                .dirty
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(Arc::clone(&key.name));
-            queue.notify.notify_one();
+            queue.mark(Arc::clone(&key.name));
         }
         if let Some(list) = self.wildcard.get(&key.type_url) {
             for queue in list {
-                queue
-                    .dirty
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(Arc::clone(&key.name));
-                queue.notify.notify_one();
+                queue.mark(Arc::clone(&key.name));
             }
         }
     }
@@ -507,5 +565,60 @@ pub(crate) mod indexmap_lite {
             assert_eq!(read, [name(2), name(3), name(1)]);
             assert!(dirty.set.is_empty(), "a short queue builds no set");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    fn deferred() -> Option<usize> {
+        DEFERRED.with(|d| d.borrow().as_ref().map(Vec::len))
+    }
+
+    /// Rule of [`with_deferred_wakes`]: inside a batch, marking a queue
+    /// queues the name and wakes nobody; the reader is woken when the
+    /// batch is done, and a queue marked twice is held back once.
+    #[test]
+    fn a_batch_wakes_its_reader_once_when_done() {
+        let queue = Arc::new(WildcardQueue::default());
+        with_deferred_wakes(|| {
+            queue.mark(Arc::from("a"));
+            queue.mark(Arc::from("b"));
+            with_deferred_wakes(|| queue.mark(Arc::from("c")));
+            assert!(
+                queue.notify.notified().now_or_never().is_none(),
+                "no wake-up inside the batch, nor at the end of a nested one"
+            );
+            assert_eq!(deferred(), Some(1), "the queue is held back once");
+        });
+        assert_eq!(deferred(), None);
+        assert!(queue.notify.notified().now_or_never().is_some());
+        let mut dirty = queue.dirty.lock().expect("not poisoned");
+        assert_eq!(std::iter::from_fn(|| dirty.pop()).count(), 3);
+        drop(dirty);
+
+        queue.mark(Arc::from("d"));
+        assert!(
+            queue.notify.notified().now_or_never().is_some(),
+            "outside a batch, at once"
+        );
+    }
+
+    /// A batch that panics still wakes the readers it held back, and
+    /// leaves the thread waking at once again.
+    #[test]
+    fn a_batch_that_panics_still_wakes() {
+        let queue = Arc::new(WildcardQueue::default());
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_deferred_wakes(|| {
+                queue.mark(Arc::from("a"));
+                panic!("a batch fails");
+            })
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(deferred(), None);
+        assert!(queue.notify.notified().now_or_never().is_some());
     }
 }

@@ -379,8 +379,10 @@ pub(super) struct Entries {
     /// stay out of `by_glob`, where a hundred thousand clusters named by
     /// `xdstp:` names would each cost a slot (and an insert) nobody reads.
     /// A type joins when its first glob is watched, once, by a walk of the
-    /// entries; it never leaves, so the index stays whole.
-    indexed: HashSet<Arc<str>>,
+    /// entries; it never leaves, so the index stays whole. A handful of
+    /// types at most, told apart by their shared copies before their
+    /// spelling: a look costs no hashing of a type URL.
+    indexed: Vec<Arc<str>>,
     /// How many entries are held plain in `by_glob`.
     plain_members: usize,
     origins: Origins,
@@ -409,6 +411,13 @@ impl Entries {
     }
 
     pub(super) fn get(&self, key: &ResourceKey) -> Option<Held<'_>> {
+        // An indexed member's slot says how it is held, so a plain one
+        // costs no probe of the table of full entries, which it would miss.
+        match self.member(key) {
+            Some((_, Some(plain))) => return Some(Held::Plain(plain)),
+            Some((_, None)) => return self.full.get(key).map(Held::Full),
+            None => {}
+        }
         if let Some(entry) = self.full.get(key) {
             return Some(Held::Full(entry));
         }
@@ -417,10 +426,7 @@ impl Entries {
         {
             return Some(Held::Plain(plain));
         }
-        match self.member(key)? {
-            (_, Some(plain)) => Some(Held::Plain(plain)),
-            (_, None) => None,
-        }
+        None
     }
 
     /// The cache's own copy of a key that is no glob's member (a glob's,
@@ -468,7 +474,15 @@ impl Entries {
     /// `key`'s entry, in the form it is held.
     pub(super) fn locate_mut(&mut self, key: &ResourceKey) -> Option<HeldMut<'_>> {
         // One lookup for the entry that exists, as nearly every one does:
-        // the fields are borrowed apart, not through `self`.
+        // the fields are borrowed apart, not through `self`. An indexed
+        // member's slot comes first: it says whether the entry is full.
+        let member = indexed_glob_of(&self.indexed, key)
+            .and_then(|glob| self.by_glob.get_mut(&glob)?.get_mut(&key.name));
+        match member {
+            Some(Some(plain)) => return Some(HeldMut::Plain(plain)),
+            Some(None) => return self.full.get_mut(key).map(HeldMut::Full),
+            None => {}
+        }
         if let Some(entry) = self.full.get_mut(key) {
             return Some(HeldMut::Full(entry));
         }
@@ -477,9 +491,7 @@ impl Entries {
         {
             return Some(HeldMut::Plain(plain));
         }
-        let glob = indexed_glob_of(&self.indexed, key)?;
-        let member = self.by_glob.get_mut(&glob)?.get_mut(&key.name)?;
-        member.as_mut().map(HeldMut::Plain)
+        None
     }
 
     /// Holds `entry` under `key`, full.
@@ -616,9 +628,10 @@ impl Entries {
     /// Indexes the entries of `type_url` by glob, from now on and the ones
     /// already cached, unless that was done already.
     pub(super) fn index_globs_of(&mut self, type_url: &Arc<str>) {
-        if !self.indexed.insert(Arc::clone(type_url)) {
+        if is_indexed(&self.indexed, type_url) {
             return;
         }
+        self.indexed.push(Arc::clone(type_url));
         let of_type = |k: &ResourceKey| k.type_url == *type_url && glob_of(&k.name).is_some();
         let full: Vec<ResourceKey> = self.full.keys().filter(|k| of_type(k)).cloned().collect();
         for key in full {
@@ -718,14 +731,20 @@ impl Entries {
 
 /// The glob `key` is indexed under, when its type is in `indexed` and it
 /// is a member of one by its spelling.
-fn indexed_glob_of(indexed: &HashSet<Arc<str>>, key: &ResourceKey) -> Option<ResourceKey> {
-    if indexed.is_empty() || !indexed.contains(&key.type_url) {
+fn indexed_glob_of(indexed: &[Arc<str>], key: &ResourceKey) -> Option<ResourceKey> {
+    if !is_indexed(indexed, &key.type_url) {
         return None;
     }
     Some(ResourceKey {
         type_url: Arc::clone(&key.type_url),
         name: glob_of(&key.name)?,
     })
+}
+
+/// Whether `type_url` is one of `indexed`.
+fn is_indexed(indexed: &[Arc<str>], type_url: &Arc<str>) -> bool {
+    // `Arc`'s equality looks at the address first: type URLs are shared.
+    indexed.iter().any(|t| t == type_url)
 }
 
 /// The key of member `name` of `glob`.

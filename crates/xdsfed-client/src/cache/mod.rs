@@ -71,6 +71,10 @@ struct Inner {
     collections: HashMap<ResourceKey, Box<[Arc<WildcardQueue>]>>,
     /// How many collections of each type are watched.
     collection_types: HashMap<Arc<str>, usize>,
+    /// How many of `collections` are list collections, not globs: with
+    /// none, a changed name that is no glob is not looked up there, a
+    /// probe each LEDS endpoint update would miss.
+    list_collections: usize,
     /// How many entries are glob collections: with none, an arriving
     /// member has no glob to answer, and working its glob out (three
     /// allocations) is skipped.
@@ -258,23 +262,32 @@ impl Cache {
     /// Applies what one server's stream reported, unrouted: each event is
     /// for the entry its key names.
     pub fn apply(&self, server: &Arc<str>, policy: DataErrorPolicy, events: Vec<CoreEvent>) {
-        let mut inner = self.lock();
-        // One reading of the clock for the events of one response.
-        let now = SystemTime::now();
-        for event in events {
-            inner.apply_one(server, policy, &event, None, now);
-        }
+        collections::with_deferred_wakes(|| {
+            let mut inner = self.lock();
+            // One reading of the clock for the events of one response.
+            let now = SystemTime::now();
+            for event in events {
+                inner.apply_one(server, policy, &event, None, now);
+            }
+        });
     }
 
     /// Applies events already routed to the entries they are for (their keys
-    /// are the entries' keys), each with where it came from.
-    pub(crate) fn apply_routed(&self, policy: DataErrorPolicy, events: Vec<(CoreEvent, Source)>) {
-        let mut inner = self.lock();
-        let now = SystemTime::now();
-        for (event, source) in events {
-            let server = entry::named_server(&source);
-            inner.apply_one(&server, policy, &event, Some(source), now);
-        }
+    /// are the entries' keys), each with where it came from; `events` is
+    /// left empty, its room kept.
+    pub(crate) fn apply_routed(
+        &self,
+        policy: DataErrorPolicy,
+        events: &mut Vec<(CoreEvent, Source)>,
+    ) {
+        collections::with_deferred_wakes(|| {
+            let mut inner = self.lock();
+            let now = SystemTime::now();
+            for (event, source) in events.drain(..) {
+                let server = entry::named_server(&source);
+                inner.apply_one(&server, policy, &event, Some(source), now);
+            }
+        });
     }
 
     /// Reports a transient error (gRFC A57) to `key`: an ambient error where

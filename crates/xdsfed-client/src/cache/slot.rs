@@ -67,6 +67,15 @@ impl Slot {
         }
     }
 
+    /// The state's status, read without building a state.
+    pub(super) fn status(&self) -> ResourceStatus {
+        match self {
+            Slot::Copyless { status, .. } => *status,
+            Slot::Bare(state) => state.status,
+            Slot::Watched(tx) => tx.borrow().status,
+        }
+    }
+
     /// A copy of the state.
     pub(super) fn get(&self) -> ResourceState {
         self.with(ResourceState::clone)

@@ -596,3 +596,37 @@ fn members_let_go_with_their_glob_leave_its_index() {
         "no name is left in the index"
     );
 }
+
+/// A glob waiting for its first answer is answered by its first member
+/// (`Acked`, as CSDS shows it); later members leave its state as it is.
+#[test]
+fn a_glob_is_answered_by_its_first_member_once() {
+    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+    let member = |id: &str| format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}");
+    let cache = Cache::new();
+    let server: Arc<str> = Arc::from("s");
+    let provenance = Provenance {
+        authority: None,
+        server: Arc::clone(&server),
+    };
+    let upsert = |name: &str| CoreEvent::Upsert {
+        key: ResourceKey::new(LEDS, name),
+        resource: cluster_copy(name, "x"),
+        version: xdsfed_core::version::Version::from("1"),
+        ttl: None,
+    };
+    let glob = ResourceKey::new(LEDS, member("*"));
+    let _held = cache.add_watcher(&glob, provenance, DataErrorPolicy::default());
+    let _queue = cache.add_collection(&glob, None);
+    let status = || cache.state(&glob).map(|s| (s.status, s.last_updated));
+    assert_eq!(status().map(|s| s.0), Some(ResourceStatus::Requested));
+
+    let policy = DataErrorPolicy::default();
+    cache.apply(&server, policy, vec![upsert(&member("e1"))]);
+    let answered = status();
+    assert_eq!(answered.map(|s| s.0), Some(ResourceStatus::Acked));
+    assert!(answered.is_some_and(|s| s.1.is_some()));
+
+    cache.apply(&server, policy, vec![upsert(&member("e2"))]);
+    assert_eq!(status(), answered, "a later member leaves the glob be");
+}

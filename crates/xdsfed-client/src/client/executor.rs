@@ -21,7 +21,10 @@ impl Inner {
     /// cache already (what `xdsfed dump` relies on). `policy` is that of the
     /// server whose events are being applied.
     pub(super) fn run(&self, state: &mut State, policy: DataErrorPolicy) {
-        let mut batch = Batch::default();
+        let mut batch = Batch {
+            routed: std::mem::take(&mut state.spare.0),
+            unrouted: None,
+        };
         while let Some(action) = state.federation.poll_action() {
             let Some(action) = batch.take(action) else {
                 continue;
@@ -34,6 +37,7 @@ impl Inner {
             self.apply(state, action, policy);
         }
         batch.flush(&self.cache, policy);
+        state.spare = Spare::of(batch.routed);
     }
 
     fn apply(&self, state: &mut State, action: Action, policy: DataErrorPolicy) {
@@ -227,7 +231,9 @@ pub(crate) fn apply_to_cache(
         Action::ForgetList { collection } => cache.forget_list(&collection),
         Action::HoldEntry { key, server } => hold_entry(cache, federation, &key, server),
         Action::ReleaseEntry { key } => cache.remove_watcher(&key),
-        Action::Deliver { event, source } => cache.apply_routed(policy, vec![(event, source)]),
+        Action::Deliver { event, source } => {
+            cache.apply_routed(policy, &mut vec![(event, source)]);
+        }
         Action::Subscribe { .. }
         | Action::Unsubscribe { .. }
         | Action::ForgetVersion { .. }
@@ -253,8 +259,28 @@ fn hold_entry(cache: &Cache, federation: &Federation, key: &ResourceKey, server:
     let _ = cache.add_watcher(key, provenance, policy);
 }
 
-/// Deliveries, or events no entry reads, gathered to go to the cache at once.
+/// The room of a batch's deliveries, empty, kept from one response to the
+/// next: a response of a dozen resources needed a list of a few kilobytes,
+/// and the allocator made each such request (past its small sizes) sweep
+/// the small blocks freed since, a sizeable part of a churn's cost.
 #[derive(Default)]
+pub(super) struct Spare(Vec<(CoreEvent, Source)>);
+
+impl Spare {
+    /// Up to how many deliveries' room is kept: a cold start's batch of a
+    /// million is not held for good.
+    const MOST: usize = 1024;
+
+    fn of(mut routed: Vec<(CoreEvent, Source)>) -> Self {
+        routed.clear();
+        if routed.capacity() > Self::MOST {
+            routed = Vec::new();
+        }
+        Spare(routed)
+    }
+}
+
+/// Deliveries, or events no entry reads, gathered to go to the cache at once.
 struct Batch {
     routed: Vec<(CoreEvent, Source)>,
     unrouted: Option<(Arc<str>, Vec<CoreEvent>)>,
@@ -289,7 +315,7 @@ impl Batch {
 
     fn flush(&mut self, cache: &Cache, policy: DataErrorPolicy) {
         if !self.routed.is_empty() {
-            cache.apply_routed(policy, std::mem::take(&mut self.routed));
+            cache.apply_routed(policy, &mut self.routed);
         }
         if let Some((server, events)) = self.unrouted.take() {
             cache.apply(&server, policy, events);

@@ -187,6 +187,7 @@ impl XdsClientBuilder {
                 state: Mutex::new(State {
                     federation,
                     connections: HashMap::default(),
+                    spare: executor::Spare::default(),
                 }),
             }),
         })
@@ -237,6 +238,8 @@ struct State {
     federation: Federation,
     /// By the ids of the federation core's registry.
     connections: HashMap<ServerId, Arc<dyn crate::source::SourceConnection>>,
+    /// The room of the last batch of deliveries, kept for the next.
+    spare: executor::Spare,
 }
 
 impl std::fmt::Debug for Inner {

@@ -23,7 +23,7 @@ use xdsfed_core::hash::HashMap;
 
 use futures::Stream;
 use xdsfed_core::name::ResourceName;
-use xdsfed_core::protocol::{ResourceKey, TypeUrl, glob_of};
+use xdsfed_core::protocol::{ResourceKey, TypeUrl, glob_of, is_glob};
 use xdsfed_core::types::ResourceType;
 
 use super::{CollectionEvent, Guard, Release, Wait, member_event, own_event, poll_dirty};
@@ -229,7 +229,12 @@ impl<T: ResourceType> CollectionSet<T> {
     /// change, or a member's under its glob; `None` when nothing is to be
     /// reported (or the collection left the set).
     fn event_for(&self, name: Arc<str>) -> Option<CollectionSetEvent<T::Resource>> {
-        if let Some((own, held)) = self.collections.get_key_value(&*name) {
+        // The set holds globs only: a member's name is not looked up among
+        // them, a probe that would miss on each endpoint update.
+        let own = is_glob(&name)
+            .then(|| self.collections.get_key_value(&*name))
+            .flatten();
+        if let Some((own, held)) = own {
             let state = self
                 .cache
                 .state(&ResourceKey::new(&self.type_url, Arc::clone(own)))?;
