@@ -254,25 +254,41 @@ fn removal_of_a_name_never_held_is_not_found_and_of_a_held_copy_is_deleted() {
     );
 }
 
-/// Entries are indexed by glob only once a glob of their type is watched:
-/// a glob watched later still finds the members cached before it (the
-/// index is built then), and members that arrive after it.
-#[test]
-fn a_glob_watched_late_finds_the_members_cached_before_it() {
-    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
-    let member = |id: &str| format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}");
-    let cache = Cache::new();
+/// The type of the LEDS tests' members.
+const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
+
+/// Member `id` of the LEDS tests' glob (`member("*")` is the glob).
+fn member(id: &str) -> String {
+    format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}")
+}
+
+/// The server the LEDS tests' members come from, and its provenance.
+fn leds_server() -> (Arc<str>, Provenance) {
     let server: Arc<str> = Arc::from("s");
     let provenance = Provenance {
         authority: None,
         server: Arc::clone(&server),
     };
-    let upsert = |name: &str| CoreEvent::Upsert {
+    (server, provenance)
+}
+
+/// A copy of LEDS member `name`.
+fn upsert(name: &str) -> CoreEvent {
+    CoreEvent::Upsert {
         key: ResourceKey::new(LEDS, name),
         resource: cluster_copy(name, "x"),
         version: xdsfed_core::version::Version::from("1"),
         ttl: None,
-    };
+    }
+}
+
+/// Entries are indexed by glob only once a glob of their type is watched:
+/// a glob watched later still finds the members cached before it (the
+/// index is built then), and members that arrive after it.
+#[test]
+fn a_glob_watched_late_finds_the_members_cached_before_it() {
+    let cache = Cache::new();
+    let (server, provenance) = leds_server();
     let early = ResourceKey::new(LEDS, member("early"));
     let _held = cache.add_watcher(&early, provenance, DataErrorPolicy::default());
     cache.apply(
@@ -307,7 +323,7 @@ fn a_glob_watched_late_finds_the_members_cached_before_it() {
 #[test]
 fn a_watched_globs_index_shares_its_entrys_name() {
     let cache = Cache::new();
-    let glob = ResourceKey::new(Members::LEDS, Members::name("*"));
+    let glob = ResourceKey::new(LEDS, Members::name("*"));
     let provenance = Provenance {
         authority: None,
         server: Arc::from("s"),
@@ -341,11 +357,9 @@ struct Members {
 }
 
 impl Members {
-    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
-
     fn new() -> Self {
         let cache = Cache::new();
-        let glob = ResourceKey::new(Self::LEDS, Self::name("*"));
+        let glob = ResourceKey::new(LEDS, Self::name("*"));
         let _queue = cache.add_collection(&glob, None);
         Members {
             cache,
@@ -358,7 +372,7 @@ impl Members {
     }
 
     fn key(id: &str) -> ResourceKey {
-        ResourceKey::new(Self::LEDS, Self::name(id))
+        ResourceKey::new(LEDS, Self::name(id))
     }
 
     fn send(&self, event: CoreEvent) {
@@ -601,20 +615,8 @@ fn members_let_go_with_their_glob_leave_its_index() {
 /// (`Acked`, as CSDS shows it); later members leave its state as it is.
 #[test]
 fn a_glob_is_answered_by_its_first_member_once() {
-    const LEDS: &str = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
-    let member = |id: &str| format!("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/{id}");
     let cache = Cache::new();
-    let server: Arc<str> = Arc::from("s");
-    let provenance = Provenance {
-        authority: None,
-        server: Arc::clone(&server),
-    };
-    let upsert = |name: &str| CoreEvent::Upsert {
-        key: ResourceKey::new(LEDS, name),
-        resource: cluster_copy(name, "x"),
-        version: xdsfed_core::version::Version::from("1"),
-        ttl: None,
-    };
+    let (server, provenance) = leds_server();
     let glob = ResourceKey::new(LEDS, member("*"));
     let _held = cache.add_watcher(&glob, provenance, DataErrorPolicy::default());
     let _queue = cache.add_collection(&glob, None);
