@@ -30,15 +30,18 @@
 //! new peer port); its old entry leaves as its streams end.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
     net::SocketAddr,
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, SystemTime},
 };
 
 use tokio::sync::watch;
 
+use crate::ads::Outgoing;
+use crate::store::StoredResource;
 use crate::subscription::Subscription;
+use xdsfed_core::hash::HashMap as NameMap;
 
 /// A client's answer to one version of one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +92,18 @@ pub struct ClientInfo {
     pub streams: usize,
 }
 
-type ResourceId = (String, String); // (type URL, canonical key)
+/// A client's answers: type URL → canonical key → the versions answered.
+/// Keyed by type first so that recording a response's answers looks its
+/// keys up by reference and allocates only for a key seen the first time.
+type AnswersByType = HashMap<String, NameMap<String, Answers>>;
+
+/// What one response carried: its type and the resources, shared with the
+/// store (an `Arc` each, no copy of a name or version).
+#[derive(Debug)]
+struct Carried {
+    type_url: String,
+    resources: Vec<Arc<StoredResource>>,
+}
 
 /// A client: its node id (`<stream N>` when its requests carry none) and
 /// its connection's peer address.
@@ -101,15 +115,24 @@ struct StreamEntry {
     /// Set by the first request.
     client: Option<ClientKey>,
     subscriptions: HashMap<String, Subscription>,
-    /// Nonce → what that response carried: (type URL, key, version).
-    sent: HashMap<String, Vec<(String, String, String)>>,
+    /// Nonce → what that response carried.
+    sent: HashMap<String, Carried>,
+    /// The nonces of `sent`, oldest first: a client that never answers
+    /// some responses must not make the stream hold their resources for
+    /// its life ([`UNANSWERED_KEPT`]).
+    sent_order: VecDeque<String>,
 }
+
+/// How many unanswered responses a stream remembers. A client answers
+/// each response before the next few are due; one left unanswered this
+/// long is not going to be, and its resources are let go.
+const UNANSWERED_KEPT: usize = 1024;
 
 #[derive(Debug)]
 struct ClientEntry {
     last_request: SystemTime,
     streams: usize,
-    answers: HashMap<ResourceId, Answers>,
+    answers: AnswersByType,
 }
 
 /// How many versions of one resource a client's answers are kept for. A
@@ -120,7 +143,7 @@ const VERSIONS_KEPT: usize = 16;
 /// A client's answers to the latest versions of one resource, oldest first,
 /// at most [`VERSIONS_KEPT`].
 #[derive(Debug, Default)]
-struct Answers(std::collections::VecDeque<(String, Outcome)>);
+struct Answers(VecDeque<(String, Outcome)>);
 
 impl Answers {
     fn get(&self, version: &str) -> Option<&Outcome> {
@@ -129,14 +152,14 @@ impl Answers {
 
     /// Records `outcome` for `version`; `replace` says whether an answer
     /// already recorded for it gives way.
-    fn record(&mut self, version: String, outcome: Outcome, replace: bool) {
-        if let Some((_, old)) = self.0.iter_mut().find(|(v, _)| *v == version) {
+    fn record(&mut self, version: &str, outcome: Outcome, replace: bool) {
+        if let Some((_, old)) = self.0.iter_mut().find(|(v, _)| v == version) {
             if replace {
                 *old = outcome;
             }
             return;
         }
-        self.0.push_back((version, outcome));
+        self.0.push_back((version.to_owned(), outcome));
         if self.0.len() > VERSIONS_KEPT {
             self.0.pop_front();
         }
@@ -202,14 +225,14 @@ impl AckTracker {
                 interested.insert(client);
             }
         }
-        let id = (type_url.to_owned(), key.to_owned());
         let mut report = AckReport::default();
         for client in interested {
             let (node, peer) = client;
             let outcome = inner
                 .clients
                 .get(client)
-                .and_then(|c| c.answers.get(&id))
+                .and_then(|c| c.answers.get(type_url))
+                .and_then(|by_key| by_key.get(key))
                 .and_then(|answers| answers.get(version));
             match outcome {
                 Some(Outcome::Acked) => report.acked_by.push(node.clone()),
@@ -297,9 +320,21 @@ impl AckTracker {
         self.bump();
     }
 
-    pub(crate) fn sent(&self, stream: u64, nonce: &str, carried: Vec<(String, String, String)>) {
+    /// The stream sent the response `nonce`, of `type_url`, carrying
+    /// `carried`.
+    pub(crate) fn sent(&self, stream: u64, nonce: &str, type_url: &str, carried: &[Outgoing]) {
+        let carried = Carried {
+            type_url: type_url.to_owned(),
+            resources: carried.iter().map(|o| Arc::clone(&o.stored)).collect(),
+        };
         if let Some(entry) = self.lock().streams.get_mut(&stream) {
             entry.sent.insert(nonce.to_owned(), carried);
+            entry.sent_order.push_back(nonce.to_owned());
+            while entry.sent_order.len() > UNANSWERED_KEPT {
+                if let Some(oldest) = entry.sent_order.pop_front() {
+                    entry.sent.remove(&oldest);
+                }
+            }
         }
     }
 
@@ -317,12 +352,11 @@ impl AckTracker {
             return;
         };
         let outcome = error.map_or(Outcome::Acked, Outcome::Nacked);
-        for (type_url, key, version) in carried {
-            client.answers.entry((type_url, key)).or_default().record(
-                version,
-                outcome.clone(),
-                true,
-            );
+        let Some(by_key) = answers_of(&mut client.answers, &carried.type_url) else {
+            return;
+        };
+        for stored in &carried.resources {
+            record(by_key, &stored.key, &stored.version, outcome.clone(), true);
         }
         drop(inner);
         self.bump();
@@ -339,12 +373,11 @@ impl AckTracker {
         else {
             return;
         };
+        let Some(by_key) = answers_of(&mut client.answers, type_url) else {
+            return;
+        };
         for (key, version) in held {
-            client
-                .answers
-                .entry((type_url.to_owned(), key.clone()))
-                .or_default()
-                .record(version.clone(), Outcome::Acked, false);
+            record(by_key, key, version, Outcome::Acked, false);
         }
     }
 
@@ -360,6 +393,36 @@ impl AckTracker {
         }
         drop(inner);
         self.bump();
+    }
+}
+
+/// The answers of `type_url`, made empty the first time (always `Some`).
+fn answers_of<'a>(
+    answers: &'a mut AnswersByType,
+    type_url: &str,
+) -> Option<&'a mut NameMap<String, Answers>> {
+    if !answers.contains_key(type_url) {
+        answers.insert(type_url.to_owned(), NameMap::default());
+    }
+    answers.get_mut(type_url)
+}
+
+/// Records `outcome` for `version` of `key` (see [`Answers::record`]); the
+/// key is copied only the first time it is answered.
+fn record(
+    by_key: &mut NameMap<String, Answers>,
+    key: &str,
+    version: &str,
+    outcome: Outcome,
+    replace: bool,
+) {
+    match by_key.get_mut(key) {
+        Some(answers) => answers.record(version, outcome, replace),
+        None => {
+            let mut answers = Answers::default();
+            answers.record(version, outcome, replace);
+            by_key.insert(key.to_owned(), answers);
+        }
     }
 }
 
@@ -383,7 +446,18 @@ mod tests {
         let total = VERSIONS_KEPT * 3;
         for v in 0..total {
             let nonce = v.to_string();
-            tracker.sent(1, &nonce, vec![(EDS.into(), "c".into(), format!("v{v}"))]);
+            let stored = StoredResource {
+                name: "c".into(),
+                key: "c".into(),
+                resource: Default::default(),
+                version: format!("v{v}"),
+            };
+            tracker.sent(
+                1,
+                &nonce,
+                EDS,
+                &[Outgoing::new("c".into(), Arc::new(stored))],
+            );
             tracker.answered(1, &nonce, None);
         }
 
@@ -398,8 +472,44 @@ mod tests {
 
         let inner = tracker.lock();
         let client = inner.clients.values().next().map(|c| &c.answers);
-        let kept = client.and_then(|a| a.get(&(EDS.to_owned(), "c".to_owned())));
+        let kept = client
+            .and_then(|a| a.get(EDS))
+            .and_then(|by_key| by_key.get("c"));
         assert_eq!(kept.map(|a| a.0.len()), Some(VERSIONS_KEPT));
+    }
+
+    /// A stream remembers its latest [`UNANSWERED_KEPT`] unanswered
+    /// responses only: an answer to an older one finds nothing to record,
+    /// and the resources it carried are let go.
+    #[test]
+    fn a_stream_forgets_responses_left_unanswered_too_long() {
+        let tracker = AckTracker::default();
+        tracker.open(1, None);
+        tracker.request(1, Some("node"));
+        let stored = Arc::new(StoredResource {
+            name: "c".into(),
+            key: "c".into(),
+            resource: Default::default(),
+            version: "v1".into(),
+        });
+        let carried = [Outgoing::new("c".into(), Arc::clone(&stored))];
+        for n in 0..=UNANSWERED_KEPT {
+            tracker.sent(1, &n.to_string(), EDS, &carried);
+        }
+        assert_eq!(Arc::strong_count(&stored), 1 + 1 + UNANSWERED_KEPT);
+        tracker.answered(1, "0", None);
+        let answered = |tracker: &AckTracker| {
+            let inner = tracker.lock();
+            inner
+                .clients
+                .values()
+                .map(|c| c.answers.len())
+                .sum::<usize>()
+        };
+        assert_eq!(answered(&tracker), 0, "the oldest response was forgotten");
+        tracker.answered(1, &UNANSWERED_KEPT.to_string(), None);
+        assert_eq!(answered(&tracker), 1);
+        assert_eq!(Arc::strong_count(&stored), 1 + UNANSWERED_KEPT);
     }
 
     /// A NACK recorded for a version is replaced by a later answer to the
@@ -408,10 +518,10 @@ mod tests {
     #[test]
     fn a_later_answer_replaces_an_earlier_one_but_a_held_claim_does_not() {
         let mut answers = Answers::default();
-        answers.record("v1".into(), Outcome::Nacked("bad".into()), true);
-        answers.record("v1".into(), Outcome::Acked, false);
+        answers.record("v1", Outcome::Nacked("bad".into()), true);
+        answers.record("v1", Outcome::Acked, false);
         assert_eq!(answers.get("v1"), Some(&Outcome::Nacked("bad".into())));
-        answers.record("v1".into(), Outcome::Acked, true);
+        answers.record("v1", Outcome::Acked, true);
         assert_eq!(answers.get("v1"), Some(&Outcome::Acked));
     }
 }

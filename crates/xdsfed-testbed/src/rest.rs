@@ -308,14 +308,7 @@ fn decide(service: &Service, request: DiscoveryRequest, authorization: Vec<Strin
     client.next_nonce += 1;
     let nonce = format!("rest-{id}-{}", client.next_nonce);
     state.last_nonce = Some(nonce.clone());
-    shared.tracker.sent(
-        id,
-        &nonce,
-        carried
-            .iter()
-            .map(|o| (type_url.clone(), o.key().to_owned(), o.version().to_owned()))
-            .collect(),
-    );
+    shared.tracker.sent(id, &nonce, &type_url, &carried);
     let response = DiscoveryResponse {
         version_info,
         resources: crate::ads::on_the_wire(&faults, &type_url, &carried)

@@ -29,6 +29,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 };
 use tokio::sync::mpsc;
 use tonic::Status;
+use xdsfed_core::hash::HashMap as NameMap;
 use xdsfed_core::protocol::is_glob;
 
 use super::{
@@ -47,8 +48,9 @@ type Tx = mpsc::Sender<Result<DeltaDiscoveryResponse, Status>>;
 #[derive(Debug, Default, Clone)]
 pub(super) struct TypeState {
     sub: Subscription,
-    /// Key → (name sent, version) of what the client holds.
-    sent: HashMap<String, (String, String)>,
+    /// Key → (name sent, version) of what the client holds: one entry per
+    /// resource the client holds, so hashed by the fast seeded hasher.
+    sent: NameMap<String, (String, String)>,
     /// Absent names and empty globs already reported in `removed_resources`.
     reported_absent: BTreeSet<String>,
     /// Keys to send even if the client seems to hold them.
@@ -270,20 +272,7 @@ async fn push(
         nonce: nonce.clone(),
         ..Default::default()
     };
-    ctx.shared.tracker.sent(
-        ctx.id,
-        &nonce,
-        carried
-            .iter()
-            .map(|o| {
-                (
-                    type_url.to_owned(),
-                    o.key().to_owned(),
-                    o.version().to_owned(),
-                )
-            })
-            .collect(),
-    );
+    ctx.shared.tracker.sent(ctx.id, &nonce, type_url, &carried);
     send(ctx, tx, response, Message::DeltaResponse).await
 }
 

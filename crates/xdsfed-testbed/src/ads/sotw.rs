@@ -193,20 +193,7 @@ async fn push(
         nonce: nonce.clone(),
         ..Default::default()
     };
-    ctx.shared.tracker.sent(
-        ctx.id,
-        &nonce,
-        carried
-            .iter()
-            .map(|o| {
-                (
-                    type_url.to_owned(),
-                    o.key().to_owned(),
-                    o.version().to_owned(),
-                )
-            })
-            .collect(),
-    );
+    ctx.shared.tracker.sent(ctx.id, &nonce, type_url, &carried);
     send(ctx, tx, response, Message::Response).await
 }
 
