@@ -22,6 +22,9 @@
 //! A client's answers are kept for the latest [`VERSIONS_KEPT`] versions of
 //! each resource: a churning workload must not grow the tracker without
 //! bound.
+//! Likewise a stream remembers its latest [`UNANSWERED_KEPT`] unanswered
+//! responses, with the resources they carried (shared with the store):
+//! an answer to an older one records nothing.
 //!
 //! A client is its node id together with the address its connection comes
 //! from (the peer): clients that share one bootstrap, and so one node id,
