@@ -22,9 +22,9 @@
 //! A client's answers are kept for the latest [`VERSIONS_KEPT`] versions of
 //! each resource: a churning workload must not grow the tracker without
 //! bound.
-//! Likewise a stream remembers its latest [`UNANSWERED_KEPT`] unanswered
-//! responses, with the resources they carried (shared with the store):
-//! an answer to an older one records nothing.
+//! Likewise a stream remembers a response, with the resources it carried
+//! (shared with the store), until it is answered or [`UNANSWERED_KEPT`]
+//! more have been sent: an answer later than that records nothing.
 //!
 //! A client is its node id together with the address its connection comes
 //! from (the peer): clients that share one bootstrap, and so one node id,
@@ -120,15 +120,15 @@ struct StreamEntry {
     subscriptions: HashMap<String, Subscription>,
     /// Nonce → what that response carried.
     sent: HashMap<String, Carried>,
-    /// The nonces of `sent`, oldest first: a client that never answers
-    /// some responses must not make the stream hold their resources for
-    /// its life ([`UNANSWERED_KEPT`]).
+    /// The nonces of the latest responses sent, answered or not, oldest
+    /// first: a client that never answers some responses must not make the
+    /// stream hold their resources for its life ([`UNANSWERED_KEPT`]).
     sent_order: VecDeque<String>,
 }
 
-/// How many unanswered responses a stream remembers. A client answers
-/// each response before the next few are due; one left unanswered this
-/// long is not going to be, and its resources are let go.
+/// How many responses later a response left unanswered is forgotten. A
+/// client answers each response before the next few are due; one left
+/// unanswered this long is not going to be, and its resources are let go.
 const UNANSWERED_KEPT: usize = 1024;
 
 #[derive(Debug)]
@@ -481,9 +481,9 @@ mod tests {
         assert_eq!(kept.map(|a| a.0.len()), Some(VERSIONS_KEPT));
     }
 
-    /// A stream remembers its latest [`UNANSWERED_KEPT`] unanswered
-    /// responses only: an answer to an older one finds nothing to record,
-    /// and the resources it carried are let go.
+    /// A response left unanswered while [`UNANSWERED_KEPT`] more are sent
+    /// is forgotten: an answer to it finds nothing to record, and the
+    /// resources it carried are let go.
     #[test]
     fn a_stream_forgets_responses_left_unanswered_too_long() {
         let tracker = AckTracker::default();
