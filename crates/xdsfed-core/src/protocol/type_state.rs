@@ -312,31 +312,68 @@ impl Changes {
 /// just handled (session, federation core, cache, graph), and a response's
 /// members mostly share one collection, so the last glob worked out on this
 /// thread is handed out again when it is the one asked for. Working it out
-/// afresh costs a string and an `Arc`; recognising it costs comparisons.
+/// afresh costs a string and an `Arc`; recognising it costs one comparison
+/// of the glob's prefix and a scan of the member's last segment, not a
+/// parse of the whole key (a LEDS update asks some ten times).
 pub fn glob_of(key: &str) -> Option<Arc<str>> {
-    let (parent, query) = glob_parts(key)?;
     LAST_GLOB.with(|last| {
         let mut last = last.borrow_mut();
-        if let Some(glob) = last.as_ref().filter(|g| spells_glob(g, parent, query)) {
-            return Some(Arc::clone(glob));
+        if let Some(known) = last.as_ref().filter(|g| g.has_member(key)) {
+            return Some(Arc::clone(&known.glob));
         }
+        let (parent, query) = glob_parts(key)?;
         let mut glob = String::with_capacity(key.len() + 2);
         glob.push_str("xdstp://");
         glob.push_str(parent);
-        glob.push_str("/*");
+        glob.push('/');
+        let prefix = glob.len();
+        glob.push('*');
         if let Some(q) = query {
             glob.push('?');
             glob.push_str(q);
         }
         let glob: Arc<str> = Arc::from(glob);
-        *last = Some(Arc::clone(&glob));
+        *last = Some(LastGlob {
+            glob: Arc::clone(&glob),
+            prefix,
+        });
         Some(glob)
     })
 }
 
 thread_local! {
     /// The last glob [`glob_of`] worked out on this thread.
-    static LAST_GLOB: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+    static LAST_GLOB: std::cell::RefCell<Option<LastGlob>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A glob [`glob_of`] worked out, with where its `*` sits.
+struct LastGlob {
+    /// `xdstp://{parent}/*`, then `?{query}` when the members had one.
+    glob: Arc<str>,
+    /// The length of `xdstp://{parent}/`.
+    prefix: usize,
+}
+
+impl LastGlob {
+    /// Whether `key` is a member of this glob by its spelling: the glob's
+    /// prefix, then a last segment (no `/`, not empty, not `*`), then
+    /// exactly the glob's context parameters. The same answer as comparing
+    /// [`glob_parts`] of `key` with the glob's: the parent holds no `?`
+    /// (it was cut before the first one), so `key`'s first `?` is past it.
+    fn has_member(&self, key: &str) -> bool {
+        let (Some(prefix), Some(tail)) = (
+            self.glob.get(..self.prefix),
+            self.glob.get(self.prefix + 1..),
+        ) else {
+            return false;
+        };
+        let Some(rest) = key.strip_prefix(prefix) else {
+            return false;
+        };
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (segment, after) = rest.split_at(end);
+        !segment.is_empty() && segment != "*" && after == tail
+    }
 }
 
 /// A member key's collection path (after `xdstp://`, without its last
@@ -353,21 +390,6 @@ fn glob_parts(key: &str) -> Option<(&str, Option<&str>)> {
         return None;
     }
     Some((parent, query))
-}
-
-/// Whether `glob` is `xdstp://{parent}/*`, with `?{query}` when given.
-fn spells_glob(glob: &str, parent: &str, query: Option<&str>) -> bool {
-    let Some(rest) = glob
-        .strip_prefix("xdstp://")
-        .and_then(|r| r.strip_prefix(parent))
-        .and_then(|r| r.strip_prefix("/*"))
-    else {
-        return false;
-    };
-    match query {
-        None => rest.is_empty(),
-        Some(q) => rest.strip_prefix('?') == Some(q),
-    }
 }
 
 /// Whether a canonical key is a glob collection (`…/*`, before any query).
@@ -553,6 +575,15 @@ mod tests {
             ("xdstp://a/T/foo/x", Some("xdstp://a/T/foo/*")),
             ("xdstp://a/T/foo/y", Some("xdstp://a/T/foo/*")),
             ("xdstp://a/T/foo/y?k=v", Some("xdstp://a/T/foo/*?k=v")),
+            ("xdstp://a/T/foo/w?k=v", Some("xdstp://a/T/foo/*?k=v")),
+            (
+                "xdstp://a/T/foo/w?k=v&x=y",
+                Some("xdstp://a/T/foo/*?k=v&x=y"),
+            ),
+            ("xdstp://a/T/foo/w", Some("xdstp://a/T/foo/*")),
+            ("xdstp://a/T/foo/", None),
+            ("xdstp://a/T/foo/w?k", Some("xdstp://a/T/foo/*?k")),
+            ("xdstp://a/T/foo/v/w?k", Some("xdstp://a/T/foo/v/*?k")),
             ("xdstp://a/T/foo/z", Some("xdstp://a/T/foo/*")),
             ("xdstp://a/T/foo/bar/z", Some("xdstp://a/T/foo/bar/*")),
             ("xdstp://a/T/fo/z", Some("xdstp://a/T/fo/*")),
@@ -566,6 +597,43 @@ mod tests {
         let first = glob_of("xdstp://a/T/g/1");
         let second = glob_of("xdstp://a/T/g/2");
         assert!(first.zip(second).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)));
+    }
+
+    /// Recognising a member of the last glob answers what parsing the
+    /// member's key would, whatever glob was worked out before it.
+    #[test]
+    fn the_shared_glob_answers_as_a_fresh_parse() {
+        let keys = [
+            "xdstp://a/T/g/m",
+            "xdstp://a/T/g/m?k=v",
+            "xdstp://a/T/g/m?k=v/w?x",
+            "xdstp://a/T/g/*",
+            "xdstp://a/T/g/",
+            "xdstp://a/T/g/m/n",
+            "xdstp://a/T/g/m/n?k=v",
+            "xdstp://a/T/gg/m",
+            "xdstp://a/T/m",
+            "xdstp://a/T/?k",
+            "xdstp://a/T/g?k=v/m",
+            "xdstp://a/T",
+            "plain/name",
+        ];
+        let fresh = |key: &str| {
+            glob_parts(key).map(|(parent, query)| match query {
+                Some(q) => format!("xdstp://{parent}/*?{q}"),
+                None => format!("xdstp://{parent}/*"),
+            })
+        };
+        for before in keys {
+            for key in keys {
+                let _ = glob_of(before);
+                assert_eq!(
+                    glob_of(key).as_deref(),
+                    fresh(key).as_deref(),
+                    "{before} then {key}"
+                );
+            }
+        }
     }
 
     #[test]
