@@ -11,8 +11,8 @@
 //!
 //! Rule: one text has one form. Only 64 *lower-case* hex digits are packed
 //! (upper case would not come back as it was sent), so two versions are
-//! equal exactly when their texts are, and hash alike then (test
-//! `tests::one_text_one_form`).
+//! equal exactly when their texts are, and hash alike then (tests
+//! `tests::one_text_one_form`, `tests::only_lower_case_hex_digits_are_packed`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -101,46 +101,59 @@ fn inline_text(bytes: &[u8; INLINE], len: u8) -> &str {
 }
 
 /// The bytes 64 lower-case hex digits spell; `None` for any other text.
+/// One table read per digit and one test at the end, no branch per digit:
+/// every delta resource's version passes through here.
 fn unhex(text: &str) -> Option<[u8; 32]> {
-    let text = text.as_bytes();
-    if text.len() != 64 {
+    let (pairs, []) = text.as_bytes().as_chunks::<2>() else {
+        return None;
+    };
+    if pairs.len() != 32 {
         return None;
     }
     let mut bytes = [0; 32];
-    for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
-        *byte = hex_pair(pair)?;
+    let mut invalid = 0;
+    for (byte, [high, low]) in bytes.iter_mut().zip(pairs) {
+        let (high, low) = (DIGIT[usize::from(*high)], DIGIT[usize::from(*low)]);
+        invalid |= high | low;
+        *byte = high << 4 | low;
     }
-    Some(bytes)
+    (invalid & NOT_A_DIGIT == 0).then_some(bytes)
 }
 
 /// Whether `text` is the 64 lower-case hex digits of `bytes`: read only as
 /// far as the first digit that differs, since a response's versions are
 /// compared with the one before (two hashes differ at once).
 fn spells(text: &str, bytes: &[u8; 32]) -> bool {
-    text.len() == 64
-        && text
-            .as_bytes()
-            .chunks_exact(2)
-            .zip(bytes)
-            .all(|(pair, byte)| hex_pair(pair) == Some(*byte))
+    let (pairs, []) = text.as_bytes().as_chunks::<2>() else {
+        return false;
+    };
+    pairs.len() == 32
+        && pairs.iter().zip(bytes).all(|([high, low], byte)| {
+            let (high, low) = (DIGIT[usize::from(*high)], DIGIT[usize::from(*low)]);
+            (high | low) & NOT_A_DIGIT == 0 && high << 4 | low == *byte
+        })
 }
 
-fn hex_pair(pair: &[u8]) -> Option<u8> {
-    match pair {
-        [high, low] => Some(digit(*high)? << 4 | digit(*low)?),
-        _ => None,
-    }
-}
+/// The bit [`DIGIT`] sets for a byte that is no lower-case hex digit.
+const NOT_A_DIGIT: u8 = 0x10;
 
-/// A lower-case hex digit's value. Not the `hex` crate's decoding, which
-/// takes upper case too: such a version would not read back as sent.
-fn digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Each byte's value as a lower-case hex digit, or [`NOT_A_DIGIT`]. Not the
+/// `hex` crate's decoding, which takes upper case too: such a version would
+/// not read back as sent.
+static DIGIT: [u8; 256] = {
+    let mut table = [NOT_A_DIGIT; 256];
+    let mut c = 0;
+    while c < 10 {
+        table[b'0' as usize + c] = c as u8;
+        c += 1;
     }
-}
+    let mut c = 0;
+    while c < 6 {
+        table[b'a' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    table
+};
 
 impl Default for Version {
     fn default() -> Self {
@@ -267,6 +280,25 @@ mod tests {
         assert_eq!(size_of::<Version>(), 8);
         assert_eq!(size_of::<Option<Version>>(), 8);
         assert_eq!(size_of::<Repr>() + 16, 56);
+    }
+
+    /// Every ASCII byte in every place of a SHA: packed exactly when it is
+    /// a lower-case hex digit, and compared as such.
+    #[test]
+    fn only_lower_case_hex_digits_are_packed() {
+        let sha = Version::from(SHA);
+        for place in [0, 1, 31, 62, 63] {
+            for c in 0..=127u8 {
+                let mut text = SHA.as_bytes().to_vec();
+                text[place] = c;
+                let text = String::from_utf8(text).unwrap();
+                let digit = c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
+                let version = Version::from(&*text);
+                assert_eq!(matches!(*version.0, Repr::Hex(_)), digit, "{text}");
+                assert_eq!(version.as_str(), text);
+                assert_eq!(sha == *text.as_str(), text == SHA);
+            }
+        }
     }
 
     #[test]

@@ -461,6 +461,70 @@ fn a_plain_entry_reads_as_the_state_it_holds() {
     assert!(seen.contains(&(key, provenance, ResourceStatus::Acked)));
 }
 
+/// A plain member's next copy from its own server is taken in place and
+/// reads as a full entry's after the same events: new bytes wake the
+/// collection and stamp the arrival; the same bytes at a new version
+/// change the version alone and wake no one.
+#[test]
+fn a_plain_member_takes_its_servers_next_copy_in_place() {
+    let cache = Cache::new();
+    let glob = ResourceKey::new(LEDS, Members::name("*"));
+    let queue = cache.add_collection(&glob, None);
+    let members = Members {
+        cache,
+        server: Arc::from("s"),
+    };
+    let twin = Members::new();
+    let key = Members::key("e1");
+    let _rx = twin.watch(&key);
+    let dirty = || {
+        let mut names = Vec::new();
+        while let Some(name) = queue.dirty.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            names.push(name.to_string());
+        }
+        names
+    };
+    let send = |id: &str, body: &str, version: &str| {
+        for m in [&members, &twin] {
+            m.send(CoreEvent::Upsert {
+                key: Members::key(id),
+                resource: cluster_copy(&Members::name(id), body),
+                version: xdsfed_core::version::Version::from(version),
+                ttl: None,
+            });
+        }
+    };
+    let same = |what: &str| {
+        let (plain, full) = (
+            members.cache.state(&key).unwrap(),
+            twin.cache.state(&key).unwrap(),
+        );
+        assert_eq!(plain.status, full.status, "{what}");
+        assert_eq!(plain.version, full.version, "{what}");
+        assert_eq!(plain.source, full.source, "{what}");
+        assert_eq!(plain.error, full.error, "{what}");
+        assert_eq!(
+            plain.resource.as_ref().map(|r| r.raw().clone()),
+            full.resource.as_ref().map(|r| r.raw().clone()),
+            "{what}"
+        );
+        plain.last_updated.unwrap()
+    };
+
+    send("e1", "a", "1");
+    assert_eq!(dirty(), [Members::name("e1")]);
+    let first = same("first copy");
+    send("e1", "b", "2");
+    assert_eq!(members.plain(), 1, "still plain");
+    assert_eq!(dirty(), [Members::name("e1")], "new bytes wake the set");
+    let second = same("new bytes");
+    assert!(second >= first);
+    send("e1", "b", "3");
+    assert!(dirty().is_empty(), "the same bytes wake no one");
+    assert_eq!(same("same bytes, new version"), second, "arrival kept");
+    assert_eq!(members.plain(), 1);
+}
+
 /// A plain member takes every transition a full one does: an ambient
 /// error keeps it plain, a NACK makes it full (with the failed update and
 /// the NACK reported), the next good copy plain again, a deletion full;

@@ -370,7 +370,10 @@ impl LastGlob {
         let Some(rest) = key.strip_prefix(prefix) else {
             return false;
         };
-        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let end = rest
+            .bytes()
+            .position(|b| b == b'/' || b == b'?')
+            .unwrap_or(rest.len());
         let (segment, after) = rest.split_at(end);
         !segment.is_empty() && segment != "*" && after == tail
     }
