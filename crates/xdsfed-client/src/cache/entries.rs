@@ -26,9 +26,8 @@
 //! own server under its own name, with or without an ambient error; it
 //! becomes full again, with that same state, as soon as anything else is
 //! asked of it. Each state read from a plain entry is the one a full entry
-//! would have held (test `a_plain_entry_reads_as_the_state_it_holds`),
-//! also when its server's next copy is taken in place, without the state
-//! being built (test `a_plain_member_takes_its_servers_next_copy_in_place`).
+//! would have held (tests `a_plain_entry_reads_as_the_state_it_holds`,
+//! `a_plain_member_reads_as_a_full_one_after_its_servers_next_copies`).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -191,39 +190,6 @@ impl Plain {
             authority: self.origin.authority.clone(),
             server: Arc::clone(&self.origin.server),
         }
-    }
-
-    /// Whether its copies are held under `authority`.
-    pub(super) fn is_under(&self, authority: Option<&str>) -> bool {
-        self.origin.authority.as_deref() == authority
-    }
-
-    /// A valid copy `server` sent under the entry's own name, with no
-    /// fallback, `#alt` or redirect in between: taken in place, as gRFC
-    /// A88's upsert would leave the state the entry stands for, without
-    /// building that state (a LEDS member's every update). Says whether
-    /// its bytes changed; `None`, with nothing done, when the entry would
-    /// not stay plain (another server, an ambient error to clear) or
-    /// `now` has no place in it.
-    pub(super) fn upsert_direct(
-        &mut self,
-        server: &Arc<str>,
-        resource: &Decoded,
-        version: &Version,
-        now: SystemTime,
-    ) -> Option<bool> {
-        if *self.origin.server != **server || self.origin.error.is_some() {
-            return None;
-        }
-        let since = now.duration_since(SystemTime::UNIX_EPOCH).ok()?;
-        let updated = u64::try_from(since.as_nanos()).ok()?;
-        self.version = version.clone();
-        if self.resource.raw() == resource.raw() {
-            return Some(false);
-        }
-        self.resource = resource.clone();
-        self.updated = updated;
-        Some(true)
     }
 
     /// Takes `state` in, if the entry is still plain in it; hands both

@@ -25,7 +25,7 @@ mod slot;
 mod tests;
 
 pub(crate) use collections::WildcardQueue;
-use entries::{Entries, Held, HeldMut, Plain, Unwatched};
+use entries::{Entries, Held, HeldMut, Unwatched};
 use slot::Slot;
 pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
 
@@ -444,29 +444,6 @@ impl Step<'_> {
         (woke, persist)
     }
 
-    /// [`Step::run`] of an upsert on a plain entry, in place (see
-    /// [`Plain::upsert_direct`]): for a copy its own server sent straight,
-    /// when no state directory records it. Says whether its watchers wake;
-    /// `None` when the general path must run.
-    fn upsert_direct(&self, plain: &mut Plain, source: Option<&Source>) -> Option<bool> {
-        let CoreEvent::Upsert {
-            resource, version, ..
-        } = self.event
-        else {
-            return None;
-        };
-        let direct = source.is_none_or(|s| {
-            s.server == *self.server
-                && s.fetched_as.is_empty()
-                && !(s.fallback || s.alt || s.redirected)
-                && plain.is_under(s.authority.as_deref())
-        });
-        if self.persisting || !direct {
-            return None;
-        }
-        plain.upsert_direct(self.server, resource, version, self.now)
-    }
-
     /// [`Step::run`] on an unwatched entry, its state apart.
     fn run_unwatched(
         &self,
@@ -578,10 +555,6 @@ impl Inner {
                 (changed, persist)
             }
             Some(HeldMut::Plain(plain)) => {
-                if let Some(changed) = step.upsert_direct(plain, source.as_ref()) {
-                    self.after_step(key, event, changed, None);
-                    return;
-                }
                 let mut entry = plain.unwatched();
                 let mut state = plain.state();
                 let outcome = step.run_unwatched(&mut state, &mut entry, source);

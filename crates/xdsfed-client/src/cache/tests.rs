@@ -461,12 +461,12 @@ fn a_plain_entry_reads_as_the_state_it_holds() {
     assert!(seen.contains(&(key, provenance, ResourceStatus::Acked)));
 }
 
-/// A plain member's next copy from its own server is taken in place and
-/// reads as a full entry's after the same events: new bytes wake the
-/// collection and stamp the arrival; the same bytes at a new version
-/// change the version alone and wake no one.
+/// A plain member stays plain through its server's next copies and reads
+/// as a full entry after the same events: new bytes wake the collection
+/// and stamp the arrival; the same bytes at a new version change the
+/// version alone and wake no one.
 #[test]
-fn a_plain_member_takes_its_servers_next_copy_in_place() {
+fn a_plain_member_reads_as_a_full_one_after_its_servers_next_copies() {
     let cache = Cache::new();
     let glob = ResourceKey::new(LEDS, Members::name("*"));
     let queue = cache.add_collection(&glob, None);
