@@ -23,7 +23,7 @@ use xdsfed_core::hash::HashMap;
 
 use futures::Stream;
 use xdsfed_core::name::ResourceName;
-use xdsfed_core::protocol::{ResourceKey, TypeUrl, glob_of, is_glob};
+use xdsfed_core::protocol::{ResourceKey, TypeUrl, is_glob, with_glob_of};
 use xdsfed_core::types::ResourceType;
 
 use super::{CollectionEvent, Guard, Release, Wait, member_event, own_event, poll_dirty};
@@ -245,8 +245,7 @@ impl<T: ResourceType> CollectionSet<T> {
                 state,
             });
         }
-        let glob = glob_of(&name)?;
-        let held = self.collections.get(&*glob)?;
+        let held = with_glob_of(&name, |glob| self.collections.get(glob)).flatten()?;
         let key = ResourceKey::new(&self.type_url, Arc::clone(&name));
         let state = self.cache.state(&key)?;
         let event = member_event::<T>(name, &state, &key)?;

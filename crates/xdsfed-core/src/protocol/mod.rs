@@ -106,7 +106,7 @@ pub(crate) use ingest::{decode_registered, locator_key, locator_target, same_nam
 pub use session::{Phase, Request, Session, SessionStats, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use stream_end::{Initiator, SourceKind, StreamEnd, StreamFailure};
-pub use type_state::{glob_of, is_glob};
+pub use type_state::{glob_of, is_glob, with_glob_of};
 pub use undecoded::UndecodedResource;
 pub use wire::{
     NotText, WireAny, WireDeltaResponse, WireResource, WireResourceError, WireResourceName,

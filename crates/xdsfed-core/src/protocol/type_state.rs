@@ -122,7 +122,7 @@ impl Held {
         if self.by_glob.is_empty() {
             return None;
         }
-        self.by_glob.get(&*glob_of(name)?)
+        with_glob_of(name, |glob| self.by_glob.get(glob)).flatten()
     }
 
     /// The session's own copy of `name` and its version, when it holds it.
@@ -159,8 +159,8 @@ impl Held {
     /// The version held for `name`, to change in place.
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Version> {
         if !self.by_glob.is_empty()
-            && let Some(glob) = glob_of(name)
-            && let Some(held) = self.by_glob.get_mut(&*glob).and_then(|m| m.get_mut(name))
+            && let Some(held) =
+                with_glob_of(name, |glob| self.by_glob.get_mut(glob)?.get_mut(name)).flatten()
         {
             return Some(held);
         }
@@ -196,8 +196,8 @@ impl Held {
         globs: Option<&HashSet<Arc<str>>>,
     ) {
         if !self.by_glob.is_empty()
-            && let Some(glob) = glob_of(&name)
-            && let Some(held) = self.by_glob.get_mut(&*glob).and_then(|m| m.get_mut(&name))
+            && let Some(held) =
+                with_glob_of(&name, |glob| self.by_glob.get_mut(glob)?.get_mut(&name)).flatten()
         {
             *held = version;
             return;
@@ -316,28 +316,38 @@ impl Changes {
 /// of the glob's prefix and a scan of the member's last segment, not a
 /// parse of the whole key (a LEDS update asks some ten times).
 pub fn glob_of(key: &str) -> Option<Arc<str>> {
-    LAST_GLOB.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some(known) = last.as_ref().filter(|g| g.has_member(key)) {
-            return Some(Arc::clone(&known.glob));
+    with_last_glob(key, |last| Arc::clone(&last.glob))
+}
+
+/// [`glob_of`], lent to `f` rather than shared: a lookup by the glob's
+/// name then touches no reference count. The glob is shared by the threads
+/// of the session, the cache and the graph, and each count taken and given
+/// back on one of them moves its cache line away from the others.
+///
+/// ```
+/// use xdsfed_core::protocol::with_glob_of;
+///
+/// let member = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/e1?k=v";
+/// let glob = with_glob_of(member, str::to_owned);
+/// assert_eq!(glob.as_deref(), Some("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/*?k=v"));
+/// ```
+pub fn with_glob_of<R>(key: &str, f: impl FnOnce(&str) -> R) -> Option<R> {
+    with_last_glob(key, |last| f(&last.glob))
+}
+
+/// `f` on the glob of `key`: the last one worked out on this thread when
+/// `key` is its member, else one worked out afresh and remembered. An `f`
+/// that asks for a glob itself has it worked out apart.
+fn with_last_glob<R>(key: &str, f: impl FnOnce(&LastGlob) -> R) -> Option<R> {
+    LAST_GLOB.with(|last| match last.try_borrow_mut() {
+        Ok(mut last) => {
+            if let Some(known) = last.as_ref().filter(|g| g.has_member(key)) {
+                return Some(f(known));
+            }
+            let fresh = LastGlob::of(key)?;
+            Some(f(last.insert(fresh)))
         }
-        let (parent, query) = glob_parts(key)?;
-        let mut glob = String::with_capacity(key.len() + 2);
-        glob.push_str("xdstp://");
-        glob.push_str(parent);
-        glob.push('/');
-        let prefix = glob.len();
-        glob.push('*');
-        if let Some(q) = query {
-            glob.push('?');
-            glob.push_str(q);
-        }
-        let glob: Arc<str> = Arc::from(glob);
-        *last = Some(LastGlob {
-            glob: Arc::clone(&glob),
-            prefix,
-        });
-        Some(glob)
+        Err(_) => LastGlob::of(key).map(|fresh| f(&fresh)),
     })
 }
 
@@ -355,6 +365,25 @@ struct LastGlob {
 }
 
 impl LastGlob {
+    /// The glob of member `key`, worked out from its spelling.
+    fn of(key: &str) -> Option<Self> {
+        let (parent, query) = glob_parts(key)?;
+        let mut glob = String::with_capacity(key.len() + 2);
+        glob.push_str("xdstp://");
+        glob.push_str(parent);
+        glob.push('/');
+        let prefix = glob.len();
+        glob.push('*');
+        if let Some(q) = query {
+            glob.push('?');
+            glob.push_str(q);
+        }
+        Some(LastGlob {
+            glob: Arc::from(glob),
+            prefix,
+        })
+    }
+
     /// Whether `key` is a member of this glob by its spelling: the glob's
     /// prefix, then a last segment (no `/`, not empty, not `*`), then
     /// exactly the glob's context parameters. The same answer as comparing
@@ -419,7 +448,7 @@ impl TypeState {
     pub(crate) fn wants_unsubscribed(&self, name: &str) -> bool {
         self.durable.wildcard
             || (self.durable.globs > 0
-                && glob_of(name).is_some_and(|g| self.durable.subscribed.contains(&*g)))
+                && with_glob_of(name, |g| self.durable.subscribed.contains(g)) == Some(true))
     }
 
     /// Whether anything at all is subscribed.
@@ -556,6 +585,22 @@ mod tests {
 
     /// xDS TP1 §Glob: members sit directly under the glob's path, with
     /// exactly its context parameters.
+    /// A glob lent to a lookup that asks for a glob itself: answered
+    /// apart, correctly, without a second borrow of the remembered one.
+    #[test]
+    fn a_glob_asked_for_inside_a_lent_one_is_worked_out_apart() {
+        let outer = with_glob_of("xdstp://a/T/g/1", |g| {
+            let inner = with_glob_of("xdstp://a/T/h/1", str::to_owned);
+            (g.to_owned(), inner, glob_of("xdstp://a/T/g/2"))
+        });
+        let (g, inner, again) = outer.unwrap();
+        assert_eq!(g, "xdstp://a/T/g/*");
+        assert_eq!(inner.as_deref(), Some("xdstp://a/T/h/*"));
+        assert_eq!(again.as_deref(), Some("xdstp://a/T/g/*"));
+        assert_eq!(with_glob_of("xdstp://a/T/g/*", str::to_owned), None);
+        assert_eq!(with_glob_of("plain-name", str::to_owned), None);
+    }
+
     #[test]
     fn glob_members_match_their_glob_only() {
         let mut t = TypeState::default();
