@@ -583,8 +583,6 @@ mod tests {
         Arc::from(s)
     }
 
-    /// xDS TP1 §Glob: members sit directly under the glob's path, with
-    /// exactly its context parameters.
     /// A glob lent to a lookup that asks for a glob itself: answered
     /// apart, correctly, without a second borrow of the remembered one.
     #[test]
@@ -601,6 +599,8 @@ mod tests {
         assert_eq!(with_glob_of("plain-name", str::to_owned), None);
     }
 
+    /// xDS TP1 §Glob: members sit directly under the glob's path, with
+    /// exactly its context parameters.
     #[test]
     fn glob_members_match_their_glob_only() {
         let mut t = TypeState::default();
