@@ -112,10 +112,10 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
     }
     let mut bytes = [0; 32];
     let mut invalid = 0;
-    for (byte, [high, low]) in bytes.iter_mut().zip(pairs) {
-        let (high, low) = (DIGIT[usize::from(*high)], DIGIT[usize::from(*low)]);
-        invalid |= high | low;
-        *byte = high << 4 | low;
+    for (byte, pair) in bytes.iter_mut().zip(pairs) {
+        let (value, flags) = read_pair(pair);
+        invalid |= flags;
+        *byte = value;
     }
     (invalid & NOT_A_DIGIT == 0).then_some(bytes)
 }
@@ -128,10 +128,17 @@ fn spells(text: &str, bytes: &[u8; 32]) -> bool {
         return false;
     };
     pairs.len() == 32
-        && pairs.iter().zip(bytes).all(|([high, low], byte)| {
-            let (high, low) = (DIGIT[usize::from(*high)], DIGIT[usize::from(*low)]);
-            (high | low) & NOT_A_DIGIT == 0 && high << 4 | low == *byte
+        && pairs.iter().zip(bytes).all(|(pair, byte)| {
+            let (value, flags) = read_pair(pair);
+            flags & NOT_A_DIGIT == 0 && value == *byte
         })
+}
+
+/// The byte two hex digits spell, and their table entries or'ed together:
+/// [`NOT_A_DIGIT`] is set in them when either is no lower-case hex digit.
+fn read_pair([high, low]: &[u8; 2]) -> (u8, u8) {
+    let (high, low) = (DIGIT[usize::from(*high)], DIGIT[usize::from(*low)]);
+    (high << 4 | low, high | low)
 }
 
 /// The bit [`DIGIT`] sets for a byte that is no lower-case hex digit.
