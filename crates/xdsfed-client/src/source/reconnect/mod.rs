@@ -25,11 +25,14 @@
 //! how the session's output reaches the wire and the sink. In every state
 //! the loop keeps applying commands and firing the session's timers (TTLs
 //! run while disconnected); it never awaits anything but the attempt's IO,
-//! commands and timers.
+//! commands and timers. What the IO already holds when it wakes the loop
+//! (responses the connection read in one go) is handled in one run before
+//! the loop flushes, so the session's output for all of it leaves together.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt as _;
 use tracing::Instrument as _;
 
 use crate::random::random_u64;
@@ -79,6 +82,14 @@ pub(crate) trait SourceDriver: Send {
     /// Starts an attempt; `Err` when it failed at once (the session was
     /// told).
     fn open(&mut self) -> Result<Self::Io, AttemptEnd>;
+    /// Whether what was handled since the last flush is already work enough
+    /// that the flush's own cost (its writes, the sink's batch and the
+    /// wake-ups behind them) is small beside it: a run of wakes already
+    /// ready stops there ([`handle_ready`]). By default a run stops only at
+    /// its bound.
+    fn flush_due(&self) -> bool {
+        false
+    }
     /// The next thing the attempt's IO has. Must be cancel-safe: whatever
     /// is under way lives in `io`.
     fn next(io: &mut Self::Io) -> impl Future<Output = Self::Wake> + Send + '_;
@@ -177,6 +188,38 @@ async fn wait_between<K: SourceDriver>(
     }
 }
 
+/// How many of an attempt's wakes in a row are handled before the loop
+/// flushes and looks at commands and timers again.
+const READY_BURST: usize = 32;
+
+/// Feeds `first`, then what the attempt's IO already holds behind it (up to
+/// [`READY_BURST`] wakes in all, and until the kind says a flush is due),
+/// to the session; `Some` when the attempt is over. Small responses that
+/// arrived together are then flushed together: their ACKs written in one
+/// go, their events handed to the sink as one batch, so that the cache and
+/// the graph take one step for them, not one each. Large ones are flushed
+/// one by one, as they come: gathering them would save little and hold
+/// back the sink's work, which runs beside the reading of the next.
+fn handle_ready<K: SourceDriver>(
+    kind: &mut K,
+    io: &mut K::Io,
+    first: K::Wake,
+) -> Option<AttemptEnd> {
+    let mut wake = first;
+    for _ in 1..READY_BURST {
+        if let Some(end) = kind.handle(io, wake) {
+            return Some(end);
+        }
+        if kind.flush_due() {
+            return None;
+        }
+        // Polled once: a wake that is not ready yet is left for the loop's
+        // next wait, which `next`'s cancel-safety keeps intact.
+        wake = K::next(io).now_or_never()?;
+    }
+    kind.handle(io, wake)
+}
+
 /// Opens an attempt and drives it until it ends.
 async fn drive_attempt<K: SourceDriver>(kind: &mut K, commands: &mut Commands) -> Outcome {
     let mut io = match kind.open() {
@@ -208,7 +251,7 @@ async fn drive_attempt<K: SourceDriver>(kind: &mut K, commands: &mut Commands) -
                 }
             }
             Step::Io(wake) => {
-                if let Some(end) = kind.handle(&mut io, wake) {
+                if let Some(end) = handle_ready(kind, &mut io, wake) {
                     return Outcome::Ended(end);
                 }
             }
@@ -221,5 +264,7 @@ async fn drive_attempt<K: SourceDriver>(kind: &mut K, commands: &mut Commands) -
     }
 }
 
+#[cfg(test)]
+mod burst_tests;
 #[cfg(test)]
 mod tests;
