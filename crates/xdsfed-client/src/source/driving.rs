@@ -57,13 +57,14 @@ impl IdleTimer {
 }
 
 /// Publishes a protocol session's counters (ADS, REST) in the connection's,
-/// and `answered` among the answered types: called once the events of
-/// that answer reached the cache, as [`ConnectionStats::answered_types`]
-/// requires.
+/// and `answered` (the types of the responses handled since the last call;
+/// several when responses that arrived together were handled together)
+/// among the answered types: called once the events of those answers
+/// reached the cache, as [`ConnectionStats::answered_types`] requires.
 pub(crate) fn publish_session_stats(
     stats: &mut ConnectionStats,
     s: &SessionStats,
-    answered: Option<&str>,
+    answered: impl IntoIterator<Item = impl AsRef<[u8]>>,
 ) {
     stats.server_failure = s.server_failure;
     stats.resource_updates_valid = s.resource_updates_valid;
@@ -79,9 +80,11 @@ pub(crate) fn publish_session_stats(
         }
     }
     stats.foreign_names_ignored = s.foreign_names_ignored;
-    if let Some(type_url) = answered
-        && !stats.answered_types.contains(type_url)
-    {
-        stats.answered_types.insert(type_url.to_owned());
+    for type_url in answered {
+        if let Ok(type_url) = std::str::from_utf8(type_url.as_ref())
+            && !stats.answered_types.contains(type_url)
+        {
+            stats.answered_types.insert(type_url.to_owned());
+        }
     }
 }

@@ -167,10 +167,10 @@ pub(super) struct Driver {
     /// The server's call credentials (gRFC A97), added to each stream.
     call_creds: Option<Arc<CallCredentials>>,
     fallback_logged: bool,
-    /// The type of the response handled last, until its events are
-    /// delivered and the type is counted as answered (a delta response's
-    /// own bytes: no copy per response).
-    answered: Option<Bytes>,
+    /// The types of the responses handled since the last flush, until
+    /// their events are delivered and the types are counted as answered (a
+    /// delta response's own bytes: no copy per response).
+    answered: Vec<Bytes>,
     /// Resources (and removals) the responses handled since the last flush
     /// carried.
     unflushed: usize,
@@ -209,7 +209,7 @@ impl Driver {
             endpoint,
             stats,
             fallback_logged: false,
-            answered: None,
+            answered: Vec::new(),
             unflushed: 0,
         }
     }
@@ -271,7 +271,8 @@ impl Driver {
         }
         match response {
             Response::Delta(r) => {
-                self.unflushed += r.resources.len() + r.removed_resources.len();
+                self.unflushed +=
+                    r.resources.len() + r.removed_resources.len() + r.removed_resource_names.len();
                 let _span = tracing::debug_span!(
                     "ads_response",
                     type_url = %String::from_utf8_lossy(&r.type_url),
@@ -279,7 +280,7 @@ impl Driver {
                     removed = r.removed_resources.len(),
                 )
                 .entered();
-                self.answered = Some(r.type_url.clone());
+                self.answered.push(r.type_url.clone());
                 self.session.handle_delta_wire(now, r);
             }
             Response::Sotw(r) => {
@@ -290,7 +291,8 @@ impl Driver {
                     resources = r.resources.len(),
                 )
                 .entered();
-                self.answered = Some(Bytes::copy_from_slice(r.type_url.as_bytes()));
+                self.answered
+                    .push(Bytes::copy_from_slice(r.type_url.as_bytes()));
                 self.session.handle_sotw_response(now, r);
             }
         }
@@ -349,10 +351,7 @@ impl Driver {
         publish_session_stats(
             &mut self.stats.lock(),
             self.session.stats(),
-            self.answered
-                .take()
-                .as_deref()
-                .and_then(|t| std::str::from_utf8(t).ok()),
+            self.answered.drain(..),
         );
     }
 }
@@ -490,5 +489,73 @@ impl SourceDriver for Driver {
         } else {
             tracing::info!(server = %self.server.server_uri, ?delay, attempt, "retrying the ADS stream");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+
+    use super::{Driver, FLUSH_AFTER_RESOURCES, Parts, Response};
+    use crate::source::handle::StatsCell;
+    use crate::source::reconnect::SourceDriver as _;
+    use crate::transport::{EventSink, TransportError, TransportOptions};
+    use xdsfed_core::bootstrap::{ApiVariant, ServerConfig};
+    use xdsfed_core::protocol::{AuthorityFilter, CoreEvent, WireDeltaResponse, WireResource};
+    use xdsfed_core::types::TypeRegistry;
+
+    struct Discard;
+    impl EventSink for Discard {
+        fn deliver(&self, _server: &ServerConfig, _events: Vec<CoreEvent>) {}
+    }
+
+    fn driver() -> Driver {
+        let server = ServerConfig::insecure("127.0.0.1:1");
+        Driver::new(Parts {
+            endpoint: Err(TransportError::BadTarget {
+                uri: server.server_uri.clone(),
+                why: "not dialled in this test".into(),
+            }),
+            server,
+            authorities: AuthorityFilter::any(),
+            types: Arc::new(TypeRegistry::new()),
+            sink: Arc::new(Discard),
+            opts: TransportOptions::default(),
+            stats: Arc::new(StatsCell::new(ApiVariant::Delta)),
+        })
+    }
+
+    fn response(type_url: &'static str, resources: usize) -> Response {
+        Response::Delta(WireDeltaResponse {
+            type_url: Bytes::from_static(type_url.as_bytes()),
+            resources: vec![WireResource::default(); resources],
+            ..WireDeltaResponse::default()
+        })
+    }
+
+    #[test]
+    fn every_type_answered_in_one_flush_is_counted() {
+        let mut d = driver();
+        d.handle_response(response("type.test/A", 1));
+        d.handle_response(response("type.test/B", 1));
+        d.flush(None);
+        let answered = d.stats.lock().answered_types.clone();
+        assert_eq!(
+            answered.into_iter().collect::<Vec<_>>(),
+            ["type.test/A", "type.test/B"]
+        );
+    }
+
+    #[test]
+    fn a_flush_is_due_once_the_responses_since_the_last_carried_enough_resources() {
+        let mut d = driver();
+        d.handle_response(response("type.test/A", FLUSH_AFTER_RESOURCES - 1));
+        assert!(!d.flush_due());
+        d.handle_response(response("type.test/A", 1));
+        assert!(d.flush_due());
+        d.flush(None);
+        assert!(!d.flush_due(), "a flush starts the count over");
     }
 }

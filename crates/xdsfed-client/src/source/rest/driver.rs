@@ -64,9 +64,9 @@ pub(super) struct Driver {
     /// Events the driver itself produces (what REST cannot ask for),
     /// delivered with the session's.
     own_events: Vec<CoreEvent>,
-    /// The type of the response handled last, until its events are
-    /// delivered and the type is counted as answered.
-    answered: Option<String>,
+    /// The types of the responses handled since the last flush, until
+    /// their events are delivered and the types are counted as answered.
+    answered: Vec<String>,
 }
 
 impl Driver {
@@ -101,7 +101,7 @@ impl Driver {
             client,
             stats,
             own_events: Vec::new(),
-            answered: None,
+            answered: Vec::new(),
         }
     }
 
@@ -143,7 +143,7 @@ impl Driver {
                 undecoded,
             }) => {
                 self.note_answering();
-                self.answered = Some(response.type_url.clone());
+                self.answered.push(response.type_url.clone());
                 self.session
                     .handle_sotw_response_with_undecoded(now, response, undecoded);
             }
@@ -211,7 +211,7 @@ impl Driver {
         publish_session_stats(
             &mut self.stats.lock(),
             self.session.stats(),
-            self.answered.take().as_deref(),
+            self.answered.drain(..),
         );
     }
 }
