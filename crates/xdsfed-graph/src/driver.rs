@@ -231,12 +231,10 @@ impl ConfigGraphBuilder {
         self
     }
 
-    /// Spawns the driver task on the current tokio runtime and returns the
-    /// graph's handle. The first snapshot arrives once every reachable
+    /// Spawns the driver task on the client's runtime
+    /// ([`XdsClient::runtime`], beside the streams that feed it) and returns
+    /// the graph's handle. The first snapshot arrives once every reachable
     /// resource is warm (see [`ConfigGraph::ready`]).
-    ///
-    /// # Panics
-    /// When called outside a tokio runtime, as [`tokio::spawn`] does.
     pub fn start(self) -> ConfigGraph {
         let mut options = self.options.unwrap_or_default();
         if options.known_authorities == KnownAuthorities::Any {
@@ -247,6 +245,7 @@ impl ConfigGraphBuilder {
         }
         let cell = SnapshotCell::new();
         let reader = cell.reader();
+        let runtime = self.client.runtime().clone();
         let wildcard_server = default_server(&self.client);
         let engine = GraphEngine::new(self.roots, options, now());
         let sets = Sets::new(&self.client);
@@ -263,7 +262,7 @@ impl ConfigGraphBuilder {
         };
         ConfigGraph {
             reader,
-            task: Some(tokio::spawn(driver.run())),
+            task: Some(runtime.spawn(driver.run())),
         }
     }
 }

@@ -31,7 +31,10 @@ use xdsfed_core::status::{ClientStatus, ServerStatus};
 use xdsfed_core::types::{ResourceType, TypeRegistry, entry_key};
 
 mod executor;
+mod own_thread;
 mod start;
+
+pub use own_thread::THREAD_NAME as OWN_THREAD_NAME;
 
 pub(crate) use executor::apply_to_cache;
 
@@ -58,9 +61,14 @@ pub enum WatchError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// Clients spawn their streams on the current tokio runtime.
+    /// Clients spawn their streams on the current tokio runtime, unless
+    /// built with [`XdsClientBuilder::own_thread`].
     #[error("XdsClient::build must be called inside a tokio runtime")]
     NoRuntime,
+    /// The client's [own thread](XdsClientBuilder::own_thread) or its
+    /// runtime could not be started.
+    #[error("the client's own thread could not start: {0}")]
+    OwnThread(#[source] std::io::Error),
     /// The [state directory](XdsClientBuilder::state_dir) cannot be used:
     /// not a directory, not the process user's, writable by others, or
     /// impossible to create.
@@ -88,6 +96,7 @@ pub struct XdsClientBuilder {
     max_redirects: usize,
     state_dir: Option<std::path::PathBuf>,
     state_dir_max_bytes: u64,
+    own_thread: bool,
 }
 
 /// How many `ResourceLocator` redirects one resource may follow in a row
@@ -149,13 +158,53 @@ impl XdsClientBuilder {
         self
     }
 
+    /// Runs the client's streams, their connections and timers on a thread
+    /// of the client's own ([`OWN_THREAD_NAME`]), a single-threaded tokio
+    /// runtime, instead of the runtime current at [`build`](Self::build);
+    /// tasks spawned on [`XdsClient::runtime`], such as a resource graph's,
+    /// run there too. [`build`](Self::build) then needs no runtime, and
+    /// the thread ends when the client's last handle is dropped.
+    ///
+    /// Watches are read from any runtime or thread as before. What it
+    /// saves: a response's tasks no longer move between the embedder's
+    /// workers, which costs a client following a churning graph about a
+    /// fifth of its CPU (docs/performance.md, "A thread of the client's
+    /// own"); what it costs: a cold start's decoding and the graph no
+    /// longer run side by side, and a test's paused clock does not reach
+    /// the client's timers.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use xdsfed_client::{Bootstrap, XdsClient};
+    ///
+    /// let bootstrap = Bootstrap::from_json_str(
+    ///     r#"{"xds_servers": [{"server_uri": "127.0.0.1:1",
+    ///         "channel_creds": [{"type": "insecure"}]}]}"#,
+    /// )?;
+    /// // No tokio runtime here: the client brings its own thread.
+    /// let client = XdsClient::builder(bootstrap).own_thread().build()?;
+    /// drop(client); // and its thread ends
+    /// # Ok(()) }
+    /// ```
+    pub fn own_thread(mut self) -> Self {
+        self.own_thread = true;
+        self
+    }
+
     /// Builds the client. Streams open lazily, on the first watch of each
     /// server. With a [state directory](Self::state_dir), its records are
     /// read and validated first (blocking file IO, bounded by
     /// [`Self::state_dir_max_bytes`]).
     pub fn build(self) -> Result<XdsClient, BuildError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
         crate::source::check_built(&self.bootstrap)?;
+        let (runtime, own_thread) = if self.own_thread {
+            let (handle, stop) = own_thread::start().map_err(BuildError::OwnThread)?;
+            (handle, Some(stop))
+        } else {
+            let handle =
+                tokio::runtime::Handle::try_current().map_err(|_| BuildError::NoRuntime)?;
+            (handle, None)
+        };
         let node = self.bootstrap.node_proto();
         let mut transport = self.transport;
         transport.node = node.clone();
@@ -184,6 +233,7 @@ impl XdsClientBuilder {
                 state_dir,
                 transport,
                 runtime,
+                _own_thread: own_thread,
                 state: Mutex::new(State {
                     federation,
                     connections: HashMap::default(),
@@ -226,7 +276,12 @@ struct Inner {
     /// The state directory's counters, when the client has one.
     state_dir: Option<Arc<crate::state_dir::Counters>>,
     transport: TransportOptions,
+    /// Where the client's streams run: the runtime current at build, or
+    /// its own thread's.
     runtime: tokio::runtime::Handle,
+    /// Ends the client's own thread, when it has one, once the client is
+    /// dropped.
+    _own_thread: Option<own_thread::Stop>,
     /// The federation core and the connections it drives. One lock over
     /// both, so a subscribe and an unsubscribe of the same key cannot cross
     /// on the wire, and the core's decisions are applied in the order made.
@@ -271,6 +326,14 @@ impl XdsClient {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// The runtime the client's streams run on: the one current when it
+    /// was built, or its [own thread](XdsClientBuilder::own_thread)'s.
+    /// What follows the client (a resource graph's task) is spawned here,
+    /// so that it runs beside the streams that feed it.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
+    }
+
     /// A handle that does not keep this client alive.
     pub fn downgrade(&self) -> WeakXdsClient {
         WeakXdsClient {
@@ -287,6 +350,7 @@ impl XdsClient {
             max_redirects: DEFAULT_MAX_REDIRECTS,
             state_dir: None,
             state_dir_max_bytes: crate::state_dir::DEFAULT_MAX_TOTAL_BYTES,
+            own_thread: false,
         }
     }
 
