@@ -262,10 +262,19 @@ pub fn client(uris: &[String], shape: &Shape) -> XdsClient {
         },
         ..TransportOptions::default()
     };
-    XdsClient::builder(bootstrap)
-        .transport_options(options)
-        .build()
-        .expect("inside a tokio runtime")
+    let builder = XdsClient::builder(bootstrap).transport_options(options);
+    let builder = if own_thread() {
+        builder.own_thread()
+    } else {
+        builder
+    };
+    builder.build().expect("inside a tokio runtime")
+}
+
+/// Whether the client runs on a thread of its own
+/// (`XDSFED_SCALE_OWN_THREAD=1`), not on the bench's two-worker runtime.
+pub fn own_thread() -> bool {
+    std::env::var_os("XDSFED_SCALE_OWN_THREAD").is_some_and(|v| v == "1")
 }
 
 /// The graph: one cluster glob collection per authority.

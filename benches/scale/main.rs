@@ -22,11 +22,13 @@
 //! Run: `cargo bench --bench scale` (all seven; `-- curve|eds|leds|leds-tenth|ingest|authorities|watch`
 //! runs only those groups, for profiling; `SCALE_EXIT_HELD=n` ends the process
 //! where it reads the heap for the n-th time, for a heap profiler's census,
-//! docs/performance.md). The testbed and its load generator
+//! docs/performance.md; `XDSFED_SCALE_OWN_THREAD=1` runs the client on a
+//! thread of its own, `XdsClientBuilder::own_thread`, not on the bench's
+//! runtime). The testbed and its load generator
 //! run in a child process (module `remote`), so this process's memory and CPU
 //! are the client's and the graph's; the client runs on a runtime whose
-//! threads are named `client`, and CPU time is read per thread from /proc
-//! (module `probe`).
+//! threads are named `client` (or on its own thread), and CPU time is read
+//! per thread from /proc (module `probe`).
 
 // Helpers of tests and benchmarks state their expectations with unwrap,
 // expect and panic, like the tests themselves (clippy.toml).
@@ -357,6 +359,9 @@ fn main() {
         return;
     }
     let client = runtime("client");
+    if fleet::own_thread() {
+        println!("The client runs on a thread of its own (XDSFED_SCALE_OWN_THREAD=1).\n");
+    }
     println!("| measure | result | target | decode floor | load (1 min) |");
     println!("| --- | --- | --- | --- | --- |");
     let mut curve = Vec::new();

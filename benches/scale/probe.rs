@@ -26,6 +26,13 @@ pub fn heap() -> usize {
 /// Clock ticks per second of `/proc` CPU times (`USER_HZ`, 100 on Linux).
 const TICKS: f64 = 100.0;
 
+/// CPU time so far of the client's threads: the runtime's workers the
+/// bench names `client`, and the client's own thread when it has one
+/// (`XDSFED_SCALE_OWN_THREAD`).
+pub fn client_cpu() -> Duration {
+    cpu(None, "client") + cpu(None, xdsfed::client::client::OWN_THREAD_NAME)
+}
+
 /// CPU time so far of every thread whose name starts with `prefix`, in
 /// process `pid` (this one when `None`).
 pub fn cpu(pid: Option<u32>, prefix: &str) -> Duration {
@@ -62,9 +69,9 @@ pub fn settle_client(rt_client: &Runtime) -> Duration {
     const LIMIT: Duration = Duration::from_secs(30);
     let start = Instant::now();
     loop {
-        let before = cpu(None, "client");
+        let before = client_cpu();
         rt_client.block_on(async { tokio::time::sleep(WINDOW).await });
-        let busy = cpu(None, "client").saturating_sub(before);
+        let busy = client_cpu().saturating_sub(before);
         if busy < WINDOW / 25 || start.elapsed() > LIMIT {
             return start.elapsed();
         }
@@ -112,7 +119,7 @@ impl CpuMark {
     pub fn now(fleet: u32) -> Self {
         Self {
             fleet,
-            client: cpu(None, "client"),
+            client: client_cpu(),
             testbed: cpu(Some(fleet), "testbed"),
         }
     }
