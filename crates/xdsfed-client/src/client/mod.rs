@@ -167,11 +167,11 @@ impl XdsClientBuilder {
     ///
     /// Watches are read from any runtime or thread as before. What it
     /// saves: a response's tasks no longer move between the embedder's
-    /// workers, which costs a client following a churning graph about a
-    /// fifth of its CPU (docs/performance.md, "A thread of the client's
-    /// own"); what it costs: a cold start's decoding and the graph no
-    /// longer run side by side, and a test's paused clock does not reach
-    /// the client's timers.
+    /// workers, which costs a client following a churning graph a sixth
+    /// to a fifth of its CPU (docs/performance.md, "A thread of the
+    /// client's own"); what it costs: a cold start's decoding and the
+    /// graph no longer run side by side (a large cold start takes longer),
+    /// and a test's paused clock does not reach the client's timers.
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {

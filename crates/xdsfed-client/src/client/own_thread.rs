@@ -10,8 +10,9 @@
 //! were left, as Envoy's xDS work runs on its main thread.
 //!
 //! Rule: the thread ends once the client's last handle is dropped (its
-//! tasks are dropped with the runtime), whichever thread drops it (test
-//! `own_thread_ends_with_the_client`).
+//! tasks are dropped with the runtime), whichever thread drops it (tests
+//! `the_thread_ends_when_stopped` here, and the end-to-end
+//! `own_thread_e2e`).
 //!
 //! [`XdsClientBuilder::own_thread`]: super::XdsClientBuilder::own_thread
 
