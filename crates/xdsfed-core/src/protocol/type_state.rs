@@ -310,8 +310,9 @@ impl Changes {
 ///
 /// The answer is shared: every layer asks for the glob of the member it
 /// just handled (session, federation core, cache, graph), and a response's
-/// members mostly share one collection, so the last glob worked out on this
-/// thread is handed out again when it is the one asked for. Working it out
+/// members mostly share one to three collections, so the last few globs
+/// worked out on this thread are handed out again when one of them is the
+/// one asked for. Working it out
 /// afresh costs a string and an `Arc`; recognising it costs one comparison
 /// of the glob's prefix and a scan of the member's last segment, not a
 /// parse of the whole key (a LEDS update asks some ten times).
@@ -335,25 +336,55 @@ pub fn with_glob_of<R>(key: &str, f: impl FnOnce(&str) -> R) -> Option<R> {
     with_last_glob(key, |last| f(&last.glob))
 }
 
-/// `f` on the glob of `key`: the last one worked out on this thread when
-/// `key` is its member, else one worked out afresh and remembered. An `f`
-/// that asks for a glob itself has it worked out apart.
+/// `f` on the glob of `key`: one of the last few worked out on this thread
+/// when `key` is its member, else one worked out afresh and remembered in
+/// place of the oldest. An `f` that asks for a glob itself has it worked
+/// out apart.
 fn with_last_glob<R>(key: &str, f: impl FnOnce(&LastGlob) -> R) -> Option<R> {
-    LAST_GLOB.with(|last| match last.try_borrow_mut() {
-        Ok(mut last) => {
-            if let Some(known) = last.as_ref().filter(|g| g.has_member(key)) {
-                return Some(f(known));
-            }
-            let fresh = LastGlob::of(key)?;
-            Some(f(last.insert(fresh)))
-        }
+    LAST_GLOBS.with(|last| match last.try_borrow_mut() {
+        Ok(mut last) => last.get_or_work_out(key).map(f),
         Err(_) => LastGlob::of(key).map(|fresh| f(&fresh)),
     })
 }
 
+/// How many globs a thread remembers. The layers a response passes
+/// through on one thread (session, cache, graph) each walk its members in
+/// turn, and a response of a LEDS churn spans two or three collections: a
+/// single remembered glob was worked out again by each layer for each of
+/// them, some eight strings and `Arc`s a response.
+const REMEMBERED_GLOBS: usize = 4;
+
+/// The globs a thread worked out last, replaced oldest first.
+#[derive(Default)]
+struct LastGlobs {
+    slots: [Option<LastGlob>; REMEMBERED_GLOBS],
+    /// The slot the next glob worked out goes to.
+    next: usize,
+}
+
+impl LastGlobs {
+    fn get_or_work_out(&mut self, key: &str) -> Option<&LastGlob> {
+        let known = self
+            .slots
+            .iter()
+            .position(|slot| slot.as_ref().is_some_and(|g| g.has_member(key)));
+        let at = match known {
+            Some(at) => at,
+            None => {
+                let fresh = LastGlob::of(key)?;
+                let at = self.next;
+                self.next = (at + 1) % REMEMBERED_GLOBS;
+                *self.slots.get_mut(at)? = Some(fresh);
+                at
+            }
+        };
+        self.slots.get(at)?.as_ref()
+    }
+}
+
 thread_local! {
-    /// The last glob [`glob_of`] worked out on this thread.
-    static LAST_GLOB: std::cell::RefCell<Option<LastGlob>> = const { std::cell::RefCell::new(None) };
+    /// The last globs [`glob_of`] worked out on this thread.
+    static LAST_GLOBS: std::cell::RefCell<LastGlobs> = std::cell::RefCell::new(LastGlobs::default());
 }
 
 /// A glob [`glob_of`] worked out, with where its `*` sits.
@@ -645,6 +676,28 @@ mod tests {
         let first = glob_of("xdstp://a/T/g/1");
         let second = glob_of("xdstp://a/T/g/2");
         assert!(first.zip(second).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)));
+    }
+
+    /// Layers that walk the same few collections in turn share each one's
+    /// glob: none is worked out again while no more than
+    /// [`REMEMBERED_GLOBS`] are in use, and the oldest gives way to a new
+    /// one past that.
+    #[test]
+    fn a_few_collections_walked_in_turn_keep_their_globs() {
+        let members = ["xdstp://a/T/g/1", "xdstp://a/T/h/1", "xdstp://a/T/i/1"];
+        let first: Vec<_> = members.iter().filter_map(|m| glob_of(m)).collect();
+        for _ in 0..3 {
+            for (member, glob) in members.iter().zip(&first) {
+                let again = glob_of(&member.replace("/1", "/2"));
+                assert!(again.is_some_and(|a| Arc::ptr_eq(&a, glob)), "{member}");
+            }
+        }
+        for other in ["j", "k", "l", "m"] {
+            let _ = glob_of(&format!("xdstp://a/T/{other}/1"));
+        }
+        let worked_out_again = glob_of("xdstp://a/T/g/3");
+        assert_eq!(worked_out_again.as_deref(), Some("xdstp://a/T/g/*"));
+        assert!(worked_out_again.is_some_and(|a| !Arc::ptr_eq(&a, &first[0])));
     }
 
     /// Recognising a member of the last glob answers what parsing the

@@ -111,10 +111,18 @@ impl LedsMembers {
                 let old = Arc::clone(&few[at].1);
                 match Arc::get_mut(few) {
                     Some(only) => only[at].1 = endpoint,
+                    // Shared with a snapshot: copied straight into one
+                    // allocation of its exact size (an iterator of known
+                    // length), not through a `Vec` first.
                     None => {
-                        let mut copy = few.to_vec();
-                        copy[at].1 = endpoint;
-                        *few = Arc::from(copy);
+                        *few = few
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (name, old))| {
+                                let value = if i == at { &endpoint } else { old };
+                                (Arc::clone(name), Arc::clone(value))
+                            })
+                            .collect();
                     }
                 }
                 Some(old)
