@@ -355,7 +355,6 @@ fn with_last_glob<R>(key: &str, f: impl FnOnce(&LastGlob) -> R) -> Option<R> {
 const REMEMBERED_GLOBS: usize = 4;
 
 /// The globs a thread worked out last, replaced oldest first.
-#[derive(Default)]
 struct LastGlobs {
     slots: [Option<LastGlob>; REMEMBERED_GLOBS],
     /// The slot the next glob worked out goes to.
@@ -384,7 +383,12 @@ impl LastGlobs {
 
 thread_local! {
     /// The last globs [`glob_of`] worked out on this thread.
-    static LAST_GLOBS: std::cell::RefCell<LastGlobs> = std::cell::RefCell::new(LastGlobs::default());
+    static LAST_GLOBS: std::cell::RefCell<LastGlobs> = const {
+        std::cell::RefCell::new(LastGlobs {
+            slots: [const { None }; REMEMBERED_GLOBS],
+            next: 0,
+        })
+    };
 }
 
 /// A glob [`glob_of`] worked out, with where its `*` sits.
