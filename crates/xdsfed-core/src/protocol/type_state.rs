@@ -431,6 +431,13 @@ impl LastGlob {
         ) else {
             return false;
         };
+        // The parents of one type's collections differ at their end (the
+        // collection's own id), so that is compared first: a key of
+        // another collection is told apart in a few bytes, not by a
+        // comparison of the whole prefix.
+        if last_word(key.as_bytes(), prefix.len()) != last_word(prefix.as_bytes(), prefix.len()) {
+            return false;
+        }
         let Some(rest) = key.strip_prefix(prefix) else {
             return false;
         };
@@ -441,6 +448,13 @@ impl LastGlob {
         let (segment, after) = rest.split_at(end);
         !segment.is_empty() && segment != "*" && after == tail
     }
+}
+
+/// The eight bytes of `s` before `end`, as one word [`LastGlob::has_member`]
+/// compares at once (a slice comparison would call `memcmp`); `None` when
+/// there are not so many.
+fn last_word(s: &[u8], end: usize) -> Option<[u8; 8]> {
+    s.get(end.checked_sub(8)?..end)?.try_into().ok()
 }
 
 /// A member key's collection path (after `xdstp://`, without its last
@@ -722,6 +736,11 @@ mod tests {
             "xdstp://a/T/g?k=v/m",
             "xdstp://a/T",
             "plain/name",
+            // Long parents that differ at their end, or only at their start.
+            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0001/m",
+            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0002/m",
+            "xdstp://auth.examplf/envoy.config.endpoint.v3.LbEndpoint/pool-0001/m",
+            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0001/",
         ];
         let fresh = |key: &str| {
             glob_parts(key).map(|(parent, query)| match query {
