@@ -113,17 +113,21 @@ pub(crate) fn locator_key(
 /// collection) has only the wire name, and nothing to disagree with.
 pub(crate) fn same_name(
     key: &str,
-    wire: &str,
+    wire: &(impl AsRef<[u8]> + ?Sized),
     resource: Decoded,
 ) -> Result<Decoded, ValidationError> {
     let Some(inner) = resource.name() else {
         return Ok(resource);
     };
-    if inner == wire || canonical_key(inner).is_ok_and(|inner| inner == key) {
+    // Bytes, not text: the wire name was checked to be text when the
+    // response was read, and checking it again costs more than comparing.
+    let wire = wire.as_ref();
+    if inner.as_bytes() == wire || canonical_key(inner).is_ok_and(|inner| inner == key) {
         return Ok(resource);
     }
     Err(ValidationError(format!(
-        "resource name mismatch: sent as {wire:?}, but the resource names itself {inner:?}"
+        "resource name mismatch: sent as {:?}, but the resource names itself {inner:?}",
+        String::from_utf8_lossy(wire)
     )))
 }
 
@@ -141,6 +145,17 @@ impl Text {
         match self {
             Text::Owned(text) => text,
             Text::InMessage(bytes) => super::wire::as_text(bytes),
+        }
+    }
+}
+
+impl AsRef<[u8]> for Text {
+    /// The text's bytes, not checked again: for comparisons, which need no
+    /// `&str` (making one from a message's bytes checks them each time).
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Text::Owned(text) => text.as_bytes(),
+            Text::InMessage(bytes) => bytes,
         }
     }
 }
@@ -350,12 +365,14 @@ fn duplicates_among_few(items: &[Item]) -> HashMap<Arc<str>, usize> {
 pub(crate) fn decode_registered(
     types: &TypeRegistry,
     type_url: &str,
-    any_type_url: &str,
+    any_type_url: &(impl AsRef<[u8]> + ?Sized),
     raw: Bytes,
 ) -> Result<Decoded, ValidationError> {
-    if any_type_url != type_url {
+    let any_type_url = any_type_url.as_ref();
+    if any_type_url != type_url.as_bytes() {
         return Err(ValidationError(format!(
-            "type {any_type_url} in a response of type {type_url}"
+            "type {} in a response of type {type_url}",
+            String::from_utf8_lossy(any_type_url)
         )));
     }
     let Some(ty) = types.get(type_url) else {
@@ -465,7 +482,7 @@ impl Session {
             }
         };
         let decoded = match item.body {
-            Body::Raw(any) if any.type_url.as_str() == RESOURCE_LOCATOR_TYPE_URL => {
+            Body::Raw(any) if any.type_url.as_ref() == RESOURCE_LOCATOR_TYPE_URL.as_bytes() => {
                 return match locator_target(&any.value) {
                     Ok(target) => self.redirect(now, type_url, key, target, item.version, ttl),
                     Err(error) => {
@@ -482,11 +499,9 @@ impl Session {
             }
             Body::Decoded(decoded) => Ok(decoded),
             Body::Failed(error) => Err(error),
-            Body::Raw(any) => {
-                decode_registered(&self.types, type_url, any.type_url.as_str(), any.value)
-            }
+            Body::Raw(any) => decode_registered(&self.types, type_url, &any.type_url, any.value),
         };
-        match decoded.and_then(|d| same_name(&key, item.raw_name.as_str(), d)) {
+        match decoded.and_then(|d| same_name(&key, &item.raw_name, d)) {
             Ok(resource) => self.accept(now, type_url, key, resource, item.version, ttl),
             Err(error) => self.invalid(type_url, key, item.raw_name, error, item.version, rejected),
         }
@@ -585,10 +600,7 @@ impl Session {
             .states
             .get(&key.type_url)
             .is_some_and(|s| s.durable.globs > 0);
-        if let Some(glob) = globs
-            .then(|| super::type_state::glob_of(&key.name))
-            .flatten()
-        {
+        if let Some(glob) = globs.then(|| super::glob::glob_of(&key.name)).flatten() {
             self.timers.cancel(&Timer::DoesNotExist(ResourceKey::new(
                 Arc::clone(&key.type_url),
                 glob,

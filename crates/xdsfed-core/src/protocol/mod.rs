@@ -81,6 +81,7 @@ mod ack;
 mod config;
 mod delta;
 mod event;
+mod glob;
 mod ingest;
 mod resume;
 mod session;
@@ -101,12 +102,12 @@ pub use config::{
     with_client_features,
 };
 pub use event::{CoreEvent, INTERNED_TYPE_URLS, RemovedReason, ResourceKey, TypeUrl};
+pub use glob::{GlobKey, glob_of, is_glob, with_glob_of};
 pub use ingest::RESOURCE_LOCATOR_TYPE_URL;
 pub(crate) use ingest::{decode_registered, locator_key, locator_target, same_name};
 pub use session::{Phase, Request, Session, SessionStats, TypeUpdates};
 pub use sotw::RESOURCE_WRAPPER_TYPE_URL;
 pub use stream_end::{Initiator, SourceKind, StreamEnd, StreamFailure};
-pub use type_state::{glob_of, is_glob, with_glob_of};
 pub use undecoded::UndecodedResource;
 pub use wire::{
     NotText, WireAny, WireDeltaResponse, WireResource, WireResourceError, WireResourceName,

@@ -28,9 +28,10 @@ use prost::Message as _;
 
 use super::ack::{PendingAck, Rejected, error_detail};
 use super::event::{CoreEvent, ResourceKey};
+use super::glob::is_glob;
 use super::ingest::{Body, HeartbeatRule, Item};
 use super::session::{Request, Session};
-use super::type_state::{WILDCARD, is_glob};
+use super::type_state::WILDCARD;
 use super::undecoded::{UndecodedResource, decoded_positions};
 use crate::types::ValidationError;
 use crate::version::Version;

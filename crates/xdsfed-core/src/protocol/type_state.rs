@@ -17,6 +17,7 @@
 //! against what was sent, so a delta request carries only the change and the
 //! work per change is `O(1)`, whatever the number of subscriptions.
 
+use super::glob::{GlobKey, glob_of, is_glob, with_glob_of};
 use crate::hash::{HashMap, HashSet, NameMap};
 use crate::version::Version;
 use std::collections::BTreeSet;
@@ -303,198 +304,19 @@ impl Changes {
     }
 }
 
-/// The glob collection a canonical `xdstp:` key would belong to (xDS TP1
-/// §Glob): its path's last segment replaced by `*`, the same context
-/// parameters. `xdstp://a/T/foo/bar?k=v` → `xdstp://a/T/foo/*?k=v`. `None`
-/// for old-style names and globs themselves.
-///
-/// The answer is shared: every layer asks for the glob of the member it
-/// just handled (session, federation core, cache, graph), and a response's
-/// members mostly share one to three collections, so the last few globs
-/// worked out on this thread are handed out again when one of them is the
-/// one asked for. Working it out
-/// afresh costs a string and an `Arc`; recognising it costs one comparison
-/// of the glob's prefix and a scan of the member's last segment, not a
-/// parse of the whole key (a LEDS update asks some ten times).
-pub fn glob_of(key: &str) -> Option<Arc<str>> {
-    with_last_glob(key, |last| Arc::clone(&last.glob))
-}
-
-/// [`glob_of`], lent to `f` rather than shared: a lookup by the glob's
-/// name then touches no reference count. The glob is shared by the threads
-/// of the session, the cache and the graph, and each count taken and given
-/// back on one of them moves its cache line away from the others.
-///
-/// ```
-/// use xdsfed_core::protocol::with_glob_of;
-///
-/// let member = "xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/e1?k=v";
-/// let glob = with_glob_of(member, str::to_owned);
-/// assert_eq!(glob.as_deref(), Some("xdstp://a/envoy.config.endpoint.v3.LbEndpoint/pool/*?k=v"));
-/// ```
-pub fn with_glob_of<R>(key: &str, f: impl FnOnce(&str) -> R) -> Option<R> {
-    with_last_glob(key, |last| f(&last.glob))
-}
-
-/// `f` on the glob of `key`: one of the last few worked out on this thread
-/// when `key` is its member, else one worked out afresh and remembered in
-/// place of the oldest. An `f` that asks for a glob itself has it worked
-/// out apart.
-fn with_last_glob<R>(key: &str, f: impl FnOnce(&LastGlob) -> R) -> Option<R> {
-    LAST_GLOBS.with(|last| match last.try_borrow_mut() {
-        Ok(mut last) => last.get_or_work_out(key).map(f),
-        Err(_) => LastGlob::of(key).map(|fresh| f(&fresh)),
-    })
-}
-
-/// How many globs a thread remembers. The layers a response passes
-/// through on one thread (session, cache, graph) each walk its members in
-/// turn, and a response of a LEDS churn spans two or three collections: a
-/// single remembered glob was worked out again by each layer for each of
-/// them, some eight strings and `Arc`s a response.
-const REMEMBERED_GLOBS: usize = 4;
-
-/// The globs a thread worked out last, replaced oldest first.
-struct LastGlobs {
-    slots: [Option<LastGlob>; REMEMBERED_GLOBS],
-    /// The slot the next glob worked out goes to.
-    next: usize,
-}
-
-impl LastGlobs {
-    fn get_or_work_out(&mut self, key: &str) -> Option<&LastGlob> {
-        let known = self
-            .slots
-            .iter()
-            .position(|slot| slot.as_ref().is_some_and(|g| g.has_member(key)));
-        let at = match known {
-            Some(at) => at,
-            None => {
-                let fresh = LastGlob::of(key)?;
-                let at = self.next;
-                self.next = (at + 1) % REMEMBERED_GLOBS;
-                *self.slots.get_mut(at)? = Some(fresh);
-                at
-            }
-        };
-        self.slots.get(at)?.as_ref()
-    }
-}
-
-thread_local! {
-    /// The last globs [`glob_of`] worked out on this thread.
-    static LAST_GLOBS: std::cell::RefCell<LastGlobs> = const {
-        std::cell::RefCell::new(LastGlobs {
-            slots: [const { None }; REMEMBERED_GLOBS],
-            next: 0,
-        })
-    };
-}
-
-/// A glob [`glob_of`] worked out, with where its `*` sits.
-struct LastGlob {
-    /// `xdstp://{parent}/*`, then `?{query}` when the members had one.
-    glob: Arc<str>,
-    /// The length of `xdstp://{parent}/`.
-    prefix: usize,
-}
-
-impl LastGlob {
-    /// The glob of member `key`, worked out from its spelling.
-    fn of(key: &str) -> Option<Self> {
-        let (parent, query) = glob_parts(key)?;
-        let mut glob = String::with_capacity(key.len() + 2);
-        glob.push_str("xdstp://");
-        glob.push_str(parent);
-        glob.push('/');
-        let prefix = glob.len();
-        glob.push('*');
-        if let Some(q) = query {
-            glob.push('?');
-            glob.push_str(q);
-        }
-        Some(LastGlob {
-            glob: Arc::from(glob),
-            prefix,
-        })
-    }
-
-    /// Whether `key` is a member of this glob by its spelling: the glob's
-    /// prefix, then a last segment (no `/`, not empty, not `*`), then
-    /// exactly the glob's context parameters. The same answer as comparing
-    /// [`glob_parts`] of `key` with the glob's: the parent holds no `?`
-    /// (it was cut before the first one), so `key`'s first `?` is past it.
-    fn has_member(&self, key: &str) -> bool {
-        let (Some(prefix), Some(tail)) = (
-            self.glob.get(..self.prefix),
-            self.glob.get(self.prefix + 1..),
-        ) else {
-            return false;
-        };
-        // The parents of one type's collections differ at their end (the
-        // collection's own id), so that is compared first: a key of
-        // another collection is told apart in a few bytes, not by a
-        // comparison of the whole prefix.
-        if last_word(key.as_bytes(), prefix.len()) != last_word(prefix.as_bytes(), prefix.len()) {
-            return false;
-        }
-        let Some(rest) = key.strip_prefix(prefix) else {
-            return false;
-        };
-        let end = rest
-            .bytes()
-            .position(|b| b == b'/' || b == b'?')
-            .unwrap_or(rest.len());
-        let (segment, after) = rest.split_at(end);
-        !segment.is_empty() && segment != "*" && after == tail
-    }
-}
-
-/// The eight bytes of `s` before `end`, as one word [`LastGlob::has_member`]
-/// compares at once (a slice comparison would call `memcmp`); `None` when
-/// there are not so many.
-fn last_word(s: &[u8], end: usize) -> Option<[u8; 8]> {
-    s.get(end.checked_sub(8)?..end)?.try_into().ok()
-}
-
-/// A member key's collection path (after `xdstp://`, without its last
-/// segment) and context parameters; `None` when it is no member.
-fn glob_parts(key: &str) -> Option<(&str, Option<&str>)> {
-    let rest = key.strip_prefix("xdstp://")?;
-    let (path, query) = match rest.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (rest, None),
-    };
-    let (parent, last) = path.rsplit_once('/')?;
-    // authority/type at least, and a member, not a glob.
-    if last == "*" || last.is_empty() || !parent.contains('/') {
-        return None;
-    }
-    Some((parent, query))
-}
-
-/// Whether a canonical key is a glob collection (`…/*`, before any query).
-pub fn is_glob(key: &str) -> bool {
-    key.starts_with("xdstp:")
-        && key
-            .split_once('?')
-            .map_or(key, |(path, _)| path)
-            .ends_with("/*")
-}
-
 impl TypeState {
     /// Whether resources named `name` are of interest: subscribed, `*`, or
     /// a member of a subscribed glob collection.
-    pub(crate) fn wants(&self, name: &str) -> bool {
+    pub(crate) fn wants(&self, name: &(impl GlobKey + ?Sized)) -> bool {
         // The glob first: a member's name is then not looked up among the
         // subscribed names, where it nearly never is.
-        self.wants_unsubscribed(name) || self.durable.subscribed.contains(name)
+        self.wants_unsubscribed(name) || self.durable.subscribed.contains(name.text())
     }
 
     /// [`TypeState::wants`] for a name known not to be subscribed by name
     /// (its lookup just said so): `*`, or a member of a subscribed glob.
     /// A LEDS member's update then looks its name up once, not twice.
-    pub(crate) fn wants_unsubscribed(&self, name: &str) -> bool {
+    pub(crate) fn wants_unsubscribed(&self, name: &(impl GlobKey + ?Sized)) -> bool {
         self.durable.wildcard
             || (self.durable.globs > 0
                 && with_glob_of(name, |g| self.durable.subscribed.contains(g)) == Some(true))
@@ -632,22 +454,6 @@ mod tests {
         Arc::from(s)
     }
 
-    /// A glob lent to a lookup that asks for a glob itself: answered
-    /// apart, correctly, without a second borrow of the remembered one.
-    #[test]
-    fn a_glob_asked_for_inside_a_lent_one_is_worked_out_apart() {
-        let outer = with_glob_of("xdstp://a/T/g/1", |g| {
-            let inner = with_glob_of("xdstp://a/T/h/1", str::to_owned);
-            (g.to_owned(), inner, glob_of("xdstp://a/T/g/2"))
-        });
-        let (g, inner, again) = outer.unwrap();
-        assert_eq!(g, "xdstp://a/T/g/*");
-        assert_eq!(inner.as_deref(), Some("xdstp://a/T/h/*"));
-        assert_eq!(again.as_deref(), Some("xdstp://a/T/g/*"));
-        assert_eq!(with_glob_of("xdstp://a/T/g/*", str::to_owned), None);
-        assert_eq!(with_glob_of("plain-name", str::to_owned), None);
-    }
-
     /// xDS TP1 §Glob: members sit directly under the glob's path, with
     /// exactly its context parameters.
     #[test]
@@ -662,102 +468,6 @@ mod tests {
         assert_eq!(glob_of("xdstp://a/T/foo/*"), None);
         assert!(is_glob("xdstp://a/T/foo/*?k=v"));
         assert!(!is_glob("xdstp://a/T/foo/x*"));
-    }
-
-    /// The shared answer is reused only for the same collection, context
-    /// parameters included.
-    #[test]
-    fn the_shared_glob_is_the_members_own() {
-        let cases = [
-            ("xdstp://a/T/foo/x", Some("xdstp://a/T/foo/*")),
-            ("xdstp://a/T/foo/y", Some("xdstp://a/T/foo/*")),
-            ("xdstp://a/T/foo/y?k=v", Some("xdstp://a/T/foo/*?k=v")),
-            ("xdstp://a/T/foo/w?k=v", Some("xdstp://a/T/foo/*?k=v")),
-            (
-                "xdstp://a/T/foo/w?k=v&x=y",
-                Some("xdstp://a/T/foo/*?k=v&x=y"),
-            ),
-            ("xdstp://a/T/foo/w", Some("xdstp://a/T/foo/*")),
-            ("xdstp://a/T/foo/", None),
-            ("xdstp://a/T/foo/w?k", Some("xdstp://a/T/foo/*?k")),
-            ("xdstp://a/T/foo/v/w?k", Some("xdstp://a/T/foo/v/*?k")),
-            ("xdstp://a/T/foo/z", Some("xdstp://a/T/foo/*")),
-            ("xdstp://a/T/foo/bar/z", Some("xdstp://a/T/foo/bar/*")),
-            ("xdstp://a/T/fo/z", Some("xdstp://a/T/fo/*")),
-            ("xdstp://a/T/fo/*", None),
-            ("xdstp://a/T/x", Some("xdstp://a/T/*")),
-            ("plain", None),
-        ];
-        for (member, glob) in cases {
-            assert_eq!(glob_of(member).as_deref(), glob, "{member}");
-        }
-        let first = glob_of("xdstp://a/T/g/1");
-        let second = glob_of("xdstp://a/T/g/2");
-        assert!(first.zip(second).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)));
-    }
-
-    /// Layers that walk the same few collections in turn share each one's
-    /// glob: none is worked out again while no more than
-    /// [`REMEMBERED_GLOBS`] are in use, and the oldest gives way to a new
-    /// one past that.
-    #[test]
-    fn a_few_collections_walked_in_turn_keep_their_globs() {
-        let members = ["xdstp://a/T/g/1", "xdstp://a/T/h/1", "xdstp://a/T/i/1"];
-        let first: Vec<_> = members.iter().filter_map(|m| glob_of(m)).collect();
-        for _ in 0..3 {
-            for (member, glob) in members.iter().zip(&first) {
-                let again = glob_of(&member.replace("/1", "/2"));
-                assert!(again.is_some_and(|a| Arc::ptr_eq(&a, glob)), "{member}");
-            }
-        }
-        for other in ["j", "k", "l", "m"] {
-            let _ = glob_of(&format!("xdstp://a/T/{other}/1"));
-        }
-        let worked_out_again = glob_of("xdstp://a/T/g/3");
-        assert_eq!(worked_out_again.as_deref(), Some("xdstp://a/T/g/*"));
-        assert!(worked_out_again.is_some_and(|a| !Arc::ptr_eq(&a, &first[0])));
-    }
-
-    /// Recognising a member of the last glob answers what parsing the
-    /// member's key would, whatever glob was worked out before it.
-    #[test]
-    fn the_shared_glob_answers_as_a_fresh_parse() {
-        let keys = [
-            "xdstp://a/T/g/m",
-            "xdstp://a/T/g/m?k=v",
-            "xdstp://a/T/g/m?k=v/w?x",
-            "xdstp://a/T/g/*",
-            "xdstp://a/T/g/",
-            "xdstp://a/T/g/m/n",
-            "xdstp://a/T/g/m/n?k=v",
-            "xdstp://a/T/gg/m",
-            "xdstp://a/T/m",
-            "xdstp://a/T/?k",
-            "xdstp://a/T/g?k=v/m",
-            "xdstp://a/T",
-            "plain/name",
-            // Long parents that differ at their end, or only at their start.
-            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0001/m",
-            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0002/m",
-            "xdstp://auth.examplf/envoy.config.endpoint.v3.LbEndpoint/pool-0001/m",
-            "xdstp://auth.example/envoy.config.endpoint.v3.LbEndpoint/pool-0001/",
-        ];
-        let fresh = |key: &str| {
-            glob_parts(key).map(|(parent, query)| match query {
-                Some(q) => format!("xdstp://{parent}/*?{q}"),
-                None => format!("xdstp://{parent}/*"),
-            })
-        };
-        for before in keys {
-            for key in keys {
-                let _ = glob_of(before);
-                assert_eq!(
-                    glob_of(key).as_deref(),
-                    fresh(key).as_deref(),
-                    "{before} then {key}"
-                );
-            }
-        }
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub fn answer(
         return locator_target(&any.value).map(Answer::Redirect);
     }
     decode_registered(types, &key.type_url, &any.type_url, Bytes::from(any.value))
-        .and_then(|d| same_name(&key.name, &key.name, d))
+        .and_then(|d| same_name(&key.name, key.name.as_bytes(), d))
         .map(Answer::Resource)
 }
 
