@@ -28,7 +28,10 @@
 //! run in a child process (module `remote`), so this process's memory and CPU
 //! are the client's and the graph's; the client runs on a runtime whose
 //! threads are named `client` (or on its own thread), and CPU time is read
-//! per thread from /proc (module `probe`).
+//! per thread from /proc (module `probe`). `benches/scale/cold-only.sh`
+//! runs a group's cold start alone; `benches/scale/instructions.sh`
+//! counts the client's instructions per endpoint update at a tenth under
+//! callgrind, for machines without hardware counters.
 
 // Helpers of tests and benchmarks state their expectations with unwrap,
 // expect and panic, like the tests themselves (clippy.toml).
