@@ -371,7 +371,7 @@ pub(crate) fn decode_registered(
     let any_type_url = any_type_url.as_ref();
     if any_type_url != type_url.as_bytes() {
         return Err(ValidationError(format!(
-            "type {} in a response of type {type_url}",
+            "type {:?} in a response of type {type_url}",
             String::from_utf8_lossy(any_type_url)
         )));
     }
