@@ -54,6 +54,42 @@ impl Version {
         Version(Arc::new(Repr::of(text)))
     }
 
+    /// Holds the text `bytes` spell, or says they are no UTF-8. Hex digits
+    /// are packed without a UTF-8 check of their own: each is ASCII, which
+    /// reading them as digits already shows.
+    ///
+    /// ```
+    /// use xdsfed_core::version::Version;
+    ///
+    /// let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    /// assert_eq!(Version::from_utf8(sha.as_bytes()), Ok(Version::from(sha)));
+    /// assert_eq!(Version::from_utf8(b"v7"), Ok(Version::from("v7")));
+    /// assert!(Version::from_utf8(b"v\xff").is_err());
+    /// ```
+    pub fn from_utf8(bytes: &[u8]) -> Result<Self, std::str::Utf8Error> {
+        if let Some(packed) = unhex(bytes) {
+            return Ok(Version(Arc::new(Repr::Hex(packed))));
+        }
+        std::str::from_utf8(bytes).map(Version::new)
+    }
+
+    /// Whether this is the text `bytes` spell; the bytes need not be
+    /// checked as UTF-8 first, since only a version's own text matches.
+    ///
+    /// ```
+    /// use xdsfed_core::version::Version;
+    ///
+    /// assert!(Version::from("v7").is_spelled_by(b"v7"));
+    /// assert!(!Version::from("v7").is_spelled_by(b"v8"));
+    /// ```
+    pub fn is_spelled_by(&self, bytes: &[u8]) -> bool {
+        match &*self.0 {
+            Repr::Hex(packed) => spells(bytes, packed),
+            Repr::Inline(len, inline) => inline.get(..usize::from(*len)) == Some(bytes),
+            Repr::Boxed(text) => text.as_bytes() == bytes,
+        }
+    }
+
     /// The empty version (a copy asked for afresh; a source that sends
     /// none): one shared copy.
     pub fn empty() -> Self {
@@ -77,7 +113,7 @@ impl Version {
 
 impl Repr {
     fn of(text: &str) -> Self {
-        if let Some(bytes) = unhex(text) {
+        if let Some(bytes) = unhex(text.as_bytes()) {
             return Repr::Hex(bytes);
         }
         match u8::try_from(text.len()) {
@@ -103,8 +139,8 @@ fn inline_text(bytes: &[u8; INLINE], len: u8) -> &str {
 /// The bytes 64 lower-case hex digits spell; `None` for any other text.
 /// One table read per digit and one test at the end, no branch per digit:
 /// every delta resource's version passes through here.
-fn unhex(text: &str) -> Option<[u8; 32]> {
-    let (pairs, []) = text.as_bytes().as_chunks::<2>() else {
+fn unhex(text: &[u8]) -> Option<[u8; 32]> {
+    let (pairs, []) = text.as_chunks::<2>() else {
         return None;
     };
     if pairs.len() != 32 {
@@ -123,8 +159,8 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 /// Whether `text` is the 64 lower-case hex digits of `bytes`: read only as
 /// far as the first digit that differs, since a response's versions are
 /// compared with the one before (two hashes differ at once).
-fn spells(text: &str, bytes: &[u8; 32]) -> bool {
-    let (pairs, []) = text.as_bytes().as_chunks::<2>() else {
+fn spells(text: &[u8], bytes: &[u8; 32]) -> bool {
+    let (pairs, []) = text.as_chunks::<2>() else {
         return false;
     };
     pairs.len() == 32
@@ -201,7 +237,7 @@ impl From<&Version> for String {
 impl PartialEq<str> for Version {
     fn eq(&self, other: &str) -> bool {
         match &*self.0 {
-            Repr::Hex(bytes) => spells(other, bytes),
+            Repr::Hex(bytes) => spells(other.as_bytes(), bytes),
             Repr::Inline(len, bytes) => inline_text(bytes, *len) == other,
             Repr::Boxed(text) => **text == *other,
         }

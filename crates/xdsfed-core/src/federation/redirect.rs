@@ -180,6 +180,11 @@ impl Federation {
     /// The entry answers for itself: its redirect targets are no longer
     /// followed.
     pub(super) fn stop_redirect(&mut self, entry: &ResourceKey) {
+        // Every update asks; with no redirect anywhere, the key is not
+        // hashed (a map's `remove` hashes even when it is empty).
+        if self.redirects.is_empty() {
+            return;
+        }
         let Some(redirect) = self.redirects.remove(entry) else {
             return;
         };

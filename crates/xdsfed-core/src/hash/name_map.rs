@@ -170,7 +170,15 @@ fn position<V>(few: &[(Arc<str>, V)], name: &str) -> Option<usize> {
     let pointer = name.as_ptr();
     few.iter()
         .position(|(held, _)| held.as_ptr() == pointer && held.len() == name.len())
-        .or_else(|| few.iter().position(|(held, _)| **held == *name))
+        .or_else(|| few.iter().position(|(held, _)| same_text(held, name)))
+}
+
+/// Whether `a` and `b` are the same text, their last bytes compared first:
+/// the members of one glob share everything up to their last segment, so
+/// a comparison from the front would walk the whole shared prefix for
+/// each member it passes over.
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
 }
 
 #[cfg(test)]
@@ -180,6 +188,24 @@ mod tests {
 
     /// Inserts, removals and retains below, at and past the bound answer
     /// as a `BTreeMap` does.
+    /// Text that differs anywhere, or only in length, is another name.
+    #[test]
+    fn names_are_told_apart_wherever_they_differ() {
+        let held = "xdstp://a/T/c/endpoint-0001";
+        assert!(same_text(held, &String::from(held)));
+        for other in [
+            "xdstp://a/T/c/endpoint-0002",
+            "xdstp://b/T/c/endpoint-0001",
+            "xdstp://a/T/c/endpoint-001",
+            "xdstp://a/T/c/endpoint-00011",
+            "",
+        ] {
+            assert!(!same_text(held, other), "{other}");
+        }
+        assert!(same_text("", ""));
+        assert!(!same_text("e1", "e2"));
+    }
+
     #[test]
     fn answers_as_a_map_does_on_both_sides_of_its_bound() {
         let mut map = NameMap::default();

@@ -246,7 +246,12 @@ pub fn canonical_key_of(name: &str) -> Result<Cow<'_, str>, NameError> {
 /// an old-style name.
 pub fn authority_of(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("xdstp://")?;
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // Bytes, not chars: the three are ASCII, and a search for a set of
+    // chars decodes each one (this runs for every resource received).
+    let end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
     rest.get(..end)
 }
 

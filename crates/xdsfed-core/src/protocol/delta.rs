@@ -49,10 +49,18 @@ struct Delta<R, E> {
 struct SharedVersion(Option<Version>);
 
 impl SharedVersion {
-    fn of(&mut self, version: &str) -> Version {
+    /// The version `version` spells, read from its bytes: a response's
+    /// text fields were checked as UTF-8 when it was decoded, and a hex
+    /// digest (the usual delta version) needs no second check.
+    fn of(&mut self, version: &Text) -> Version {
+        let bytes = version.as_ref();
         match &self.0 {
-            Some(last) if *last == *version => last.clone(),
-            _ => self.0.insert(Version::new(version)).clone(),
+            Some(last) if last.is_spelled_by(bytes) => last.clone(),
+            _ => {
+                let version = Version::from_utf8(bytes)
+                    .unwrap_or_else(|_| Version::new(&String::from_utf8_lossy(bytes)));
+                self.0.insert(version).clone()
+            }
         }
     }
 }
@@ -219,7 +227,7 @@ impl Session {
             .into_iter()
             .map(|resource| {
                 let (name, body, version, ttl) = parts(resource);
-                let version = versions.of(version.as_str());
+                let version = versions.of(&version);
                 Item::named(name, body, version, ttl, known)
             })
             .collect();
