@@ -142,7 +142,7 @@ impl Cache {
             }
         }
         let type_url: Arc<str> = type_url.into();
-        let list = inner.wildcard.entry(Arc::clone(&type_url)).or_default();
+        let list = inner.wildcard.get_or_insert_with(&type_url, Vec::new);
         let first = list.is_empty();
         list.push(Arc::clone(&queue));
         let _ = (provenance, policy);
@@ -185,8 +185,7 @@ impl Cache {
         if watchers.is_empty() {
             *inner
                 .collection_types
-                .entry(Arc::clone(&glob.type_url))
-                .or_default() += 1;
+                .get_or_insert_with(&glob.type_url, usize::default) += 1;
             inner.list_collections += usize::from(!is_glob(&glob.name));
         }
         // Exactly sized: a glob nearly always has one watcher (a graph's

@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
-use xdsfed_core::hash::{HashMap, HashSet};
+use xdsfed_core::hash::{HashMap, HashSet, TypeMap};
 use xdsfed_core::version::Version;
 
 use tokio::sync::watch;
@@ -65,12 +65,12 @@ struct Inner {
     /// connection.
     entries: Entries,
     /// Wildcard watchers per type URL.
-    wildcard: HashMap<Arc<str>, Vec<Arc<WildcardQueue>>>,
+    wildcard: TypeMap<Vec<Arc<WildcardQueue>>>,
     /// Glob collection watchers per glob (xDS TP1): members arriving under a
     /// watched glob get entries, and changes are queued for its watchers.
     collections: HashMap<ResourceKey, Box<[Arc<WildcardQueue>]>>,
     /// How many collections of each type are watched.
-    collection_types: HashMap<Arc<str>, usize>,
+    collection_types: TypeMap<usize>,
     /// How many of `collections` are list collections, not globs: with
     /// none, a changed name that is no glob is not looked up there, a
     /// probe each LEDS endpoint update would miss.

@@ -13,7 +13,9 @@
 //! [`SmallSet`] is the set of per-resource bookkeeping whose usual size is
 //! one: inline until a second element arrives; [`Interner`] the one shared
 //! copy of a name many resources carry; [`KeyedTable`] a table of a
-//! million boxed values whose slots are one pointer each.
+//! million boxed values whose slots are one pointer each; [`TypeMap`] the
+//! handful of values a layer keeps per resource type, found without a
+//! hash.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -23,12 +25,14 @@ mod keyed;
 mod name_map;
 mod name_set;
 mod small_set;
+mod type_map;
 
 pub use interner::Interner;
 pub use keyed::KeyedTable;
 pub use name_map::NameMap;
 pub use name_set::NameSet;
 pub use small_set::{Iter as SmallSetIter, SmallSet};
+pub use type_map::TypeMap;
 
 use foldhash::SharedSeed;
 use foldhash::fast::{FoldHasher, SeedableRandomState};

@@ -66,7 +66,9 @@ impl Session {
         if version.is_empty() {
             return;
         }
-        let state = self.states.entry(Arc::clone(&key.type_url)).or_default();
+        let state = self
+            .states
+            .get_or_insert_with(&key.type_url, super::type_state::TypeState::default);
         if state.durable.held.contains_key(&key.name) || state.stream.requested {
             return;
         }

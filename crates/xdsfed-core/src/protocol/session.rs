@@ -1,7 +1,7 @@
 //! [`Session`]: the state machine of one ADS stream to one server, across
 //! its reconnects.
 
-use crate::hash::HashMap;
+use crate::hash::{HashMap, TypeMap};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
@@ -131,7 +131,7 @@ pub struct Session {
     pub(super) cfg: SessionConfig,
     pub(super) types: Arc<TypeRegistry>,
     pub(super) phase: Phase,
-    pub(super) states: HashMap<Arc<str>, TypeState>,
+    pub(super) states: TypeMap<TypeState>,
     pub(super) timers: Timers,
     pub(super) events: VecDeque<CoreEvent>,
     pub(super) stats: SessionStats,
@@ -178,7 +178,7 @@ impl Session {
             cfg,
             types,
             phase: Phase::Idle,
-            states: HashMap::default(),
+            states: TypeMap::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: SessionStats::default(),
@@ -249,7 +249,9 @@ impl Session {
     /// Subscribes to `key` (its `name` a canonical key, see
     /// [`crate::name::canonical_key`]). Subscribing twice is a no-op.
     pub fn subscribe(&mut self, key: ResourceKey) {
-        let state = self.states.entry(Arc::clone(&key.type_url)).or_default();
+        let state = self
+            .states
+            .get_or_insert_with(&key.type_url, TypeState::default);
         if state.subscribe(key.name) {
             self.mark_dirty(&key.type_url);
         }
@@ -295,7 +297,9 @@ impl Session {
     /// Subscribes to `*` for `type_url`: every resource the server deems ours.
     pub fn subscribe_wildcard(&mut self, type_url: &str) {
         let type_url: Arc<str> = Arc::from(type_url);
-        let state = self.states.entry(Arc::clone(&type_url)).or_default();
+        let state = self
+            .states
+            .get_or_insert_with(&type_url, TypeState::default);
         if state.set_wildcard(true).is_some() {
             self.mark_dirty(&type_url);
         }
@@ -348,7 +352,7 @@ impl Session {
         self.timers
             .set(Timer::Handshake, now + self.cfg.handshake_timeout);
         let mut types: Vec<&Arc<str>> = Vec::new();
-        for (type_url, state) in &mut self.states {
+        for (type_url, state) in self.states.iter_mut() {
             state.reset_stream();
             if state.has_interest() {
                 state.stream.queued = true;
