@@ -27,6 +27,9 @@ use super::HashSet;
 pub struct Interner {
     names: HashSet<Arc<str>>,
     bound: usize,
+    /// The name handed out last: the resources of one response mostly
+    /// name the same one, compared without a hash.
+    last: Option<Arc<str>>,
 }
 
 impl Interner {
@@ -35,19 +38,27 @@ impl Interner {
         Interner {
             names: HashSet::default(),
             bound,
+            last: None,
         }
     }
 
     /// The shared copy of `name`, kept for later while there is room.
     pub fn shared(&mut self, name: &str) -> Arc<str> {
-        if let Some(held) = self.names.get(name) {
-            return Arc::clone(held);
+        if let Some(last) = &self.last
+            && **last == *name
+        {
+            return Arc::clone(last);
         }
-        let copy: Arc<str> = Arc::from(name);
-        if self.names.len() < self.bound {
-            self.names.insert(Arc::clone(&copy));
-        }
-        copy
+        let Some(held) = self.names.get(name) else {
+            let copy: Arc<str> = Arc::from(name);
+            if self.names.len() < self.bound {
+                self.names.insert(Arc::clone(&copy));
+            }
+            return copy;
+        };
+        let held = Arc::clone(held);
+        self.last = Some(Arc::clone(&held));
+        held
     }
 
     /// How many names it shares.

@@ -22,6 +22,17 @@ const FEW: usize = 32;
 
 type Member = (Arc<str>, Arc<LedsEndpoint>);
 
+/// Where `name` is among `few` (sorted), or where it would go. The copy a
+/// change names is usually the member's own (the client shares one copy of
+/// each name), found by its address; a search by text compares the
+/// collection's shared prefix again at each step.
+fn find(few: &[Member], name: &Arc<str>) -> Result<usize, usize> {
+    match few.iter().position(|(n, _)| Arc::ptr_eq(n, name)) {
+        Some(at) => Ok(at),
+        None => few.binary_search_by(|(n, _)| n.cmp(name)),
+    }
+}
+
 /// The members of one LEDS collection, in name order; cheap to clone,
 /// cheap to change (see the module docs).
 ///
@@ -106,7 +117,7 @@ impl LedsMembers {
             Form::Many(many) => return many.insert(name, endpoint),
             Form::Few(few) => few,
         };
-        match few.binary_search_by(|(n, _)| n.cmp(&name)) {
+        match find(few, &name) {
             Ok(at) => {
                 let old = Arc::clone(&few[at].1);
                 match Arc::get_mut(few) {
@@ -238,6 +249,33 @@ mod tests {
             .iter()
             .map(|(n, e)| (n.to_string(), e.view().port))
             .collect()
+    }
+
+    /// A change named by the member's own copy of its name, or by another
+    /// copy of the same text, replaces that member and no other.
+    #[test]
+    fn a_member_is_found_by_its_own_copy_or_its_text() {
+        let names: Vec<Arc<str>> = ["m1", "m2", "m3"].into_iter().map(Arc::from).collect();
+        let mut members = LedsMembers::default();
+        for (i, name) in names.iter().enumerate() {
+            members.insert(Arc::clone(name), endpoint(i as u16));
+        }
+        assert_eq!(
+            members
+                .insert(Arc::clone(&names[1]), endpoint(20))
+                .map(|e| e.view().port),
+            Some(1)
+        );
+        assert_eq!(
+            members
+                .insert(Arc::from("m3"), endpoint(30))
+                .map(|e| e.view().port),
+            Some(2)
+        );
+        assert_eq!(
+            ports(&members),
+            [("m1".into(), 0), ("m2".into(), 20), ("m3".into(), 30)]
+        );
     }
 
     #[test]
