@@ -192,6 +192,47 @@ impl Plain {
         }
     }
 
+    /// A new copy from where the entry's copy came from, taken in place:
+    /// the usual change of a plain entry (a LEDS member's next copy), done
+    /// without building its full state and taking it apart again. The same
+    /// change as [`entry::apply`](xdsfed_core::entry::apply) followed by
+    /// [`update`](Self::update) (test
+    /// `an_update_in_place_is_the_update_through_the_full_state`). Returns
+    /// whether the copy's bytes changed; `None` for an update of another
+    /// kind (from another server or authority, through a fallback, an
+    /// `#alt` or a redirect, or clearing an ambient error), which the
+    /// caller applies through the full state.
+    pub(super) fn update_in_place(
+        &mut self,
+        resource: &Decoded,
+        version: &Version,
+        source: Option<&Source>,
+        server: &Arc<str>,
+        now: SystemTime,
+    ) -> Option<bool> {
+        let origin = &*self.origin;
+        let direct = match source {
+            Some(s) => {
+                s.server == origin.server
+                    && s.authority == origin.authority
+                    && s.fetched_as.is_empty()
+                    && !(s.fallback || s.alt || s.redirected)
+            }
+            None => *server == origin.server,
+        };
+        if !direct || origin.error.is_some() {
+            return None;
+        }
+        let same_bytes = self.resource.raw() == resource.raw();
+        if !same_bytes {
+            let since = now.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+            self.updated = u64::try_from(since.as_nanos()).ok()?;
+            self.resource = resource.clone();
+        }
+        self.version = version.clone();
+        Some(!same_bytes)
+    }
+
     /// Takes `state` in, if the entry is still plain in it; hands both
     /// back, to be held full, otherwise.
     #[must_use]
@@ -759,6 +800,119 @@ fn member_key(glob: &ResourceKey, name: &Arc<str>) -> ResourceKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xdsfed_core::entry::{Context, apply};
+    use xdsfed_core::protocol::CoreEvent;
+    use xdsfed_core::types::testing::cluster_copy;
+
+    /// Each update a plain entry can be given, taken in place where that
+    /// applies, leaves the entry as the update through its full state does
+    /// (and says alike whether watchers wake); the usual one, a new copy
+    /// from the entry's own server, is taken in place.
+    #[test]
+    fn an_update_in_place_is_the_update_through_the_full_state() {
+        let server: Arc<str> = Arc::from("s");
+        let provenance = Provenance {
+            server: Arc::clone(&server),
+            authority: Some(Arc::from("a")),
+        };
+        let policy = DataErrorPolicy::default();
+        let down = XdsError::new(xdsfed_core::error::ErrorKind::Transient, "down");
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let later = now + Duration::from_secs(5);
+        let direct = Source::direct_under(&server, Some(Arc::from("a")));
+        let sources = [
+            None,
+            Some(direct.clone()),
+            Some(Source::direct_under(&Arc::from("t"), Some(Arc::from("a")))),
+            Some(Source::direct_under(&server, Some(Arc::from("b")))),
+            Some(Source {
+                fallback: true,
+                ..direct.clone()
+            }),
+            Some(Source {
+                alt: true,
+                ..direct.clone()
+            }),
+            Some(Source {
+                redirected: true,
+                ..direct.clone()
+            }),
+            Some(Source {
+                fetched_as: Arc::from("x"),
+                ..direct.clone()
+            }),
+        ];
+        let mut taken_in_place = 0;
+        for error in [None, Some(&down)] {
+            for alt in ["same", "other"] {
+                for source in &sources {
+                    for sent_by in [&server, &Arc::from("t")] {
+                        let origin = Origins::default().of(&provenance, policy, error);
+                        let state = ResourceState {
+                            resource: Some(cluster_copy("c", "same")),
+                            version: Some(Version::from("1")),
+                            status: ResourceStatus::Acked,
+                            error: error.cloned(),
+                            last_updated: Some(now),
+                            failed_update: None,
+                            source: Some(direct.clone()),
+                        };
+                        let plain = || match Plain::of(Arc::clone(&origin), state.clone()) {
+                            Form::Plain(plain) => plain,
+                            Form::Full(_) => panic!("a plain entry to start from"),
+                        };
+                        let resource = cluster_copy("c", alt);
+                        let version = Version::from("2");
+                        let mut fast = plain();
+                        let Some(woke) = fast.update_in_place(
+                            &resource,
+                            &version,
+                            source.as_ref(),
+                            sent_by,
+                            later,
+                        ) else {
+                            continue;
+                        };
+                        taken_in_place += 1;
+                        let mut slow = plain();
+                        let mut entry = slow.unwatched();
+                        let mut state = slow.state();
+                        let event = CoreEvent::Upsert {
+                            key: ResourceKey::new("type.googleapis.com/t", "c"),
+                            resource,
+                            version,
+                            ttl: None,
+                        };
+                        let source = source
+                            .clone()
+                            .unwrap_or_else(|| Source::direct_under(sent_by, Some(Arc::from("a"))));
+                        let cx = Context {
+                            server: sent_by,
+                            policy,
+                            now: later,
+                        };
+                        let via = format!("{source:?}");
+                        let slow_woke = apply(&mut state, &mut entry.reported, &event, source, &cx);
+                        assert!(slow.update(entry, state).is_none(), "still plain");
+                        assert_eq!(woke, slow_woke, "{alt} from {sent_by} via {via}");
+                        let (fast, slow) = (fast.state(), slow.state());
+                        assert_eq!(
+                            fast.resource.as_ref().map(Decoded::raw),
+                            slow.resource.as_ref().map(Decoded::raw)
+                        );
+                        assert_eq!(fast.version, slow.version);
+                        assert_eq!(fast.status, slow.status);
+                        assert_eq!(fast.error, slow.error);
+                        assert_eq!(fast.last_updated, slow.last_updated);
+                        assert_eq!(format!("{:?}", fast.source), format!("{:?}", slow.source));
+                    }
+                }
+            }
+        }
+        // Both copies, from the entry's own server: named, or not named
+        // and sent by it.
+        assert_eq!(taken_in_place, 6);
+    }
 
     /// A plain entry is 48 bytes (on 64-bit targets), 80 with its key:
     /// the copy (24: the value's pointer and how its bytes are read), its

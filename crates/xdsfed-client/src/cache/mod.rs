@@ -25,7 +25,7 @@ mod slot;
 mod tests;
 
 pub(crate) use collections::WildcardQueue;
-use entries::{Entries, Held, HeldMut, Unwatched};
+use entries::{Entries, Held, HeldMut, Plain, Unwatched};
 use slot::Slot;
 pub use xdsfed_core::entry::{DataErrorPolicy, Provenance, ResourceState, ResourceStatus, Source};
 
@@ -402,6 +402,10 @@ struct Step<'a> {
     answered: bool,
 }
 
+/// What a step did: whether watchers wake, and what the state directory
+/// records.
+type Outcome = (bool, Option<Persist>);
+
 impl Step<'_> {
     /// Runs the event's gRFC A88 transition on `state`, that of an entry
     /// with `policy` and `authority` and the NACK last `reported` to its
@@ -414,7 +418,7 @@ impl Step<'_> {
         authority: &Option<Arc<str>>,
         reported: &mut ReportedNack,
         source: Option<Source>,
-    ) -> (bool, Option<Persist>) {
+    ) -> Outcome {
         let cx = Context {
             server: self.server,
             policy,
@@ -444,13 +448,38 @@ impl Step<'_> {
         (woke, persist)
     }
 
+    /// [`Step::run`] on a plain entry: in place for a new copy from where
+    /// its copy came from ([`Plain::update_in_place`]; nothing to persist
+    /// then, as a persisted step needs the states before and after),
+    /// through its full state otherwise. Gives back the entry and state
+    /// when they must be held full.
+    fn run_plain(
+        &self,
+        plain: &mut Plain,
+        source: Option<Source>,
+    ) -> (Outcome, Option<(Unwatched, ResourceState)>) {
+        if let CoreEvent::Upsert {
+            resource, version, ..
+        } = self.event
+            && !self.persisting
+            && let Some(changed) =
+                plain.update_in_place(resource, version, source.as_ref(), self.server, self.now)
+        {
+            return ((changed, None), None);
+        }
+        let mut entry = plain.unwatched();
+        let mut state = plain.state();
+        let outcome = self.run_unwatched(&mut state, &mut entry, source);
+        (outcome, plain.update(entry, state))
+    }
+
     /// [`Step::run`] on an unwatched entry, its state apart.
     fn run_unwatched(
         &self,
         state: &mut ResourceState,
         entry: &mut Unwatched,
         source: Option<Source>,
-    ) -> (bool, Option<Persist>) {
+    ) -> Outcome {
         let authority = &entry.provenance.authority;
         self.run(state, entry.policy, authority, &mut entry.reported, source)
     }
@@ -555,10 +584,8 @@ impl Inner {
                 (changed, persist)
             }
             Some(HeldMut::Plain(plain)) => {
-                let mut entry = plain.unwatched();
-                let mut state = plain.state();
-                let outcome = step.run_unwatched(&mut state, &mut entry, source);
-                if let Some((entry, state)) = plain.update(entry, state) {
+                let (outcome, full) = step.run_plain(plain, source);
+                if let Some((entry, state)) = full {
                     self.entries.put(key.clone(), entry, state);
                 }
                 outcome
