@@ -290,30 +290,81 @@ fn last_word(s: &[u8], end: usize) -> Option<[u8; 8]> {
 /// segment) and context parameters; `None` when it is no member.
 fn glob_parts(key: &str) -> Option<(&str, Option<&str>)> {
     let rest = key.strip_prefix("xdstp://")?;
-    let (path, query) = match rest.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (rest, None),
-    };
-    let (parent, last) = path.rsplit_once('/')?;
+    let (path, query) = split_query(rest);
+    let slash = memchr::memrchr(b'/', path.as_bytes())?;
+    let (parent, last) = (path.get(..slash)?, path.get(slash + 1..)?);
     // authority/type at least, and a member, not a glob.
-    if last == "*" || last.is_empty() || !parent.contains('/') {
+    if last == "*" || last.is_empty() || memchr::memchr(b'/', parent.as_bytes()).is_none() {
         return None;
     }
     Some((parent, query))
 }
 
+/// `key` before its first `?`, and what follows it. The searches of this
+/// module are of ASCII bytes, which never occur inside a multi-byte
+/// character, so each position found is a character boundary; `memchr`
+/// compares many bytes at once where a search for a char goes a word at
+/// a time, and every resource received is searched so two or three times.
+fn split_query(key: &str) -> (&str, Option<&str>) {
+    match memchr::memchr(b'?', key.as_bytes()) {
+        Some(at) => (key.get(..at).unwrap_or(key), key.get(at + 1..)),
+        None => (key, None),
+    }
+}
+
 /// Whether a canonical key is a glob collection (`…/*`, before any query).
 pub fn is_glob(key: &str) -> bool {
-    key.starts_with("xdstp:")
-        && key
-            .split_once('?')
-            .map_or(key, |(path, _)| path)
-            .ends_with("/*")
+    key.starts_with("xdstp:") && split_query(key).0.ends_with("/*")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte searches answer as searches for chars do, on names with
+    /// and without context parameters, multi-byte characters and `/` or
+    /// `*` in odd places.
+    #[test]
+    fn byte_searches_answer_as_char_searches() {
+        fn parts_by_chars(key: &str) -> Option<(&str, Option<&str>)> {
+            let rest = key.strip_prefix("xdstp://")?;
+            let (path, query) = match rest.split_once('?') {
+                Some((path, query)) => (path, Some(query)),
+                None => (rest, None),
+            };
+            let (parent, last) = path.rsplit_once('/')?;
+            if last == "*" || last.is_empty() || !parent.contains('/') {
+                return None;
+            }
+            Some((parent, query))
+        }
+        fn glob_by_chars(key: &str) -> bool {
+            key.starts_with("xdstp:")
+                && key
+                    .split_once('?')
+                    .map_or(key, |(path, _)| path)
+                    .ends_with("/*")
+        }
+        for key in [
+            "xdstp://a/T/c/e1",
+            "xdstp://a/T/c/*",
+            "xdstp://a/T/c/*?k=v",
+            "xdstp://a/T/c/e1?k=v/x",
+            "xdstp://a/T/c?x=/*",
+            "xdstp://a/T/ç/é?ü=/ß",
+            "xdstp://a/T/c/",
+            "xdstp://a/T",
+            "xdstp://a/T/*",
+            "xdstp:///T/c/e",
+            "xdstp://a/T/c/e?",
+            "xdstp:",
+            "old-style/*",
+            "",
+        ] {
+            assert_eq!(glob_parts(key), parts_by_chars(key), "{key}");
+            assert_eq!(is_glob(key), glob_by_chars(key), "{key}");
+        }
+    }
 
     /// A glob lent to a lookup that asks for a glob itself: answered
     /// apart, correctly, without a second borrow of the remembered one.

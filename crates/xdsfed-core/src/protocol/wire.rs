@@ -180,7 +180,7 @@ impl WireDeltaResponse {
         }
         for (at, resource) in self.resources.iter().enumerate() {
             resource
-                .check_text()
+                .check_text(&self.type_url)
                 .map_err(|e| e.at(Some(at)).named(Some(resource.name_bytes())))?;
         }
         Ok(())
@@ -188,13 +188,18 @@ impl WireDeltaResponse {
 }
 
 impl WireResource {
-    fn check_text(&self) -> Result<(), Unchecked> {
+    /// `response_type_url` is the response's, checked already: a resource's
+    /// own type URL is nearly always the same bytes, which then need no
+    /// second check.
+    fn check_text(&self, response_type_url: &[u8]) -> Result<(), Unchecked> {
         text("resources.name", &self.name)?;
         text("resources.version", &self.version)?;
         if let Some(name) = &self.resource_name {
             text("resources.resource_name.name", &name.name)?;
         }
-        if let Some(any) = &self.resource {
+        if let Some(any) = &self.resource
+            && any.type_url != response_type_url
+        {
             text("resources.resource.type_url", &any.type_url)?;
         }
         Ok(())
