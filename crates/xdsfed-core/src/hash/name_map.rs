@@ -165,8 +165,9 @@ impl<V> NameMap<V> {
 }
 
 /// Where `name` is among `few`: by pointer first (the holders share one
-/// copy of each name), by text otherwise.
-fn position<V>(few: &[(Arc<str>, V)], name: &str) -> Option<usize> {
+/// copy of each name), by text otherwise. [`TypeMap`](super::TypeMap)
+/// finds its type URLs so too.
+pub(super) fn position<V>(few: &[(Arc<str>, V)], name: &str) -> Option<usize> {
     let pointer = name.as_ptr();
     few.iter()
         .position(|(held, _)| held.as_ptr() == pointer && held.len() == name.len())

@@ -41,15 +41,7 @@ impl<V> TypeMap<V> {
     /// Where `type_url` is: by the shared copy's address first, by its
     /// text otherwise.
     fn position(&self, type_url: &str) -> Option<usize> {
-        let pointer = type_url.as_ptr();
-        self.entries
-            .iter()
-            .position(|(held, _)| held.as_ptr() == pointer && held.len() == type_url.len())
-            .or_else(|| {
-                self.entries
-                    .iter()
-                    .position(|(held, _)| **held == *type_url)
-            })
+        super::name_map::position(&self.entries, type_url)
     }
 
     /// The value of `type_url`.
